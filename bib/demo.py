@@ -1,0 +1,23 @@
+"""`bib demo`: every capability's small end-to-end step, run in order on embedded defaults."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from rich.console import Console
+
+# (title, "module:function"); each function takes the demo output root and returns nothing.
+# Add one line per capability.
+STEPS: list[tuple[str, str]] = []
+
+
+def run_demo(out: Path = Path("out/demo")) -> None:
+    """Run every demo step, printing a header for each."""
+    console = Console(stderr=True)
+    out.mkdir(parents=True, exist_ok=True)
+    for title, target in STEPS:
+        console.rule(f"[bold]{title}")
+        module, func = target.split(":")
+        getattr(importlib.import_module(module), func)(out)
+    console.print(f"demo outputs are under {out}/")

@@ -1,0 +1,71 @@
+"""Atomic file writes (temp file in the same folder, then rename) and file hashing."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from bib.errors import BibInputError
+
+
+def ensure_dir(path: str | os.PathLike[str]) -> Path:
+    """Create ``path`` (and parents) if needed; raise BibInputError when it cannot be written."""
+    p = Path(path)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BibInputError(f"{p}: cannot create output directory ({exc.strerror})") from None
+    if not os.access(p, os.W_OK):
+        raise BibInputError(f"{p}: output directory is not writable")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs) -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success rename it over ``path``.
+
+    If the body raises, the temporary file is removed and ``path`` is left untouched,
+    so a reader never sees a half-written file.
+    """
+    target = Path(path)
+    directory = target.parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise BibInputError(f"{target}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` newlines) to ``path`` atomically."""
+    with atomic_open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
