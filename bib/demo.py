@@ -9,7 +9,9 @@ from rich.console import Console
 
 # (title, "module:function"); each function takes the demo output root and returns nothing.
 # Add one line per capability.
-STEPS: list[tuple[str, str]] = []
+STEPS: list[tuple[str, str]] = [
+    ("stimuli: episodes, videos, validation", "bib.stimuli.demo:run"),
+]
 
 
 def run_demo(out: Path = Path("out/demo")) -> None:

@@ -1,12 +1,97 @@
-"""Stimulus commands: generate, render, validate, demo (filled in by the foundation work)."""
+"""Stimulus commands: generate, render, validate, demo."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+
+from bib.errors import BibInputError
+
+
+def _settings(cell_px: int, fps: int):
+    from bib.render.frames import RenderSettings
+
+    return RenderSettings(cell_px=cell_px, fps=fps)
 
 
 def register(app: typer.Typer) -> None:
     """Add the stimulus commands to ``app``."""
+
+    @app.command()
+    def generate(
+        out: Path = typer.Option(..., "--out", help="Output folder (manifest.csv, episodes/, videos/)."),
+        task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object."),
+        n: int = typer.Option(10, "--n", min=0, help="Pairs (evaluation conditions) or episodes (background tasks)."),
+        seed: int = typer.Option(0, "--seed", help="Base seed; the same seed gives byte-identical episodes."),
+        video: bool = typer.Option(False, "--video", help="Also render one video per episode."),
+        per_trial: bool = typer.Option(False, "--per-trial", help="With --video, also one video per trial."),
+        codec: str = typer.Option("h264", "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v."),
+        cell_px: int = typer.Option(20, "--cell-px", help="Pixels per cell (BIB: 20)."),
+        fps: int = typer.Option(25, "--fps", help="Frames per second (BIB: 25)."),
+        workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+        scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
+    ) -> None:
+        """Generate episodes (and videos) of a task into a folder; reruns resume."""
+        from bib.stimuli.build import build
+
+        if task is None:
+            raise BibInputError("generate needs --task ID")
+        summary = build(
+            [(task, n)], seed, out, video=video, settings=_settings(cell_px, fps), codec=codec,
+            per_trial=per_trial, workers=workers, scheduler=scheduler,
+        )
+        typer.echo(
+            f"{summary.episodes} episodes in {summary.out} "
+            f"({summary.built} units generated, {summary.kept} kept from an earlier run)"
+        )
+
+    @app.command()
+    def render(
+        episode: Path = typer.Argument(..., help="Episode JSON file."),
+        out: Path = typer.Option(..., "--out", help="Video file (.mp4 for H.264, .webm for VP9)."),
+        codec: str = typer.Option(None, "--codec", help="h264, vp9 or mp4v (default: by extension)."),
+        cell_px: int = typer.Option(20, "--cell-px", help="Pixels per cell."),
+        fps: int = typer.Option(25, "--fps", help="Frames per second."),
+        per_trial_dir: Path = typer.Option(None, "--per-trial-dir", help="Also write one video per trial here."),
+        sheet: Path = typer.Option(None, "--contact-sheet", help="Also write a PNG contact sheet of the test trial."),
+    ) -> None:
+        """Render one episode to a video."""
+        from bib.episode import load_episode
+        from bib.io import ensure_dir
+        from bib.render.video import contact_sheet, render_episode
+        from bib.tasks import validate_episode
+
+        ep = load_episode(episode)
+        problems = validate_episode(ep)
+        if problems:
+            raise BibInputError(f"{episode}: {problems[0]}")
+        ensure_dir(out.parent if str(out.parent) else Path("."))
+        settings = _settings(cell_px, fps)
+        frames = render_episode(ep, out, settings, codec, per_trial_dir)
+        typer.echo(f"{out}: {frames} frames at {fps} fps")
+        if sheet is not None:
+            contact_sheet(ep.test, sheet, settings)
+            typer.echo(f"{sheet}: contact sheet of the test trial")
+
+    @app.command()
+    def validate(
+        path: Path = typer.Argument(..., help="An episode JSON file or a folder searched recursively."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems."),
+    ) -> None:
+        """Check episodes against the schema, the world rules and their condition's rules.
+
+        Exit code 0 when all are valid, 1 when any is invalid (the first problem of each invalid
+        file is printed with its episode, trial, step and cell).
+        """
+        from bib.stimuli.check import check_path
+
+        report = check_path(path)
+        for line in report.problems:
+            typer.echo(line)
+        if not quiet or report.problems:
+            typer.echo(f"{report.n_valid} valid, {report.n_invalid} invalid of {report.n_files} episode files")
+        raise typer.Exit(1 if report.n_invalid else 0)
 
     @app.command()
     def demo() -> None:

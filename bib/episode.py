@@ -1,0 +1,429 @@
+"""Trial and Episode (schema ``bib.episode/1``): dataclasses, JSON load/save, generic validation."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bib import __version__
+from bib.errors import BibInputError
+from bib.io import atomic_write_text
+from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, move_legal, step
+from bib.world.grid import Agent, Cell, GridObject, Layout
+
+SCHEMA = "bib.episode/1"
+PHASES = ("familiarization", "test")
+OUTCOMES = ("expected", "unexpected", "none")
+EVENT_TYPES = ("pickup-key", "unlock")
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happens at ``path[step]``: ``pickup-key`` or ``unlock``."""
+
+    step: int
+    type: str
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial: the layout it shows, the agent's path (a cell per step) and its goal.
+
+    Attributes:
+        phase: ``familiarization`` or ``test``.
+        layout: walls, barriers, lock, key, objects and the (single) agent.
+        path: the agent's cell at every step, starting at its home.
+        events: key pickup / unlock events, in step order.
+        goal: the object id the path ends on, ``"key"``, or None.
+    """
+
+    phase: str
+    layout: Layout
+    path: tuple[Cell, ...]
+    events: tuple[Event, ...] = ()
+    goal: str | None = None
+
+    @property
+    def agent(self) -> Agent:
+        """The trial's agent."""
+        return self.layout.agent
+
+    @property
+    def n_steps(self) -> int:
+        """Number of moves (path length minus one)."""
+        return len(self.path) - 1
+
+    def unlock_step(self) -> int | None:
+        """The step of the ``unlock`` event, if any."""
+        return next((e.step for e in self.events if e.type == "unlock"), None)
+
+    def pickup_step(self) -> int | None:
+        """The step of the ``pickup-key`` event, if any."""
+        return next((e.step for e in self.events if e.type == "pickup-key"), None)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """Familiarization trials then the test trial, with identifiers and provenance."""
+
+    id: str
+    pair_id: str | None
+    task: str
+    condition: str
+    outcome: str
+    seed: int
+    width: int
+    height: int
+    trials: tuple[Trial, ...]
+    moves: int = 8
+    generator: dict[str, str] = field(default_factory=lambda: {"name": "bib", "version": __version__})
+
+    @property
+    def familiarization(self) -> tuple[Trial, ...]:
+        """The familiarization trials."""
+        return tuple(t for t in self.trials if t.phase == "familiarization")
+
+    @property
+    def test(self) -> Trial:
+        """The test trial (the last one)."""
+        return self.trials[-1]
+
+    @property
+    def n_steps(self) -> int:
+        """Total moves over all trials."""
+        return sum(t.n_steps for t in self.trials)
+
+
+# ---------------------------------------------------------------- serialisation
+
+
+def _cell(c: Cell | None) -> list[int] | None:
+    return None if c is None else [int(c[0]), int(c[1])]
+
+
+def trial_to_dict(trial: Trial) -> dict[str, Any]:
+    """A trial as its ``bib.episode/1`` JSON object."""
+    lay = trial.layout
+    agent = lay.agent
+    return {
+        "phase": trial.phase,
+        "walls": sorted(_cell(c) for c in lay.walls),
+        "barriers": sorted(_cell(c) for c in lay.barriers),
+        "lock": _cell(lay.lock),
+        "key": _cell(lay.key),
+        "objects": [
+            {"id": o.id, "shape": o.shape, "color": list(o.color), "cell": _cell(o.cell)} for o in lay.objects
+        ],
+        "agent": {"id": agent.id, "shape": agent.shape, "color": list(agent.color), "home": _cell(agent.home)},
+        "path": [_cell(c) for c in trial.path],
+        "events": [{"step": e.step, "type": e.type} for e in trial.events],
+        "goal": trial.goal,
+    }
+
+
+def episode_to_dict(ep: Episode) -> dict[str, Any]:
+    """An episode as its ``bib.episode/1`` JSON object (field order fixed)."""
+    grid: dict[str, int] = {"width": ep.width, "height": ep.height}
+    if ep.moves != 8:
+        grid["moves"] = ep.moves
+    return {
+        "schema": SCHEMA,
+        "id": ep.id,
+        "pair_id": ep.pair_id,
+        "task": ep.task,
+        "condition": ep.condition,
+        "outcome": ep.outcome,
+        "seed": ep.seed,
+        "generator": dict(ep.generator),
+        "grid": grid,
+        "trials": [trial_to_dict(t) for t in ep.trials],
+    }
+
+
+def dumps(ep: Episode) -> str:
+    """Canonical JSON text of an episode: one trial per line, so diffs stay readable.
+
+    The same episode always gives the same bytes.
+    """
+    d = episode_to_dict(ep)
+    trials = d.pop("trials")
+    head = json.dumps(d, separators=(", ", ": "))[:-1]
+    body = ",\n  ".join(json.dumps(t, separators=(",", ":")) for t in trials)
+    return f'{head}, "trials": [\n  {body}\n]}}\n'
+
+
+def save_episode(ep: Episode, path: str | os.PathLike[str]) -> str:
+    """Write ``ep`` to ``path`` atomically; return the text written."""
+    text = dumps(ep)
+    atomic_write_text(path, text)
+    return text
+
+
+class _Reader:
+    """Typed field access that raises BibInputError naming the file and the field path."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, msg: str) -> BibInputError:
+        return BibInputError(f"{self.source}: field '{where}': {msg}")
+
+    def get(self, d: Any, key: str, where: str, kinds: type | tuple[type, ...], optional: bool = False) -> Any:
+        if not isinstance(d, dict):
+            raise self.fail(where.rsplit(".", 1)[0] or where, "expected an object")
+        full = f"{where}.{key}" if where else key
+        if key not in d:
+            if optional:
+                return None
+            raise self.fail(full, "missing")
+        value = d[key]
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+            raise self.fail(full, f"expected {_kind_name(kinds)}, got {json.dumps(value)}")
+        if not isinstance(value, kinds):
+            raise self.fail(full, f"expected {_kind_name(kinds)}, got {json.dumps(value)[:40]}")
+        return value
+
+    def cell(self, value: Any, where: str) -> Cell:
+        if (
+            not isinstance(value, list)
+            or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
+            raise self.fail(where, f"expected a cell [x, y] of two integers, got {json.dumps(value)[:40]}")
+        return (value[0], value[1])
+
+    def cells(self, value: Any, where: str) -> list[Cell]:
+        if not isinstance(value, list):
+            raise self.fail(where, "expected a list of cells")
+        return [self.cell(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+    def color(self, value: Any, where: str) -> tuple[int, int, int]:
+        if not (
+            isinstance(value, list)
+            and len(value) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in value)
+        ):
+            raise self.fail(where, f"expected [R, G, B] integers 0-255, got {json.dumps(value)[:40]}")
+        return (value[0], value[1], value[2])
+
+
+def _kind_name(kinds: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", list: "a list", dict: "an object", float: "a number"}
+    ks = kinds if isinstance(kinds, tuple) else (kinds,)
+    return " or ".join(names.get(k, k.__name__) for k in ks)
+
+
+def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, where: str) -> Trial:
+    """Parse one trial object (``where`` names it in errors, e.g. ``trials[3]``)."""
+    phase = r.get(d, "phase", where, str)
+    if phase not in PHASES:
+        raise r.fail(f"{where}.phase", f"expected one of {', '.join(PHASES)}, got {phase!r}")
+    walls = r.cells(r.get(d, "walls", where, list), f"{where}.walls")
+    barriers = r.cells(r.get(d, "barriers", where, list, optional=True) or [], f"{where}.barriers")
+    lock_raw = r.get(d, "lock", where, list, optional=True)
+    key_raw = r.get(d, "key", where, list, optional=True)
+    lock = None if lock_raw is None else r.cell(lock_raw, f"{where}.lock")
+    key = None if key_raw is None else r.cell(key_raw, f"{where}.key")
+    objects = []
+    for i, o in enumerate(r.get(d, "objects", where, list)):
+        w = f"{where}.objects[{i}]"
+        objects.append(
+            GridObject(
+                id=r.get(o, "id", w, str),
+                shape=r.get(o, "shape", w, str),
+                color=r.color(r.get(o, "color", w, list), f"{w}.color"),
+                cell=r.cell(r.get(o, "cell", w, list), f"{w}.cell"),
+            )
+        )
+    a = r.get(d, "agent", where, dict)
+    w = f"{where}.agent"
+    agent = Agent(
+        id=r.get(a, "id", w, str),
+        shape=r.get(a, "shape", w, str),
+        color=r.color(r.get(a, "color", w, list), f"{w}.color"),
+        home=r.cell(r.get(a, "home", w, list), f"{w}.home"),
+    )
+    path = r.cells(r.get(d, "path", where, list), f"{where}.path")
+    if not path:
+        raise r.fail(f"{where}.path", "empty")
+    events = []
+    for i, e in enumerate(r.get(d, "events", where, list, optional=True) or []):
+        w = f"{where}.events[{i}]"
+        etype = r.get(e, "type", w, str)
+        if etype not in EVENT_TYPES:
+            raise r.fail(f"{w}.type", f"expected one of {', '.join(EVENT_TYPES)}, got {etype!r}")
+        events.append(Event(step=r.get(e, "step", w, int), type=etype))
+    goal = r.get(d, "goal", where, str, optional=True)
+    for name, cells in (("walls", walls), ("barriers", barriers), ("path", path)):
+        for i, c in enumerate(cells):
+            if not (0 <= c[0] < width and 0 <= c[1] < height):
+                raise r.fail(f"{where}.{name}[{i}]", f"cell {list(c)} is outside the {width} x {height} grid")
+    layout = Layout(
+        width=width,
+        height=height,
+        walls=frozenset(walls),
+        barriers=frozenset(barriers),
+        lock=lock,
+        key=key,
+        objects=tuple(objects),
+        agents=(agent,),
+        moves=moves,
+    )
+    return Trial(phase=phase, layout=layout, path=tuple(path), events=tuple(events), goal=goal)
+
+
+def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
+    """Parse a ``bib.episode/1`` object; errors name ``source`` and the field."""
+    r = _Reader(source)
+    if not isinstance(d, dict):
+        raise BibInputError(f"{source}: expected a JSON object at the top level")
+    schema = r.get(d, "schema", "", str)
+    if schema != SCHEMA:
+        raise r.fail("schema", f"expected {SCHEMA!r}, got {schema!r}")
+    grid = r.get(d, "grid", "", dict)
+    width = r.get(grid, "width", "grid", int)
+    height = r.get(grid, "height", "grid", int)
+    moves = r.get(grid, "moves", "grid", int, optional=True) or 8
+    if width < 1 or height < 1:
+        raise r.fail("grid", f"size must be positive, got {width} x {height}")
+    if moves not in (4, 8):
+        raise r.fail("grid.moves", f"expected 4 or 8, got {moves}")
+    outcome = r.get(d, "outcome", "", str)
+    if outcome not in OUTCOMES:
+        raise r.fail("outcome", f"expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
+    trials_raw = r.get(d, "trials", "", list)
+    if not trials_raw:
+        raise r.fail("trials", "empty")
+    trials = tuple(trial_from_dict(t, width, height, moves, r, f"trials[{i}]") for i, t in enumerate(trials_raw))
+    generator = r.get(d, "generator", "", dict, optional=True) or {"name": "unknown", "version": "unknown"}
+    return Episode(
+        id=r.get(d, "id", "", str),
+        pair_id=r.get(d, "pair_id", "", str, optional=True),
+        task=r.get(d, "task", "", str),
+        condition=r.get(d, "condition", "", str),
+        outcome=outcome,
+        seed=r.get(d, "seed", "", int),
+        width=width,
+        height=height,
+        trials=trials,
+        moves=moves,
+        generator={str(k): str(v) for k, v in generator.items()},
+    )
+
+
+def loads(text: str, source: str = "<episode>") -> Episode:
+    """Parse episode JSON text."""
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BibInputError(f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return episode_from_dict(d, source)
+
+
+def load_episode(path: str | os.PathLike[str]) -> Episode:
+    """Read an episode file; BibInputError names the file and field on any problem."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BibInputError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read ({exc})") from None
+    return loads(text, str(p))
+
+
+# ---------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A rule an episode breaks, located as precisely as possible."""
+
+    episode: str
+    message: str
+    trial: int | None = None
+    step: int | None = None
+    cell: Cell | None = None
+
+    def __str__(self) -> str:
+        where = [f"episode {self.episode}"]
+        if self.trial is not None:
+            where.append(f"trial {self.trial}")
+        if self.step is not None:
+            where.append(f"step {self.step}")
+        if self.cell is not None:
+            where.append(f"cell {list(self.cell)}")
+        return f"{', '.join(where)}: {self.message}"
+
+
+def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[Problem]:
+    """Generic rules of one trial: entities on free cells, legal moves, events, path ends on its goal."""
+    lay = trial.layout
+
+    def problem(msg: str, step: int | None = None, cell: Cell | None = None) -> Problem:
+        return Problem(episode_id, msg, index, step, cell)
+
+    out: list[Problem] = []
+    for obj in lay.objects:
+        if obj.cell in lay.walls or obj.cell in lay.barriers or obj.cell == lay.lock:
+            out.append(problem(f"object {obj.id} sits on a wall, barrier or lock", cell=obj.cell))
+    if len({o.id for o in lay.objects}) != len(lay.objects):
+        out.append(problem("duplicate object ids"))
+    if lay.key is not None and lay.key in lay.blocked():
+        out.append(problem("the key sits on a wall, barrier or lock", cell=lay.key))
+    if lay.lock is not None and lay.lock in lay.walls:
+        out.append(problem("the lock sits on a wall", cell=lay.lock))
+    home = lay.agent.home
+    if trial.path[0] != home:
+        out.append(problem(f"path starts at {list(trial.path[0])}, not at the agent's home", 0, trial.path[0]))
+    if home in lay.blocked():
+        out.append(problem("the agent's home is not free", 0, home))
+    if out:
+        return out
+    state = AgentState(home)
+    expected_events: list[Event] = []
+    for i, (a, b) in enumerate(zip(trial.path, trial.path[1:]), start=1):
+        action = action_between(a, b)
+        if action is None:
+            return [problem(f"jump from {list(a)} to {list(b)} (cells are not adjacent)", i, b)]
+        if not move_legal(lay, a, action, state.unlocked):
+            what = "a wall or barrier" if not lay.is_free(b, state.unlocked) else "the corner of a wall or barrier"
+            return [problem(f"move {ACTION_NAMES[action]} from {list(a)} crosses {what}", i, b)]
+        state, events = step(lay, state, action)
+        expected_events += [Event(i, e) for e in events]
+    if tuple(expected_events) != trial.events:
+        got = [(e.step, e.type) for e in trial.events]
+        want = [(e.step, e.type) for e in expected_events]
+        out.append(problem(f"events {got} do not match what the path does {want}"))
+    if trial.goal is not None:
+        try:
+            goal_cell = lay.goal_cell(trial.goal)
+        except KeyError:
+            return out + [problem(f"goal {trial.goal!r} names no object in the trial")]
+        if trial.path[-1] != goal_cell:
+            out.append(problem(f"path ends at {list(trial.path[-1])}, not on its goal {trial.goal!r}",
+                               trial.n_steps, trial.path[-1]))
+    return out
+
+
+def validate(ep: Episode) -> list[Problem]:
+    """Generic rules of ``bib.episode/1`` (phases in order, every trial valid); empty when valid.
+
+    Condition-specific rules are added by :func:`bib.tasks.validate_episode`.
+    """
+    out: list[Problem] = []
+    phases = [t.phase for t in ep.trials]
+    if phases[-1] != "test" or phases.count("test") != 1:
+        out.append(Problem(ep.id, "expected familiarization trials followed by exactly one test trial"))
+    if ep.outcome not in OUTCOMES:
+        out.append(Problem(ep.id, f"unknown outcome {ep.outcome!r}"))
+    for i, trial in enumerate(ep.trials):
+        if (trial.layout.width, trial.layout.height) != (ep.width, ep.height):
+            out.append(Problem(ep.id, "trial grid size differs from the episode's", i))
+        out += validate_trial(trial, ep.id, i)
+    return out

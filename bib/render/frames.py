@@ -1,0 +1,233 @@
+"""Trial -> frames (uint8 H x W x 3): constant agent speed, pauses, key pickup and barrier fade.
+
+Timing rule (exact, so frame counts can be checked): an orthogonal step lasts ``1 / speed``
+seconds, a diagonal step ``sqrt(2) / speed``, a stay step ``1 / speed``; after the step that
+unlocks, the agent waits ``unlock_pause`` seconds while the barrier fades. With ``T`` the sum of
+these durations, the moving part has frames at ``t = k / fps`` for ``k = 0 .. ceil(T * fps)``
+(the last one clamped to ``T``), preceded by ``round(pause_start * fps)`` and followed by
+``round(pause_end * fps)`` still frames.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from bib.episode import Episode, Trial
+from bib.errors import BibInputError
+from bib.render.sprites import blend
+from bib.world.dynamics import action_between, action_cost, STAY
+
+WALL = (0, 0, 0)
+BARRIER = (80, 146, 56)
+SLOT = (28, 64, 20)
+KEY = (230, 170, 20)
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """How episodes become pictures.
+
+    Attributes:
+        cell_px: pixels per grid cell (BIB: 20, so a 10 x 10 grid is 200 x 200).
+        fps: frames per second (BIB: 25).
+        speed: agent speed in cells per second (an orthogonal step takes ``1 / speed`` s).
+        pause_start: seconds the first frame is held.
+        pause_end: seconds the last frame is held.
+        unlock_pause: seconds the agent waits at the lock while the barrier fades.
+        gap: seconds of blank frames between trials in an episode video.
+        canvas: ``(width, height)`` of a letterboxed output frame (e.g. 1280 x 720), or None for
+            the grid's own size.
+        background: RGB of free cells.
+        letterbox: RGB of the letterbox bars and of the blank between trials.
+    """
+
+    cell_px: int = 20
+    fps: int = 25
+    speed: float = 2.5
+    pause_start: float = 0.6
+    pause_end: float = 0.8
+    unlock_pause: float = 0.8
+    gap: float = 0.4
+    canvas: tuple[int, int] | None = None
+    background: tuple[int, int, int] = (255, 255, 255)
+    letterbox: tuple[int, int, int] = (0, 0, 0)
+
+    def __post_init__(self) -> None:
+        checks = {
+            "cell_px": self.cell_px >= 4,
+            "fps": self.fps >= 1,
+            "speed": self.speed > 0,
+            "pause_start": self.pause_start >= 0,
+            "pause_end": self.pause_end >= 0,
+            "unlock_pause": self.unlock_pause >= 0,
+            "gap": self.gap >= 0,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise BibInputError(f"render setting '{name}' is out of range: {getattr(self, name)}")
+
+    def frame_size(self, width: int, height: int) -> tuple[int, int]:
+        """Output ``(width_px, height_px)`` for a grid of ``width x height`` cells."""
+        if self.canvas is not None:
+            cw, ch = self.canvas
+            if cw < width * self.cell_px or ch < height * self.cell_px:
+                raise BibInputError(
+                    f"render setting 'canvas' {cw} x {ch} is smaller than the grid "
+                    f"({width * self.cell_px} x {height * self.cell_px} px at cell_px {self.cell_px})"
+                )
+            return cw, ch
+        return width * self.cell_px, height * self.cell_px
+
+
+def _timeline(trial: Trial, settings: RenderSettings) -> tuple[np.ndarray, np.ndarray, float | None, float | None]:
+    """Knot times and cells of the agent's motion, plus the pickup and unlock times."""
+    unlock = trial.unlock_step()
+    pickup = trial.pickup_step()
+    times = [0.0]
+    cells = [trial.path[0]]
+    t_pickup = 0.0 if pickup == 0 else None
+    t_unlock = None
+    for i, (a, b) in enumerate(zip(trial.path, trial.path[1:]), start=1):
+        action = action_between(a, b)
+        cost = 1.0 if action == STAY else action_cost(action)
+        times.append(times[-1] + cost / settings.speed)
+        cells.append(b)
+        if i == pickup:
+            t_pickup = times[-1]
+        if i == unlock:
+            t_unlock = times[-1]
+            times.append(times[-1] + settings.unlock_pause)
+            cells.append(b)
+    return np.asarray(times), np.asarray(cells, dtype=np.float64), t_pickup, t_unlock
+
+
+def motion_frames(trial: Trial, settings: RenderSettings) -> int:
+    """Number of frames of the moving part: ``ceil(T * fps) + 1``."""
+    times = _timeline(trial, settings)[0]
+    return math.ceil(times[-1] * settings.fps - 1e-9) + 1
+
+
+def frame_count(trial: Trial, settings: RenderSettings) -> int:
+    """Total frames :func:`trial_frames` yields for ``trial``."""
+    return round(settings.pause_start * settings.fps) + motion_frames(trial, settings) + round(settings.pause_end * settings.fps)
+
+
+def _lighten(color: tuple[int, int, int], amount: float = 0.65) -> tuple[int, int, int]:
+    return tuple(int(round(c * (1 - amount) + 255 * amount)) for c in color)  # type: ignore[return-value]
+
+
+class _Painter:
+    """Pre-rendered backgrounds of one trial; composes a frame from an agent position."""
+
+    def __init__(self, trial: Trial, settings: RenderSettings) -> None:
+        self.trial = trial
+        self.s = settings
+        lay = trial.layout
+        px = settings.cell_px
+        base = np.empty((lay.height * px, lay.width * px, 3), dtype=np.uint8)
+        base[...] = settings.background
+        agent = lay.agent
+        self._cell_fill(base, lay.walls, WALL)
+        blend(base, "home_pad", _lighten(agent.color), agent.home[0] * px, agent.home[1] * px, px)
+        for obj in lay.objects:
+            blend(base, obj.shape, obj.color, obj.cell[0] * px, obj.cell[1] * px, px)
+        self.open = base.copy()  # barriers gone, key used
+        closed = base.copy()
+        self._cell_fill(closed, lay.barriers, BARRIER)
+        if lay.lock is not None:
+            self._cell_fill(closed, [lay.lock], BARRIER)
+            blend(closed, "lock_slot", SLOT, lay.lock[0] * px, lay.lock[1] * px, px)
+        self.no_key = closed  # closed, key picked up
+        if lay.key is not None:
+            self.with_key = closed.copy()
+            blend(self.with_key, "key", KEY, lay.key[0] * px, lay.key[1] * px, px)
+        else:
+            self.with_key = closed
+        self.has_fade = bool(lay.barriers) or lay.lock is not None
+        w, h = settings.frame_size(lay.width, lay.height)
+        self.offset = ((w - base.shape[1]) // 2, (h - base.shape[0]) // 2)
+        self.letterboxed = settings.canvas is not None
+        self.out_shape = (h, w, 3)
+
+    def _cell_fill(self, img: np.ndarray, cells, color) -> None:
+        px = self.s.cell_px
+        for x, y in cells:
+            img[y * px : (y + 1) * px, x * px : (x + 1) * px] = color
+
+    def frame(self, pos: np.ndarray, carrying: bool, before_pickup: bool, fade: float) -> np.ndarray:
+        """``fade``: 1 = barriers fully present, 0 = gone."""
+        if fade >= 1.0:
+            img = (self.with_key if before_pickup else self.no_key).copy()
+        elif fade <= 0.0:
+            img = self.open.copy()
+        else:
+            img = (self.no_key * fade + self.open * (1.0 - fade) + 0.5).astype(np.uint8)
+        px = self.s.cell_px
+        x, y = int(round(pos[0] * px)), int(round(pos[1] * px))
+        agent = self.trial.layout.agent
+        blend(img, agent.shape, agent.color, x, y, px)
+        if carrying:
+            half = max(px // 2, 2)
+            blend(img, "key", KEY, x + px - half, y, half)
+        if not self.letterboxed:
+            return img
+        out = np.empty(self.out_shape, dtype=np.uint8)
+        out[...] = self.s.letterbox
+        ox, oy = self.offset
+        out[oy : oy + img.shape[0], ox : ox + img.shape[1]] = img
+        return out
+
+
+def trial_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:
+    """Yield the frames of one trial (each a fresh uint8 ``H x W x 3`` array), streaming."""
+    s = settings or RenderSettings()
+    painter = _Painter(trial, s)
+    times, cells, t_pickup, t_unlock = _timeline(trial, s)
+    total = times[-1]
+    n = motion_frames(trial, s)
+    ts = np.minimum(np.arange(n) / s.fps, total)
+    xs = np.interp(ts, times, cells[:, 0])
+    ys = np.interp(ts, times, cells[:, 1])
+    start = round(s.pause_start * s.fps)
+    end = round(s.pause_end * s.fps)
+    idx = np.concatenate([np.zeros(start, dtype=int), np.arange(n), np.full(end, n - 1)])
+    for k in idx:
+        t = ts[k]
+        before_pickup = t_pickup is None or t < t_pickup
+        if t_unlock is None or t < t_unlock:
+            fade = 1.0
+        elif s.unlock_pause > 0:
+            fade = max(0.0, 1.0 - (t - t_unlock) / s.unlock_pause)
+        else:
+            fade = 0.0
+        carrying = not before_pickup and fade >= 1.0
+        yield painter.frame(np.array((xs[k], ys[k])), carrying, before_pickup, fade)
+
+
+def blank_frames(width: int, height: int, settings: RenderSettings) -> Iterator[np.ndarray]:
+    """The blank shown between trials: ``round(gap * fps)`` frames of the letterbox colour."""
+    w, h = settings.frame_size(width, height)
+    for _ in range(round(settings.gap * settings.fps)):
+        out = np.empty((h, w, 3), dtype=np.uint8)
+        out[...] = settings.letterbox
+        yield out
+
+
+def episode_frames(episode: Episode, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:
+    """All trials of an episode in order, with a short blank between consecutive trials."""
+    s = settings or RenderSettings()
+    for i, trial in enumerate(episode.trials):
+        if i:
+            yield from blank_frames(episode.width, episode.height, s)
+        yield from trial_frames(trial, s)
+
+
+def episode_frame_count(episode: Episode, settings: RenderSettings | None = None) -> int:
+    """Total frames :func:`episode_frames` yields."""
+    s = settings or RenderSettings()
+    gaps = round(s.gap * s.fps) * (len(episode.trials) - 1)
+    return gaps + sum(frame_count(t, s) for t in episode.trials)

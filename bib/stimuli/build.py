@@ -1,0 +1,156 @@
+"""Build a stimulus set: episodes (JSON), optional videos and the manifest; parallel, streaming, resumable.
+
+Work is split into units (one pair of an evaluation condition, or one background episode).
+Each unit is generated from its own seed (:func:`bib.tasks.unit_seed`), so the output is
+byte-identical for any worker count. A rerun into the same folder keeps every unit whose files
+match the hashes in the manifest and only builds the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bib.episode import save_episode
+from bib.io import ensure_dir
+from bib.parallel import map_ordered
+from bib.progress import track
+from bib.render.frames import RenderSettings
+from bib.render.video import CODECS, codec_for, render_episode
+from bib.stimuli.manifest import MANIFEST, format_rows, read_manifest, row_is_intact, write_manifest
+from bib.tasks import get_task, make_unit
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work (picklable, sent to worker processes)."""
+
+    task: str
+    index: int
+    seed: int
+    out: str
+    video: bool
+    settings: RenderSettings
+    codec: str
+    per_trial: bool
+
+    @property
+    def unit_id(self) -> str:
+        return f"{self.task}-{self.index:06d}"
+
+
+@dataclass(frozen=True)
+class BuildSummary:
+    """What a build did: units built and kept, episodes in the manifest, output folder."""
+
+    out: Path
+    built: int
+    kept: int
+    episodes: int
+
+
+def build_unit(job: Job) -> list[dict[str, object]]:
+    """Generate one unit, write its episode files (and videos); return its manifest rows."""
+    root = Path(job.out)
+    rows = []
+    for ep in make_unit(job.task, job.index, job.seed):
+        rel = f"episodes/{ep.id}.json"
+        text = save_episode(ep, root / rel)
+        video_rel = ""
+        if job.video:
+            video_rel = f"videos/{ep.id}{CODECS[job.codec]}"
+            per_trial = root / "videos" / "trials" if job.per_trial else None
+            render_episode(ep, root / video_rel, job.settings, job.codec, per_trial)
+        rows.append(
+            {
+                "episode_id": ep.id,
+                "pair_id": ep.pair_id or "",
+                "task": ep.task,
+                "condition": ep.condition,
+                "outcome": ep.outcome,
+                "seed": ep.seed,
+                "n_trials": len(ep.trials),
+                "n_steps": ep.n_steps,
+                "episode_path": rel,
+                "video_path": video_rel,
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            }
+        )
+    return rows
+
+
+def _intact_units(out: Path, jobs: Sequence[Job]) -> dict[str, list[dict[str, str]]]:
+    """Rows of units already complete on disk (files present and matching their hashes)."""
+    by_unit: dict[str, list[dict[str, str]]] = {}
+    for row in read_manifest(out, strict=False):
+        unit = row["pair_id"] or row["episode_id"]
+        by_unit.setdefault(unit, []).append(row)
+    need = {j.unit_id: (2 if get_task(j.task).kind == "evaluation" else 1) for j in jobs}
+    video = bool(jobs) and jobs[0].video
+    return {
+        unit: rows
+        for unit, rows in by_unit.items()
+        if unit in need and len(rows) == need[unit] and all(row_is_intact(out, r, video) for r in rows)
+    }
+
+
+def build(
+    units: Sequence[tuple[str, int]],
+    seed: int,
+    out: str | os.PathLike[str],
+    *,
+    video: bool = False,
+    settings: RenderSettings | None = None,
+    codec: str | None = None,
+    per_trial: bool = False,
+    workers: int = 1,
+    scheduler: str | None = None,
+    limit: int | None = None,
+) -> BuildSummary:
+    """Generate ``n`` units of each ``(task, n)`` into ``out``.
+
+    Args:
+        units: ``[(task_id, n), ...]``; n counts pairs for evaluation conditions and episodes for
+            background tasks.
+        seed: base seed of the set.
+        out: output folder (``manifest.csv``, ``episodes/``, ``videos/``).
+        video: also render one video per episode.
+        settings: render settings (defaults: BIB's 20 px cells, 25 fps).
+        codec: ``h264`` (default), ``vp9`` or ``mp4v``.
+        per_trial: also write one video per trial under ``videos/trials/``.
+        workers: local worker processes.
+        scheduler: Dask scheduler address, instead of local processes.
+        limit: build at most this many units per task (for trying a big spec).
+    """
+    for task, n in units:
+        get_task(task)  # fail early on an unknown id
+        if n < 0:
+            raise ValueError(f"negative count {n} for task {task}")
+    root = ensure_dir(out)
+    ensure_dir(root / "episodes")
+    s = settings or RenderSettings()
+    chosen = codec_for("x.mp4", codec) if video else "h264"
+    if video:
+        ensure_dir(root / "videos")
+    jobs = [
+        Job(task, i, seed, str(root), video, s, chosen, per_trial)
+        for task, n in units
+        for i in range(n if limit is None else min(n, limit))
+    ]
+    done = _intact_units(root, jobs)
+    kept_rows = [r for rows in done.values() for r in rows]
+    write_manifest(root, kept_rows)  # drop rows whose files are missing or changed
+    todo = [j for j in jobs if j.unit_id not in done]
+    built: dict[str, list[dict[str, object]]] = {}
+    with open(root / MANIFEST, "a", encoding="utf-8", newline="") as manifest:
+        results: Iterator[list[dict[str, object]]] = map_ordered(build_unit, todo, workers=workers, scheduler=scheduler)
+        for job, rows in zip(todo, track(results, total=len(todo), description="generating")):
+            built[job.unit_id] = rows
+            manifest.write(format_rows(rows, header=False))
+            manifest.flush()
+    final = [row for j in jobs for row in (done.get(j.unit_id) or built[j.unit_id])]
+    write_manifest(root, final)
+    return BuildSummary(out=root, built=len(todo), kept=len(done), episodes=len(final))

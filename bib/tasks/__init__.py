@@ -1,0 +1,30 @@
+"""Task families and their registry; importing this package registers every task."""
+
+from __future__ import annotations
+
+from bib.tasks import background  # noqa: F401  (registers its tasks)
+from bib.tasks.registry import (
+    REGISTRY,
+    LayoutRejected,
+    TaskSpec,
+    UnitInfo,
+    get_task,
+    make_unit,
+    register,
+    unit_seed,
+    validate_episode,
+    validate_pair,
+)
+
+__all__ = [
+    "REGISTRY",
+    "LayoutRejected",
+    "TaskSpec",
+    "UnitInfo",
+    "get_task",
+    "make_unit",
+    "register",
+    "unit_seed",
+    "validate_episode",
+    "validate_pair",
+]
