@@ -1,0 +1,137 @@
+"""seals' CliffWorld as a TabularMDP, its greedy / epsilon-greedy policies, and the paper's two MEG experiments."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bib.errors import BibInputError
+from bib.meg.known import known_utility_meg
+from bib.meg.mdp import TabularMDP
+from bib.meg.unknown import mlp_utility_meg, tabular_utility_meg
+
+EPSILONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+GOAL_LENGTHS = (1, 2, 3, 4)
+
+
+def cliffworld(
+    width: int = 7,
+    height: int = 4,
+    horizon: int = 40,
+    wind: float = 0.3,
+    goal_length: int = 1,
+    rew_default: float = -1.0,
+    rew_goal: float = 10.0,
+    rew_cliff: float = -10.0,
+) -> TabularMDP:
+    """CliffWorld with seals' conventions (``seals.diagnostics.cliff_world.CliffWorldEnv``).
+
+    State ``row * width + col`` (row 0 on top); start (0, 0); 4 diagonal actions
+    ``0 = up-left, 1 = up-right, 2 = down-left, 3 = down-right``; with probability ``wind`` the agent
+    lands one extra row up; coordinates are clamped; no terminal states; state-only reward
+    ``-1`` below the top row and at the start, ``rew_goal`` on the ``goal_length`` rightmost top-row
+    cells (seals: ``goal_length = 1``), ``rew_cliff`` on the other top-row cells.
+    """
+    if width < 3 or height < 2:
+        raise BibInputError(f"cliffworld: need width >= 3 and height >= 2, got {width} x {height}")
+    if not 0.0 <= wind <= 1.0:
+        raise BibInputError(f"cliffworld: wind must be in [0, 1], got {wind}")
+    if not 1 <= goal_length <= width - 1:
+        raise BibInputError(f"cliffworld: goal length must be in 1..{width - 1}, got {goal_length}")
+    S = width * height
+    T = np.zeros((S, 4, S))
+    for row in range(height):
+        for col in range(width):
+            s = row * width + col
+            for drow in (-1, 1):
+                for dcol in (-1, 1):
+                    a = (drow + 1) + (dcol + 1) // 2
+                    c = min(max(col + dcol, 0), width - 1)
+                    r1 = min(max(row + drow, 0), height - 1)
+                    r2 = min(max(row + drow - 1, 0), height - 1)
+                    T[s, a, r1 * width + c] += 1.0 - wind
+                    T[s, a, r2 * width + c] += wind
+    reward = np.full(S, rew_default)
+    reward[1:width] = rew_cliff
+    reward[width - goal_length : width] = rew_goal
+    return TabularMDP(T, reward, horizon)
+
+
+def greedy_policy(mdp: TabularMDP, utility: np.ndarray | None = None) -> np.ndarray:
+    """The finite-horizon optimal policy ``[H, S, A]``: argmax of the hard ``Q_t``, ties to the lowest action."""
+    S, A, H = mdp.shape
+    u = mdp.require_utility(utility)
+    pi = np.zeros((H, S, A))
+    v = np.zeros(S)
+    for t in range(H - 1, -1, -1):
+        q = u[:, None] + (mdp.P @ v).reshape(S, A)
+        pi[t, np.arange(S), np.argmax(q, axis=1)] = 1.0
+        v = q.max(axis=1)
+    return pi
+
+
+def epsilon_greedy(mdp: TabularMDP, epsilon: float, utility: np.ndarray | None = None) -> np.ndarray:
+    """``(1 - epsilon) * greedy + epsilon / |A|``."""
+    if not 0.0 <= epsilon <= 1.0:
+        raise BibInputError(f"epsilon: must be in [0, 1], got {epsilon}")
+    return (1.0 - epsilon) * greedy_policy(mdp, utility) + epsilon / mdp.n_actions
+
+
+def xy_features(width: int, height: int) -> np.ndarray:
+    """seals' ``use_xy_obs`` features ``(col / (width-1), row / (height-1))`` per state ``[S, 2]``."""
+    rows, cols = np.divmod(np.arange(width * height), width)
+    return np.stack([cols / (width - 1), rows / (height - 1)], axis=1)
+
+
+@dataclass
+class CliffRow:
+    """One measured policy: which experiment, its parameter, and the MEG values."""
+
+    experiment: str
+    parameter: float
+    known: float
+    beta: float
+    unknown_tabular: float
+    mlp_mean: float | None = None
+    mlp_std: float | None = None
+    mlp_runs: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """JSON-friendly dict (infinite beta as a string)."""
+        d = dict(self.__dict__)
+        if math.isinf(d["beta"]):
+            d["beta"] = "inf" if d["beta"] > 0 else "-inf"
+        return d
+
+
+def measure(
+    mdp: TabularMDP, policy: np.ndarray, experiment: str, parameter: float, *, mlp_restarts: int = 0, seed: int = 0,
+    features: np.ndarray | None = None,
+) -> CliffRow:
+    """Known-utility MEG (the MDP's reward), tabular unknown-utility MEG and optionally MLP MEG."""
+    known = known_utility_meg(mdp, policy)
+    tab = tabular_utility_meg(mdp, policy)
+    row = CliffRow(experiment, parameter, known.meg, known.beta, tab.meg)
+    if mlp_restarts > 0:
+        mlp = mlp_utility_meg(mdp, policy, features, restarts=mlp_restarts, seed=seed)
+        row.mlp_mean, row.mlp_std, row.mlp_runs = mlp.mean, mlp.std, list(mlp.runs)
+    return row
+
+
+def run_experiments(
+    width: int = 7, height: int = 4, horizon: int = 40, wind: float = 0.3, *,
+    epsilons: tuple[float, ...] = EPSILONS, goal_lengths: tuple[int, ...] = GOAL_LENGTHS,
+    mlp_restarts: int = 0, seed: int = 0,
+) -> list[CliffRow]:
+    """The paper's experiments: epsilon-greedy sweep (goal length 1) and optimal policies for goal lengths k."""
+    feats = xy_features(width, height)
+    rows = []
+    base = cliffworld(width, height, horizon, wind)
+    for eps in epsilons:
+        rows.append(measure(base, epsilon_greedy(base, eps), "epsilon-greedy", eps, mlp_restarts=mlp_restarts, seed=seed, features=feats))
+    for k in goal_lengths:
+        mdp = cliffworld(width, height, horizon, wind, goal_length=k)
+        rows.append(measure(mdp, greedy_policy(mdp), "goal-length", k, mlp_restarts=mlp_restarts, seed=seed, features=feats))
+    return rows

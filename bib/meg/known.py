@@ -1,0 +1,219 @@
+"""Known-utility MEG (Definition 3.2) with the exact maximising beta, including beta = +-inf, and its signed variant."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from bib.meg.mdp import TabularMDP
+from bib.meg.soft import (
+    _tolerance,
+    beta_objective,
+    expected_utility,
+    limit_log_policy,
+    state_action_occupancy,
+    weighted_loglik,
+)
+
+_B_MAX = 1e9  # largest finite |beta| * ptp(U) searched; beyond it the exact limit policy is used
+
+
+@dataclass(frozen=True)
+class MEGResult:
+    """Known-utility MEG of a policy.
+
+    Attributes:
+        meg: ``max_beta E_pi[sum_{t<H} (log pi_beta,t(a|s) + log|A|)]`` in nats (>= 0 for a policy).
+        beta: the maximising rationality parameter (``inf``/``-inf`` for the limits).
+        signed_meg: ``meg * sign(E_pi[U] - E_uniform[U])`` (footnote 4 of the paper).
+        expected_utility: ``E_pi[sum_{t<H} U(s_t)]`` (or its trajectory average).
+        uniform_utility: the same under the uniform policy.
+        optimal_utility: ``V*(initial)``, the best attainable.
+        upper_bound: ``(H - 1) log|A|``; the last decision is uniform under every soft policy.
+        iterations: backward passes used by the beta search.
+    """
+
+    meg: float
+    beta: float
+    signed_meg: float
+    expected_utility: float
+    uniform_utility: float
+    optimal_utility: float
+    upper_bound: float
+    iterations: int
+
+    def to_dict(self) -> dict[str, float | int]:
+        """JSON-friendly dict (infinite beta as the strings "inf"/"-inf")."""
+        d = dict(self.__dict__)
+        if math.isinf(d["beta"]):
+            d["beta"] = "inf" if d["beta"] > 0 else "-inf"
+        return d
+
+
+@dataclass(frozen=True)
+class BetaFit:
+    """Result of :func:`fit_beta`: ``value = max L``, the maximiser ``beta``, ``slope0 = L'(0)``,
+    ``uniform_return = E_uniform[sum U]``, ``optimal_value = V*(initial)`` and the passes used."""
+
+    value: float
+    beta: float
+    slope0: float
+    uniform_return: float
+    optimal_value: float
+    iterations: int
+
+
+def fit_beta(
+    mdp: TabularMDP,
+    utility: np.ndarray,
+    weights: np.ndarray,
+    *,
+    expected: float | None = None,
+    tol: float = 1e-13,
+    max_iter: int = 200,
+) -> BetaFit:
+    """Maximise ``L(beta) = sum W log pi_beta`` over ``beta in R u {+-inf}``.
+
+    A safeguarded Newton iteration on ``L'`` (exact ``L''`` from forward-mode derivatives) inside
+    a bracket that is expanded geometrically; ``L`` is concave when ``W`` is a policy's exact
+    occupancy. The limits ``+-inf`` are evaluated exactly (:func:`limit_log_policy`).
+
+    Args:
+        mdp: the MDP.
+        utility: ``U[S]``.
+        weights: ``W[H, S, A]`` (a policy's occupancy or trajectory frequencies).
+        expected: ``E_pi[sum U]`` when ``W`` is exact; lets the search stop at once for (anti-)optimal policies.
+        tol: stop when the Newton decrement ``L'^2 / |L''|`` is below ``tol * (1 + |L|)``.
+        max_iter: cap on backward passes.
+
+    Returns:
+        A :class:`BetaFit`.
+    """
+    u = np.asarray(utility, dtype=np.float64)
+    lp_plus, vmax = limit_log_policy(mdp, u)
+    lp_minus, vneg = limit_log_policy(mdp, -u)
+    vmin = -vneg
+    o0 = beta_objective(mdp, u, 0.0, weights)
+    g0 = float(o0.d1[0])
+    best = (float(o0.value[0]), 0.0)
+    eps = _tolerance(mdp, u)
+    iters = 1
+    fit = lambda value, beta: BetaFit(value, beta, g0, float(o0.soft_return[0]), vmax, iters)  # noqa: E731
+    if vmax - vmin <= eps or g0 == 0.0:
+        return fit(*best)
+    sgn = 1.0 if g0 > 0 else -1.0
+    limit = weighted_loglik(lp_plus if sgn > 0 else lp_minus, weights)
+    if expected is not None and (expected >= vmax - eps if sgn > 0 else expected <= vmin + eps) and limit > -np.inf:
+        return fit(limit, sgn * math.inf)
+    scale = float(np.ptp(u))
+    b_max = _B_MAX / scale
+    lo, hi = 0.0, math.inf
+    h0 = float(o0.d2[0])
+    b = abs(g0) / -h0 if h0 < 0 else 1.0 / scale
+    b = min(max(b, 1e-6 / scale), b_max)
+    while iters < max_iter:
+        o = beta_objective(mdp, u, sgn * b, weights)
+        iters += 1
+        val, g, h = float(o.value[0]), sgn * float(o.d1[0]), float(o.d2[0])
+        if val > best[0] or best[1] == 0.0:
+            best = (val, sgn * b)
+        if g > 0:
+            lo = b
+        else:
+            hi = b
+        if h < 0 and g * g / -h <= tol * (1.0 + abs(val)):
+            break
+        newton = b - g / h if h < 0 else math.inf
+        if hi == math.inf:
+            if b >= b_max:
+                break
+            nb = newton if lo < newton <= 16 * b else 8 * b
+            nb = min(nb, b_max)
+        else:
+            if hi - lo <= 1e-14 * hi:
+                break
+            if lo < newton < hi:
+                nb = newton
+            elif lo > 0 and hi / lo > 4:
+                nb = math.sqrt(lo * hi)
+            else:
+                nb = 0.5 * (lo + hi)
+        b = nb
+    if limit >= best[0] - 1e-9 * (1.0 + abs(best[0])):
+        best = (limit, sgn * math.inf)
+    return fit(*best)
+
+
+def known_utility_meg(mdp: TabularMDP, policy: np.ndarray, utility: np.ndarray | None = None) -> MEGResult:
+    """Known-utility MEG of ``policy`` with respect to ``utility`` (default: the MDP's).
+
+    ``MEG_U(pi) = max_{beta in R u {+-inf}} sum_{t<H} E_pi[log pi_beta,t(a_t|s_t) + log|A|]`` with the
+    agent's own exact occupancy; see :class:`bib.meg.mdp.TabularMDP` for the soft-value convention.
+
+    Args:
+        mdp: the MDP.
+        policy: ``[S, A]`` (stationary) or ``[H, S, A]``.
+        utility: ``U[S]``; default ``mdp.utility``.
+
+    Returns:
+        A :class:`MEGResult` (``signed_meg`` is the footnote-4 variant).
+    """
+    u = mdp.require_utility(utility)
+    pi = mdp.as_policy(policy)
+    weights = state_action_occupancy(mdp, pi)
+    eu = expected_utility(mdp, pi, u)
+    return meg_from_weights(mdp, u, weights, eu, expected=eu)
+
+
+def meg_from_weights(mdp: TabularMDP, u: np.ndarray, weights: np.ndarray, eu: float, expected: float | None) -> MEGResult:
+    """MEG for state-action weights ``W[H, S, A]`` (exact occupancy, or trajectory frequencies).
+
+    Args:
+        mdp: the MDP.
+        u: utility ``[S]``.
+        weights: ``W[t, s, a]``.
+        eu: ``sum W U`` reported as ``expected_utility``.
+        expected: ``eu`` when ``W`` is an exact occupancy (enables the optimal-policy shortcut), else None.
+    """
+    S, A, H = mdp.shape
+    fit = fit_beta(mdp, u, weights, expected=expected)
+    meg = max(fit.value + float(weights.sum()) * math.log(A), 0.0)
+    sign = 0.0 if fit.slope0 == 0 else math.copysign(1.0, fit.slope0)
+    return MEGResult(
+        meg=meg,
+        beta=fit.beta,
+        signed_meg=sign * meg,
+        expected_utility=eu,
+        uniform_utility=fit.uniform_return,
+        optimal_utility=fit.optimal_value,
+        upper_bound=(H - 1) * math.log(A),
+        iterations=fit.iterations,
+    )
+
+
+def predictive_accuracy(mdp: TabularMDP, policy: np.ndarray, beta: float | np.ndarray, utility: np.ndarray | None = None) -> np.ndarray:
+    """``sum_{t<H} E_pi[log pi_beta,t + log|A|]`` at given beta values (the function MEG maximises).
+
+    Args:
+        mdp: the MDP.
+        policy: ``[S, A]`` or ``[H, S, A]``.
+        beta: a scalar or 1-D array; entries may be ``+-inf``.
+        utility: ``U[S]``; default ``mdp.utility``.
+
+    Returns:
+        An array shaped like ``beta``.
+    """
+    u = mdp.require_utility(utility)
+    S, A, H = mdp.shape
+    weights = state_action_occupancy(mdp, mdp.as_policy(policy))
+    betas = np.atleast_1d(np.asarray(beta, dtype=np.float64))
+    out = np.empty(betas.shape)
+    finite = np.isfinite(betas)
+    if finite.any():
+        out[finite] = beta_objective(mdp, u, betas[finite], weights).value
+    for i in np.flatnonzero(~finite):
+        out[i] = weighted_loglik(limit_log_policy(mdp, u * np.sign(betas[i]))[0], weights)
+    out += float(weights.sum()) * math.log(A)
+    return out.reshape(np.shape(beta))

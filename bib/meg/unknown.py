@@ -1,0 +1,199 @@
+"""Unknown-utility MEG (Definition 4.3): linear/tabular utilities by L-BFGS, an MLP class, and target-variable MEG."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from bib.errors import BibInputError
+from bib.meg.known import MEGResult, known_utility_meg
+from bib.meg.mdp import TabularMDP
+from bib.meg.soft import forward, soft_value_iteration, state_action_occupancy, weighted_loglik
+
+
+@dataclass(frozen=True)
+class UnknownMEGResult:
+    """Unknown-utility MEG over a class of utilities.
+
+    Attributes:
+        meg: the best value found (a lower bound of the supremum for non-concave classes).
+        utility: the best utility ``U[S]`` found (its scale carries the rationality parameter).
+        runs: MEG of each restart.
+        mean, std: mean and standard deviation of ``runs`` (the paper reports these for the MLP).
+        utility_class: ``"linear"``, ``"tabular"``, ``"target"`` or ``"mlp"``.
+        known: known-utility MEG of ``utility`` with its exact beta (incl. +-inf); ``meg >= known.meg``.
+    """
+
+    meg: float
+    utility: np.ndarray
+    runs: tuple[float, ...]
+    mean: float
+    std: float
+    utility_class: str
+    known: MEGResult
+
+    def to_dict(self) -> dict:
+        """JSON-friendly summary (without the utility vector)."""
+        return {
+            "meg": self.meg, "mean": self.mean, "std": self.std, "runs": list(self.runs),
+            "utility_class": self.utility_class, "beta_of_best_utility": self.known.to_dict()["beta"],
+        }
+
+
+class _Objective:
+    """``L(U) = sum_t E_pi[log pi_U,t + log|A|]`` at beta = 1 and its exact gradient ``c_pi - c_U``.
+
+    ``c`` are the visit counts ``sum_{t<H} D_t``; with ``L(U) = U . c_pi - initial . Vs_0(U) + const``
+    the gradient of the log-partition term is the soft policy's own visit counts.
+    """
+
+    def __init__(self, mdp: TabularMDP, policy: np.ndarray) -> None:
+        self.mdp = mdp
+        self.policy = pi = mdp.as_policy(policy)
+        self.weights = state_action_occupancy(mdp, pi)
+        self.counts = self.weights.sum(axis=(0, 2))
+        self.baseline = float(self.weights.sum()) * math.log(mdp.n_actions)
+        self.evaluations = 0
+
+    def __call__(self, u: np.ndarray) -> tuple[float, np.ndarray]:
+        self.evaluations += 1
+        svi = soft_value_iteration(self.mdp, 1.0, u)
+        value = weighted_loglik(svi.log_policy, self.weights) + self.baseline
+        counts = forward(self.mdp, np.exp(svi.log_policy))[:-1].sum(axis=0)
+        return value, self.counts - counts
+
+
+def linear_utility_meg(
+    mdp: TabularMDP, policy: np.ndarray, features: np.ndarray | None = None, *, init: np.ndarray | None = None,
+    utility_class: str = "linear", max_iter: int = 2000,
+) -> UnknownMEGResult:
+    """MEG over utilities ``U = features @ theta`` (concave in theta: one L-BFGS run with the exact gradient).
+
+    Args:
+        mdp: the MDP (its utility, if any, is ignored).
+        policy: ``[S, A]`` or ``[H, S, A]``.
+        features: ``[S, F]``; default the identity (tabular state utilities).
+        init: starting ``theta [F]`` (default zeros, i.e. the uniform policy).
+        utility_class: label stored in the result.
+        max_iter: L-BFGS iterations.
+
+    Returns:
+        An :class:`UnknownMEGResult`; the found direction is polished by :func:`known_utility_meg`
+        so the limits ``beta -> +-inf`` (suprema not attained at finite theta) are included.
+    """
+    S = mdp.n_states
+    phi = np.eye(S) if features is None else np.asarray(features, dtype=np.float64)
+    if phi.ndim != 2 or phi.shape[0] != S or not np.all(np.isfinite(phi)):
+        raise BibInputError(f"features: expected a finite array [S={S}, F], got shape {phi.shape}")
+    obj = _Objective(mdp, policy)
+
+    def neg(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad_u = obj(phi @ theta)
+        return -value, -(phi.T @ grad_u)
+
+    theta0 = np.zeros(phi.shape[1]) if init is None else np.asarray(init, dtype=np.float64)
+    res = minimize(neg, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-9, "ftol": 1e-14})
+    u = phi @ res.x
+    known = known_utility_meg(mdp, obj.policy, u)
+    meg = max(-float(res.fun), known.meg)
+    return UnknownMEGResult(meg, u, (meg,), meg, 0.0, utility_class, known)
+
+
+def tabular_utility_meg(mdp: TabularMDP, policy: np.ndarray, **kwargs) -> UnknownMEGResult:
+    """MEG over all state utilities ``U in R^S`` (:func:`linear_utility_meg` with identity features)."""
+    return linear_utility_meg(mdp, policy, None, utility_class="tabular", **kwargs)
+
+
+def target_meg(mdp: TabularMDP, policy: np.ndarray, target: np.ndarray, **kwargs) -> UnknownMEGResult:
+    """Target-variable MEG (Definition 4.4): MEG over every utility ``U(s) = theta[target[s]]``.
+
+    Args:
+        mdp: the MDP.
+        policy: ``[S, A]`` or ``[H, S, A]``.
+        target: integer value of the target variable in each state ``[S]``; ``-1`` marks states where
+            the variable is not defined (utility 0 there).
+    """
+    tgt = np.asarray(target)
+    if tgt.shape != (mdp.n_states,) or not np.issubdtype(tgt.dtype, np.integer) or tgt.min() < -1:
+        raise BibInputError(f"target: expected integers >= -1 of shape ({mdp.n_states},), got {tgt.dtype} {tgt.shape}")
+    n = int(tgt.max()) + 1
+    if n < 1:
+        raise BibInputError("target: no state has a target value")
+    phi = np.zeros((mdp.n_states, n))
+    defined = tgt >= 0
+    phi[np.flatnonzero(defined), tgt[defined]] = 1.0
+    return linear_utility_meg(mdp, policy, phi, utility_class="target", **kwargs)
+
+
+def mlp_utility_meg(
+    mdp: TabularMDP, policy: np.ndarray, features: np.ndarray | None = None, *, hidden: int = 256,
+    restarts: int = 5, seed: int = 0, max_iter: int = 200,
+) -> UnknownMEGResult:
+    """MEG over state utilities given by an MLP (one hidden layer of ``hidden`` ReLU units), several restarts.
+
+    Each restart draws its initial weights from ``torch.Generator().manual_seed(seed + r)`` and runs
+    torch's L-BFGS (strong Wolfe) on ``-L``; the gradient flows from the exact ``dL/dU = c_pi - c_U``
+    through the network. Non-concave: the result is a lower bound; ``runs``, ``mean`` and ``std`` report
+    the spread over restarts as in the paper's table.
+
+    Args:
+        mdp: the MDP.
+        policy: ``[S, A]`` or ``[H, S, A]``.
+        features: per-state input ``[S, F]``; default one-hot states.
+        hidden: hidden units.
+        restarts: number of random initialisations (>= 1).
+        seed: base seed.
+        max_iter: L-BFGS function evaluations per restart.
+    """
+    import torch
+
+    if restarts < 1:
+        raise BibInputError(f"restarts: must be >= 1, got {restarts}")
+    S = mdp.n_states
+    x = np.eye(S) if features is None else np.asarray(features, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] != S:
+        raise BibInputError(f"features: expected [S={S}, F], got shape {x.shape}")
+    obj = _Objective(mdp, policy)
+    xt = torch.from_numpy(x)
+    runs, utils = [], []
+    for r in range(restarts):
+        gen = torch.Generator().manual_seed(seed + r)
+        net = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1)).double()
+        with torch.no_grad():
+            for layer in (net[0], net[2]):
+                bound = 1.0 / math.sqrt(layer.in_features)
+                layer.weight.uniform_(-bound, bound, generator=gen)
+                layer.bias.uniform_(-bound, bound, generator=gen)
+        opt = torch.optim.LBFGS(net.parameters(), lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe",
+                                tolerance_grad=1e-9, tolerance_change=1e-12, history_size=20)
+
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            out = net(xt).squeeze(-1)
+            value, grad_u = obj(out.detach().numpy())
+            out.backward(torch.from_numpy(-grad_u))
+            return torch.tensor(-value, dtype=torch.float64)
+
+        opt.step(closure)
+        with torch.no_grad():
+            u = net(xt).squeeze(-1).numpy().copy()
+        runs.append(obj(u)[0])
+        utils.append(u)
+    best = int(np.argmax(runs))
+    known = known_utility_meg(mdp, obj.policy, utils[best])
+    runs[best] = max(runs[best], known.meg)
+    arr = np.asarray(runs)
+    return UnknownMEGResult(float(arr.max()), utils[best], tuple(float(v) for v in arr), float(arr.mean()),
+                            float(arr.std()), "mlp", known)
+
+
+def unknown_utility_meg(mdp: TabularMDP, policy: np.ndarray, utility_class: str = "tabular", **kwargs) -> UnknownMEGResult:
+    """Unknown-utility MEG over ``utility_class``: ``"tabular"`` (L-BFGS, exact) or ``"mlp"`` (torch, restarts)."""
+    if utility_class == "tabular":
+        return tabular_utility_meg(mdp, policy, **kwargs)
+    if utility_class == "mlp":
+        return mlp_utility_meg(mdp, policy, **kwargs)
+    raise BibInputError(f"utility_class: expected 'tabular' or 'mlp', got {utility_class!r}")
