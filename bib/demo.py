@@ -11,6 +11,7 @@ from rich.console import Console
 # Add one line per capability.
 STEPS: list[tuple[str, str]] = [
     ("stimuli: episodes, videos, validation", "bib.stimuli.demo:run"),
+    ("analysis: looking-time mixed models on the synthetic example data", "bib.analysis.demo:run"),
 ]
 
 

@@ -1,0 +1,199 @@
+"""Models vs infants: surprise and looking times on one z scale, one mixed model per task.
+
+Each observer's response (infants: looking time on the analysis scale; a model: its surprise) is
+z-scored within observer and task. Per task, ``response_z ~ unexpected * observer + (1 | unit)``
+is fitted with the infants as the reference observer (units: infants, or a model's episode pairs),
+so ``unexpected`` is the infants' VOE effect and ``unexpected:observer[T.m]`` how much model ``m``'s
+effect differs from theirs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bib.analysis.analyze import EFFECT
+from bib.analysis.importers import read_strings
+from bib.analysis.lmm import fit_mixed
+from bib.analysis.schema import OUTCOMES, ROW, rows_text
+from bib.errors import BibInputError
+
+INFANTS = "infants"
+MANIFEST_FIELDS = ("episode_id", "pair_id", "condition", "outcome")
+
+
+def read_episode_index(root: str | Path) -> pd.DataFrame:
+    """``episode_id, pair_id, condition, outcome`` of every episode under ``root``.
+
+    Reads every ``manifest.csv`` found recursively; without one, reads the top-level fields of every
+    ``*.json`` episode file (schema ``bib.episode/1``) instead.
+
+    Raises:
+        BibInputError: no episodes, a manifest lacking a column, or one episode id listed twice.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise BibInputError(f"{base}: --episodes must be a directory")
+    frames = []
+    for manifest in sorted(base.rglob("manifest.csv")):
+        df = read_strings(manifest)
+        missing = [c for c in MANIFEST_FIELDS if c not in df.columns]
+        if missing:
+            raise BibInputError(f"{manifest}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        frames.append(df[list(MANIFEST_FIELDS)].assign(source=str(manifest)))
+    if not frames:
+        records = []
+        for path in sorted(base.rglob("*.json")):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise BibInputError(f"{path}: cannot read episode JSON ({exc})") from None
+            if not isinstance(data, dict) or data.get("schema") != "bib.episode/1":
+                continue
+            records.append({"episode_id": data.get("id"), "pair_id": data.get("pair_id"),
+                            "condition": data.get("condition"), "outcome": data.get("outcome"), "source": str(path)})
+        frames.append(pd.DataFrame(records, columns=[*MANIFEST_FIELDS, "source"]))
+    index = pd.concat(frames, ignore_index=True)
+    if index.empty:
+        raise BibInputError(f"{base}: no manifest.csv and no bib.episode/1 JSON files")
+    dup = index["episode_id"].duplicated(keep=False)
+    if dup.any():
+        raise BibInputError(f"{base}: episode ids listed twice: {', '.join(sorted(set(index.loc[dup, 'episode_id'])))}")
+    return index
+
+
+def read_results(path: str | Path, episodes: pd.DataFrame) -> pd.DataFrame:
+    """A model's results file (``episode_id,surprise``) joined with the episode index.
+
+    Returns:
+        ``observer, task, unit, outcome, response`` for every scored episode whose outcome is
+        expected or unexpected (``none`` episodes carry no VOE contrast and are left out).
+
+    Raises:
+        BibInputError: missing columns, non-numeric surprise, duplicate or unknown episode ids.
+    """
+    p = Path(path)
+    raw = read_strings(p)
+    missing = [c for c in ("episode_id", "surprise") if c not in raw.columns]
+    if missing:
+        raise BibInputError(f"{p}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    surprise = pd.to_numeric(raw["surprise"], errors="coerce")
+    bad = surprise.isna() | ~np.isfinite(surprise.fillna(0))
+    if bad.any():
+        raise BibInputError(f"{p}: column surprise: non-numeric or infinite values ({rows_text(raw.loc[bad, ROW].tolist())})")
+    dup = raw["episode_id"].duplicated(keep=False)
+    if dup.any():
+        raise BibInputError(f"{p}: duplicate episode_id rows ({rows_text(raw.loc[dup, ROW].tolist())})")
+    known = raw["episode_id"].isin(episodes["episode_id"])
+    if not known.all():
+        raise BibInputError(f"{p}: episode ids not in the episode set ({rows_text(raw.loc[~known, ROW].tolist())})")
+    df = raw.assign(surprise=surprise).merge(episodes, on="episode_id", how="left")
+    df = df[df["outcome"].isin(OUTCOMES)]
+    observer = p.stem
+    return pd.DataFrame({
+        "observer": observer,
+        "task": df["condition"].to_numpy(),
+        "unit": (observer + ":" + df["pair_id"].astype(str)).to_numpy(),
+        "outcome": df["outcome"].to_numpy(),
+        "response": df["surprise"].to_numpy(dtype=float),
+    })
+
+
+def infant_responses(rows: pd.DataFrame) -> pd.DataFrame:
+    """The infants' kept test trials (``y`` from :func:`bib.analysis.analyze.model_rows`) as responses."""
+    return pd.DataFrame({
+        "observer": INFANTS,
+        "task": rows["task"].to_numpy(),
+        "unit": (INFANTS + ":" + rows["participant_id"].astype(str)).to_numpy(),
+        "outcome": rows["outcome"].to_numpy(),
+        "response": rows["y"].to_numpy(dtype=float),
+    })
+
+
+def zscore(responses: pd.DataFrame) -> pd.DataFrame:
+    """Add ``response_z``: the response z-scored (SD with ddof 1) within observer and task."""
+    out = responses.copy()
+    grouped = out.groupby(["observer", "task"])["response"]
+    sd = grouped.transform("std")
+    out["response_z"] = (out["response"] - grouped.transform("mean")) / sd.where(sd > 0, 1.0)
+    return out
+
+
+def compare_task(data: pd.DataFrame, alpha: float, label: str) -> dict[str, Any]:
+    """Fit one task's comparison model and report every observer's effect and its difference from the infants'."""
+    data = data.assign(**{EFFECT: (data["outcome"] == "unexpected").astype(float)})
+    models = sorted(o for o in data["observer"].unique() if o != INFANTS)
+    term = f"C(observer, Treatment({INFANTS!r}))"
+    fit = fit_mixed(data, f"response_z ~ {EFFECT} * {term}", "unit", label=label)
+    counts = data.groupby("observer")["unit"].nunique()
+    observers = {INFANTS: {**fit.contrast({EFFECT: 1.0}, alpha).as_dict(), "n_units": int(counts[INFANTS])}}
+    differences = {}
+    for m in models:
+        inter = f"{EFFECT}:{term}[T.{m}]"
+        observers[m] = {**fit.contrast({EFFECT: 1.0, inter: 1.0}, alpha).as_dict(), "n_units": int(counts[m])}
+        diff = fit.contrast({inter: 1.0}, alpha).as_dict()
+        differences[m] = {**diff, "differs": bool(diff["p"] < alpha)}
+    return {"observers": observers, "differences": differences, "converged": fit.converged, "warnings": fit.warnings}
+
+
+def compare(infant_rows: pd.DataFrame, model_responses: list[pd.DataFrame], alpha: float = 0.05) -> dict[str, Any]:
+    """Compare every model with the infants on each task both were measured on.
+
+    Args:
+        infant_rows: the infants' kept test trials with ``y`` (from :class:`bib.analysis.analyze.Analysis`).
+        model_responses: one frame per model from :func:`read_results`.
+        alpha: significance level of the difference tests and ``1 - alpha`` intervals.
+
+    Returns:
+        ``{"tasks": {task: {"observers": {name: effect}, "differences": {model: ...}, ...}},
+        "skipped": {task: reason}}`` with effects in z units (unexpected minus expected).
+    """
+    data = zscore(pd.concat([infant_responses(infant_rows), *model_responses], ignore_index=True))
+    infant_tasks = set(data.loc[data["observer"] == INFANTS, "task"])
+    tasks, skipped = {}, {}
+    for task in sorted(data["task"].unique()):
+        sub = data[data["task"] == task]
+        if task not in infant_tasks:
+            skipped[task] = "no infant data"
+        elif sub["observer"].nunique() < 2:
+            skipped[task] = "no model results"
+        else:
+            tasks[task] = compare_task(sub, alpha, f"compare: task {task}")
+    if not tasks:
+        raise BibInputError("compare: no task has both infant data and model results")
+    return {"alpha": alpha, "scale": "z within observer and task", "tasks": tasks, "skipped": skipped}
+
+
+def format_comparison(result: dict[str, Any]) -> str:
+    """Plain-text table: each observer's effect per task and whether it differs from the infants'."""
+    lines = [f"VOE effect (unexpected - expected) in z units, {1 - result['alpha']:.0%} CI; difference from infants (Wald z)"]
+    head = f"{'task':<30}{'observer':<22}{'effect':>9}{'ci_low':>9}{'ci_high':>9}{'diff':>9}{'p_diff':>9}  differs"
+    lines += [head, "-" * len(head)]
+    for task, r in result["tasks"].items():
+        for name, e in r["observers"].items():
+            d = r["differences"].get(name)
+            tail = f"{d['estimate']:>9.3f}{d['p']:>9.4f}  {'yes' if d['differs'] else 'no'}" if d else f"{'':>9}{'':>9}  -"
+            lines.append(f"{task:<30}{name:<22}{e['estimate']:>9.3f}{e['ci_low']:>9.3f}{e['ci_high']:>9.3f}{tail}")
+        lines += [f"    warning: {w}" for w in r["warnings"]]
+    lines += [f"skipped {task}: {why}" for task, why in result["skipped"].items()]
+    return "\n".join(lines)
+
+
+def write_table(result: dict[str, Any], path: str | Path) -> None:
+    """Write the comparison as CSV (one row per task and observer), atomically."""
+    from bib.io import atomic_open
+
+    with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["task", "observer", "effect", "ci_low", "ci_high", "diff_from_infants", "p_diff", "differs"])
+        for task, r in result["tasks"].items():
+            for name, e in r["observers"].items():
+                d = r["differences"].get(name, {})
+                w.writerow([task, name, e["estimate"], e["ci_low"], e["ci_high"], d.get("estimate", math.nan),
+                            d.get("p", math.nan), d.get("differs", "")])

@@ -1,0 +1,94 @@
+"""The exclusion pipeline: declared steps applied in order, every excluded or capped row reported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from bib.analysis.schema import ROW
+from bib.analysis.spec import Exclusions
+
+#: Columns of the exclusion report (one row per excluded or capped source row).
+REPORT_COLUMNS: list[str] = [ROW, "participant_id", "task", "trial_num", "phase", "outcome", "looking_time_s", "step", "reason"]
+
+
+@dataclass(frozen=True)
+class ExclusionResult:
+    """Rows kept (capped looks already capped) and the report of excluded and capped rows."""
+
+    kept: pd.DataFrame
+    excluded: pd.DataFrame
+    capped: pd.DataFrame
+
+    def n_excluded_participants(self, task: str) -> int:
+        """Participants with rows in ``task`` none of whose test trials of that task were kept."""
+        had = set(self.excluded.loc[self.excluded["task"] == task, "participant_id"])
+        kept = set(self.kept.loc[(self.kept["task"] == task) & (self.kept["phase"] == "test"), "participant_id"])
+        return len(had - kept)
+
+
+def _report(rows: pd.DataFrame, step: str, reason: pd.Series | str) -> pd.DataFrame:
+    out = rows.assign(step=step, reason=reason)
+    return out[REPORT_COLUMNS]
+
+
+def apply_exclusions(table: pd.DataFrame, rules: Exclusions) -> ExclusionResult:
+    """Run the declared exclusion steps on a validated looking-time table.
+
+    Args:
+        table: a table from :mod:`bib.analysis.importers`.
+        rules: the spec's ``[exclusions]``; ``rules.steps`` gives the steps and their order.
+
+    Returns:
+        The kept rows and one report row per excluded row (``step``, ``reason``) and per capped row.
+    """
+    kept = table.copy()
+    excluded: list[pd.DataFrame] = []
+    capped = pd.DataFrame(columns=REPORT_COLUMNS)
+    for step in rules.steps:
+        lt = kept["looking_time_s"]
+        if step == "missing":
+            mask = lt.isna()
+            excluded.append(_report(kept[mask], step, "missing looking time"))
+        elif step == "trial_error":
+            mask = kept["trial_error"] != ""
+            excluded.append(_report(kept[mask], step, "trial error: " + kept.loc[mask, "trial_error"]))
+        elif step == "min_look":
+            mask = lt < rules.min_look_s
+            excluded.append(_report(kept[mask], step, f"look shorter than {rules.min_look_s:g} s"))
+        elif step == "max_look":
+            if rules.max_look_s is None:
+                continue
+            mask = lt > rules.max_look_s
+            if rules.max_look_action == "exclude":
+                excluded.append(_report(kept[mask], step, f"look longer than {rules.max_look_s:g} s"))
+            else:
+                capped = _report(kept[mask], step, f"capped at {rules.max_look_s:g} s")
+                kept.loc[mask, "looking_time_s"] = rules.max_look_s
+                mask = pd.Series(False, index=kept.index)
+        else:  # both_outcomes
+            lacking = _lacking_outcomes(kept)
+            keys = pd.Series(list(zip(kept["participant_id"], kept["task"], strict=True)), index=kept.index)
+            mask = keys.map(lambda k: k in lacking).astype(bool)
+            reason = keys[mask].map(lambda k: f"participant lacks a usable {lacking[k]} test trial")
+            excluded.append(_report(kept[mask], step, reason))
+        kept = kept[~mask]
+    nonempty = [e for e in excluded if len(e)]
+    report = pd.concat(nonempty, ignore_index=True) if nonempty else pd.DataFrame(columns=REPORT_COLUMNS)
+    return ExclusionResult(kept.reset_index(drop=True), report, capped.reset_index(drop=True))
+
+
+def _lacking_outcomes(kept: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(participant, task) -> the test outcome(s) it lacks, for every incomplete pair."""
+    have: dict[tuple[str, str], set[str]] = {}
+    for pid, task, phase, outcome in kept[["participant_id", "task", "phase", "outcome"]].itertuples(index=False):
+        seen = have.setdefault((pid, task), set())
+        if phase == "test":
+            seen.add(outcome)
+    out = {}
+    for key, seen in have.items():
+        missing = [o for o in ("expected", "unexpected") if o not in seen]
+        if missing:
+            out[key] = " and ".join(missing)
+    return out

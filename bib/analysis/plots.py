@@ -1,0 +1,112 @@
+"""Figures (PNG and SVG): per-participant expected vs unexpected looks per task, and the models-vs-infants forest plot."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from bib.io import atomic_write_bytes, ensure_dir
+
+COLORS = {"expected": "#1f77b4", "unexpected": "#d62728"}
+
+
+def _save(fig: Any, stem: Path) -> list[Path]:
+    """Write ``stem``.png and ``stem``.svg atomically (SVG without date or random ids)."""
+    import io
+
+    paths = []
+    for ext in ("png", "svg"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=ext, dpi=120, metadata={"Date": None} if ext == "svg" else None)
+        path = stem.with_suffix(f".{ext}")
+        atomic_write_bytes(path, buf.getvalue())
+        paths.append(path)
+    return paths
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "bib"
+    return plt
+
+
+def paired_plot(rows: pd.DataFrame, result: dict[str, Any], task: str, scale: str, stem: Path) -> list[Path]:
+    """One task: a grey line per participant from expected to unexpected, the means with 95% CIs.
+
+    Args:
+        rows: the task's model rows (``participant_id``, ``outcome``, ``looking_time_s``, ``y``).
+        result: the task's entry of the analysis report (estimate, CI, p, N).
+        task: the task id (title).
+        scale: ``"log"`` (geometric means, log axis) or ``"raw"`` (arithmetic means).
+        stem: output path without suffix.
+    """
+    plt = _pyplot()
+    wide = rows.pivot_table(index="participant_id", columns="outcome", values="y", aggfunc="mean")
+    wide = wide[["expected", "unexpected"]].dropna()
+    back = np.exp if scale == "log" else (lambda v: v)
+    fig, ax = plt.subplots(figsize=(4.2, 4.6))
+    for _, r in wide.iterrows():
+        ax.plot([0, 1], back(r.to_numpy()), color="0.75", lw=0.8, zorder=1)
+    for x, outcome in enumerate(("expected", "unexpected")):
+        y = wide[outcome].to_numpy()
+        mean = y.mean()
+        half = stats.t.ppf(0.975, len(y) - 1) * y.std(ddof=1) / math.sqrt(len(y)) if len(y) > 1 else 0.0
+        ax.errorbar([x], [back(mean)], yerr=[[back(mean) - back(mean - half)], [back(mean + half) - back(mean)]],
+                    fmt="o", color=COLORS[outcome], ms=8, capsize=6, lw=2, zorder=3)
+    if scale == "log":
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_yscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+    ax.set_xticks([0, 1], ["expected", "unexpected"])
+    ax.set_xlim(-0.4, 1.4)
+    ax.set_ylabel("looking time (s)" + (", log axis; geometric mean" if scale == "log" else "; mean") + " ± 95% CI")
+    unit = "log s" if scale == "log" else "s"
+    ax.set_title(f"{task} (N = {result['n_participants']})\n"
+                 f"effect {result['estimate']:.2f} {unit} [{result['ci_low']:.2f}, {result['ci_high']:.2f}], p = {result['p']:.3f}",
+                 fontsize=9)
+    fig.tight_layout()
+    paths = _save(fig, stem)
+    plt.close(fig)
+    return paths
+
+
+def analysis_plots(data: pd.DataFrame, report: dict[str, Any], scale: str, out: str | Path) -> list[Path]:
+    """Paired plots of every task of an analysis, as ``out/paired-<task>.{png,svg}``."""
+    folder = ensure_dir(out)
+    paths = []
+    for task, result in report["tasks"].items():
+        paths += paired_plot(data[data["task"] == task], result, task, scale, folder / f"paired-{task}")
+    return paths
+
+
+def forest_plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
+    """Forest plot of the comparison: per task, the infants' and every model's effect (z) with CI."""
+    plt = _pyplot()
+    stem = Path(stem)
+    ensure_dir(stem.parent)
+    rows = [(task, name, e) for task, r in result["tasks"].items() for name, e in r["observers"].items()]
+    fig, ax = plt.subplots(figsize=(6.5, 0.42 * len(rows) + 1.2))
+    ys = np.arange(len(rows))[::-1]
+    for y, (task, name, e) in zip(ys, rows, strict=True):
+        color = "black" if name == "infants" else "#d62728"
+        ax.errorbar([e["estimate"]], [y], xerr=[[e["estimate"] - e["ci_low"]], [e["ci_high"] - e["estimate"]]],
+                    fmt="s" if name == "infants" else "o", color=color, capsize=3)
+    ax.axvline(0, color="0.6", lw=0.8, ls="--")
+    ax.set_yticks(ys, [f"{task} · {name}" for task, name, _ in rows], fontsize=8)
+    ax.set_xlabel(f"VOE effect, unexpected − expected (z), {1 - result['alpha']:.0%} CI")
+    fig.tight_layout()
+    paths = _save(fig, stem)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,147 @@
+"""Analysis commands: ``bib analyze``, ``bib compare``, ``bib power`` and ``bib power simulate``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bib.errors import BibInputError
+
+FormatOpt = typer.Option(None, "--format", help="csv (canonical or mapped by the spec) or pyhab; default: the spec's")
+SpecOpt = typer.Option(None, "--spec", help="analysis spec (TOML), e.g. analysis/infant-pilot.toml")
+ScaleOpt = typer.Option(None, "--scale", help="log (default) or raw seconds; overrides the spec")
+
+
+def _scale(value: str | None) -> str | None:
+    if value not in (None, "log", "raw"):
+        raise BibInputError(f"--scale must be log or raw, got {value!r}")
+    return value
+
+
+def _load(data: Path, fmt: str | None, spec_path: Path | None, scale: str | None):  # noqa: ANN202
+    from bib.analysis.analyze import analyze
+    from bib.analysis.importers import read_looking_times
+    from bib.analysis.spec import load_spec
+
+    spec = load_spec(spec_path)
+    return analyze(read_looking_times(data, fmt, spec), spec, _scale(scale)), spec
+
+
+def _dump(obj: object) -> str:
+    from bib.analysis.analyze import jsonable
+
+    return json.dumps(jsonable(obj), indent=2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``analyze``, ``compare`` and the ``power`` group to ``app``."""
+
+    @app.command()
+    def analyze(
+        data: Path = typer.Argument(..., help="looking-time data: a CSV, or a PyHab file or folder"),
+        fmt: Optional[str] = FormatOpt,  # noqa: UP007 (typer needs Optional)
+        spec: Optional[Path] = SpecOpt,  # noqa: UP007
+        scale: Optional[str] = ScaleOpt,  # noqa: UP007
+        as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+        plots: Optional[Path] = typer.Option(None, "--plots", help="write paired plots (PNG, SVG) here"),  # noqa: UP007
+    ) -> None:
+        """Exclusions and per-task mixed models log(looking) ~ outcome + (1 | participant)."""
+        from bib.analysis.analyze import format_report
+
+        result, spec_obj = _load(data, fmt, spec, scale)
+        if plots is not None:
+            from bib.analysis.plots import analysis_plots
+
+            analysis_plots(result.data, result.report, scale or spec_obj.scale, plots)
+        typer.echo(_dump(result.report) if as_json else format_report(result.report))
+
+    @app.command()
+    def compare(
+        infants: Path = typer.Option(..., "--infants", help="infant looking-time data (as for bib analyze)"),
+        results: list[Path] = typer.Option(..., "--results", help="a model's results CSV (episode_id,surprise); repeat per model"),
+        episodes: Path = typer.Option(..., "--episodes", help="episode set: a folder with manifest.csv or episode JSON files"),
+        fmt: Optional[str] = FormatOpt,  # noqa: UP007
+        spec: Optional[Path] = SpecOpt,  # noqa: UP007
+        scale: Optional[str] = ScaleOpt,  # noqa: UP007
+        as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+        plots: Optional[Path] = typer.Option(None, "--plots", help="write forest.{png,svg} and compare.csv here"),  # noqa: UP007
+    ) -> None:
+        """Models vs infants: z-scored responses, response_z ~ outcome * observer + (1 | unit) per task."""
+        from bib.analysis import compare as cmp
+
+        analysis, spec_obj = _load(infants, fmt, spec, scale)
+        index = cmp.read_episode_index(episodes)
+        names = [r.stem for r in results]
+        clash = sorted({n for n in names if names.count(n) > 1 or n == cmp.INFANTS})
+        if clash:
+            raise BibInputError(f"--results: model names (file stems) must be unique and not {cmp.INFANTS!r}: {', '.join(clash)}")
+        out = cmp.compare(analysis.data, [cmp.read_results(r, index) for r in results], spec_obj.alpha)
+        if plots is not None:
+            from bib.analysis.plots import forest_plot
+            from bib.io import ensure_dir
+
+            ensure_dir(plots)
+            forest_plot(out, plots / "forest")
+            cmp.write_table(out, plots / "compare.csv")
+        typer.echo(_dump(out) if as_json else cmp.format_comparison(out))
+
+    power_app = typer.Typer(help="Power of a VOE study simulated from the published pilot; `simulate` writes the example data.",
+                            invoke_without_command=True, no_args_is_help=False)
+
+    @power_app.callback()
+    def power(
+        ctx: typer.Context,
+        task: Optional[str] = typer.Option(None, "--task", help="a pilot task: preference or efficiency-path"),  # noqa: UP007
+        n: str = typer.Option("16,24,32,48", "--n", help="comma-separated numbers of infants"),
+        sims: int = typer.Option(1000, "--sims", help="simulated studies per N"),
+        effect: str = typer.Option("pilot", "--effect", help="'pilot' (as published) or an effect in seconds"),
+        seed: int = typer.Option(0, "--seed"),
+        scale: str = typer.Option("log", "--scale", help="analysis scale: log or raw"),
+        alpha: float = typer.Option(0.05, "--alpha"),
+        workers: int = typer.Option(1, "--workers", help="worker processes"),
+        pilot: Optional[Path] = typer.Option(None, "--pilot", help="pilot summaries CSV (default data/published/infant_pilot.csv)"),  # noqa: UP007
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Monte Carlo power (with its MC error) of the LMM analysis at each N."""
+        if ctx.invoked_subcommand is not None:
+            return
+        if task is None:
+            raise BibInputError("bib power: --task is required (or use `bib power simulate`)")
+        from bib.analysis.pilot import pilot_task
+        from bib.analysis.power import parse_effect, parse_ns, simulate_studies, summarize_power
+
+        p = pilot_task(task, pilot)
+        eff = parse_effect(effect)
+        studies = simulate_studies(p, parse_ns(n), sims, seed, effect_s=eff, scale=_scale(scale) or "log",
+                                   alpha=alpha, workers=workers, progress=True)
+        rows = summarize_power(studies, alpha)
+        if as_json:
+            typer.echo(_dump({"task": task, "effect_s": p.beta if eff is None else eff, "scale": scale, "alpha": alpha,
+                              "seed": seed, "power": rows}))
+            return
+        typer.echo(f"{task}: effect {'as published (beta = %g s)' % p.beta if eff is None else '%g s' % eff}, "
+                   f"pilot N = {p.n}, d_z = {p.dz:.3f}; analysis: LMM on {scale} scale, Wald z, alpha = {alpha:g}; seed {seed}")
+        typer.echo(f"{'N':>5}{'sims':>7}{'power':>8}{'mc_se':>8}{'power+':>8}{'mean est':>10}")
+        for r in rows:
+            typer.echo(f"{r['n']:>5}{r['sims']:>7}{r['power']:>8.3f}{r['mc_se']:>8.3f}{r['power_positive']:>8.3f}{r['mean_estimate']:>10.3f}")
+
+    @power_app.command("simulate")
+    def simulate(
+        out: Path = typer.Option(Path("data/looking_times/example.csv"), "--out", help="CSV to write"),
+        seed: int = typer.Option(2022, "--seed"),
+        pilot: Optional[Path] = typer.Option(None, "--pilot", help="pilot summaries CSV"),  # noqa: UP007
+    ) -> None:
+        """Write a synthetic per-infant data set drawn from the pilot summaries (flagged synthetic)."""
+        from bib.analysis.example import simulate_example
+        from bib.analysis.pilot import load_pilot
+        from bib.io import atomic_write_text, ensure_dir
+
+        df = simulate_example(load_pilot(pilot), seed)
+        ensure_dir(out.parent)
+        atomic_write_text(out, df.to_csv(index=False, lineterminator="\n"))
+        typer.echo(f"wrote {out}: {df['participant_id'].nunique()} synthetic infants, {len(df)} trials (seed {seed})")
+
+    app.add_typer(power_app, name="power")
