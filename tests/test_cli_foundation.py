@@ -1,0 +1,115 @@
+"""The foundation commands end to end: generate (determinism, resume), validate, render, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bib.cli import main
+from bib.stimuli.manifest import COLUMNS, read_manifest
+
+
+def run(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+
+
+def files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_generate_is_byte_identical_for_any_worker_count(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run(capsys, "generate", "--task", "single-object", "--n", "3", "--seed", "9", "--out", str(a), "--video")[0] == 0
+    assert run(capsys, "generate", "--task", "single-object", "--n", "3", "--seed", "9", "--out", str(b), "--video",
+               "--workers", "2")[0] == 0
+    fa, fb = files(a), files(b)
+    assert fa == fb
+    assert sorted(fa) == ["episodes/single-object-000000.json", "episodes/single-object-000001.json",
+                          "episodes/single-object-000002.json", "manifest.csv", "videos/single-object-000000.mp4",
+                          "videos/single-object-000001.mp4", "videos/single-object-000002.mp4"]
+    rows = read_manifest(a)
+    assert list(rows[0]) == COLUMNS and [r["n_trials"] for r in rows] == ["9"] * 3
+    c = tmp_path / "c"
+    run(capsys, "generate", "--task", "single-object", "--n", "3", "--seed", "10", "--out", str(c))
+    assert files(c)["episodes/single-object-000000.json"] != fa["episodes/single-object-000000.json"]
+
+
+def test_generate_resumes_and_repairs(tmp_path, capsys):
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    run(capsys, "generate", "--task", "single-object", "--n", "5", "--out", str(fresh))
+    run(capsys, "generate", "--task", "single-object", "--n", "5", "--out", str(out))
+    (out / "episodes" / "single-object-000001.json").unlink()
+    (out / "episodes" / "single-object-000003.json").write_text("tampered")
+    code, text, _ = run(capsys, "generate", "--task", "single-object", "--n", "5", "--out", str(out))
+    assert code == 0 and "2 units generated, 3 kept" in text
+    assert files(out) == files(fresh)
+
+
+def test_validate_accepts_generated_and_locates_problems(tmp_path, capsys):
+    out = tmp_path / "set"
+    run(capsys, "generate", "--task", "single-object", "--n", "3", "--out", str(out))
+    code, text, _ = run(capsys, "validate", str(out))
+    assert code == 0 and "3 valid, 0 invalid of 3" in text
+    target = out / "episodes" / "single-object-000002.json"
+    d = json.loads(target.read_text())
+    cell = d["trials"][5]["path"][1]
+    d["trials"][5]["walls"].append(cell)
+    target.write_text(json.dumps(d))
+    (out / "episodes" / "zz.json").write_text("{not json")
+    code, text, _ = run(capsys, "validate", str(out))
+    assert code == 1
+    assert f"episode single-object-000002, trial 5, step 1, cell [{cell[0]}, {cell[1]}]: move" in text
+    assert "zz.json: malformed JSON" in text and "2 valid, 2 invalid of 4" in text
+    code, _, err = run(capsys, "validate", str(tmp_path / "nothing"))
+    assert code == 2 and "no such file or folder" in err
+
+
+def test_render_command(tmp_path, capsys):
+    out = tmp_path / "set"
+    run(capsys, "generate", "--task", "single-object", "--n", "1", "--out", str(out))
+    ep = out / "episodes" / "single-object-000000.json"
+    code, text, _ = run(capsys, "render", str(ep), "--out", str(tmp_path / "v" / "e.mp4"),
+                        "--contact-sheet", str(tmp_path / "s.png"))
+    assert code == 0 and (tmp_path / "v" / "e.mp4").stat().st_size > 0 and (tmp_path / "s.png").exists()
+    d = json.loads(ep.read_text())
+    d["trials"][0]["path"].insert(1, d["trials"][0]["path"][0][:])
+    d["trials"][0]["path"][1][0] += 2
+    ep.write_text(json.dumps(d))
+    code, _, err = run(capsys, "render", str(ep), "--out", str(tmp_path / "x.mp4"))
+    assert code == 2 and "trial 0, step 1" in err and "not adjacent" in err
+    assert not (tmp_path / "x.mp4").exists()
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    code, _, err = run(capsys, "generate", "--task", "no-such-task", "--n", "1", "--out", str(tmp_path / "o"))
+    assert code == 2 and err.startswith("bib: error: unknown task id 'no-such-task'; known:") and err.count("\n") == 1
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run(capsys, "generate", "--task", "single-object", "--n", "1", "--out", str(blocker / "sub"))
+    assert code == 2 and "cannot create output directory" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "other/1"}))
+    code, _, err = run(capsys, "render", str(bad), "--out", str(tmp_path / "b.mp4"))
+    assert code == 2 and "bad.json: field 'schema'" in err
+
+
+def test_console_script_has_help_and_no_traceback(tmp_path):
+    cmd = [sys.executable, "-m", "bib.cli"]
+    help_text = subprocess.run(cmd + ["--help"], capture_output=True, text=True, check=True).stdout
+    for name in ("generate", "render", "validate", "demo"):
+        assert name in help_text
+    bad = tmp_path / "m.json"
+    bad.write_text("{")
+    proc = subprocess.run(cmd + ["render", str(bad), "--out", str(tmp_path / "o.mp4")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "m.json: malformed JSON" in proc.stderr
