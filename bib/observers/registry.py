@@ -1,0 +1,129 @@
+"""Observer registry: names -> factories, ``make_observer(name, checkpoint=None, **config)``.
+
+Built-in observers register here when :mod:`bib.observers` is imported. Plugin modules listed in
+:data:`PLUGIN_MODULES` (the learned observers, which need torch) are imported only when a name is
+not found among those already registered, so ``random`` or ``inverse-planner`` never import torch.
+A plugin module registers its observers at import time with :func:`register_observer`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bib.errors import BibInputError
+from bib.observers.base import Observer
+
+Factory = Callable[..., Observer]
+"""``factory(checkpoint: Path | None, **config) -> Observer``."""
+
+PLUGIN_MODULES: tuple[str, ...] = ("bib.observers.bc", "bib.observers.video_rnn")
+"""Modules imported on demand that register more observers (part of the package, not user code)."""
+
+
+@dataclass(frozen=True)
+class ObserverSpec:
+    """A registered observer.
+
+    Attributes:
+        name: registry name (``random``, ``inverse-planner``, ``bc-rnn``, ...).
+        factory: ``factory(checkpoint, **config) -> Observer``, or ``"module:attr"`` imported on use.
+        needs_checkpoint: True for learned observers that must be trained first (``bib train``).
+        description: one line shown by listings.
+    """
+
+    name: str
+    factory: Factory | str
+    needs_checkpoint: bool = False
+    description: str = ""
+
+    def resolve(self) -> Factory:
+        """The factory callable (imports ``module:attr`` factories)."""
+        if callable(self.factory):
+            return self.factory
+        module, _, attr = self.factory.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+_REGISTRY: dict[str, ObserverSpec] = {}
+_plugins_loaded = False
+
+
+def register_observer(
+    name: str,
+    factory: Factory | str,
+    *,
+    needs_checkpoint: bool = False,
+    description: str = "",
+) -> ObserverSpec:
+    """Register an observer factory under ``name``.
+
+    Args:
+        name: unique registry name.
+        factory: ``factory(checkpoint: Path | None, **config) -> Observer`` or ``"module:attr"``.
+        needs_checkpoint: the observer cannot run without ``checkpoint``.
+        description: a one-line summary.
+
+    Raises:
+        ValueError: when ``name`` is already registered with a different factory.
+    """
+    spec = ObserverSpec(name, factory, needs_checkpoint, description)
+    old = _REGISTRY.get(name)
+    if old is not None and old != spec:
+        raise ValueError(f"observer {name!r} is registered twice")
+    _REGISTRY[name] = spec
+    return spec
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for module in PLUGIN_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the plugin exists but a dependency is missing: say so
+                raise
+
+
+def observer_names(load_plugins: bool = True) -> list[str]:
+    """Sorted names of the registered observers (importing plugin modules unless told not to)."""
+    if load_plugins:
+        _load_plugins()
+    return sorted(_REGISTRY)
+
+
+def get_observer_spec(name: str) -> ObserverSpec:
+    """The spec registered as ``name``; BibInputError listing the known names otherwise."""
+    if name not in _REGISTRY:
+        _load_plugins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise BibInputError(f"unknown observer {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def make_observer(name: str, checkpoint: str | Path | None = None, **config: Any) -> Observer:
+    """Build the observer ``name``.
+
+    Args:
+        name: a registered name.
+        checkpoint: trained weights, required by learned observers.
+        **config: observer options (e.g. ``seed`` for ``random``, ``betas`` for ``inverse-planner``).
+
+    Raises:
+        BibInputError: unknown name, a missing required checkpoint, or a checkpoint path that
+            does not exist.
+    """
+    spec = get_observer_spec(name)
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    if spec.needs_checkpoint and ckpt is None:
+        raise BibInputError(f"observer {name!r} needs --checkpoint (train one with `bib train --observer {name}`)")
+    if ckpt is not None and not ckpt.exists():
+        raise BibInputError(f"{ckpt}: checkpoint not found")
+    return spec.resolve()(ckpt, **config)
