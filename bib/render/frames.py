@@ -147,11 +147,17 @@ class _Painter:
             blend(self.with_key, "key", KEY, lay.key[0] * px, lay.key[1] * px, px)
         else:
             self.with_key = closed
-        self.has_fade = bool(lay.barriers) or lay.lock is not None
         w, h = settings.frame_size(lay.width, lay.height)
         self.offset = ((w - base.shape[1]) // 2, (h - base.shape[0]) // 2)
-        self.letterboxed = settings.canvas is not None
-        self.out_shape = (h, w, 3)
+        if settings.canvas is not None:  # letterbox the backgrounds once, not every frame
+            self.open, self.no_key, self.with_key = (self._letterbox(b, w, h) for b in (self.open, self.no_key, self.with_key))
+
+    def _letterbox(self, img: np.ndarray, w: int, h: int) -> np.ndarray:
+        out = np.empty((h, w, 3), dtype=np.uint8)
+        out[...] = self.s.letterbox
+        ox, oy = self.offset
+        out[oy : oy + img.shape[0], ox : ox + img.shape[1]] = img
+        return out
 
     def _cell_fill(self, img: np.ndarray, cells, color) -> None:
         px = self.s.cell_px
@@ -167,19 +173,14 @@ class _Painter:
         else:
             img = (self.no_key * fade + self.open * (1.0 - fade) + 0.5).astype(np.uint8)
         px = self.s.cell_px
-        x, y = int(round(pos[0] * px)), int(round(pos[1] * px))
+        x = int(round(pos[0] * px)) + self.offset[0]
+        y = int(round(pos[1] * px)) + self.offset[1]
         agent = self.trial.layout.agent
         blend(img, agent.shape, agent.color, x, y, px)
         if carrying:
             half = max(px // 2, 2)
             blend(img, "key", KEY, x + px - half, y, half)
-        if not self.letterboxed:
-            return img
-        out = np.empty(self.out_shape, dtype=np.uint8)
-        out[...] = self.s.letterbox
-        ox, oy = self.offset
-        out[oy : oy + img.shape[0], ox : ox + img.shape[1]] = img
-        return out
+        return img
 
 
 def trial_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:
