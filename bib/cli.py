@@ -28,6 +28,7 @@ app = typer.Typer(
 AREAS = [
     "bib.commands.stimuli",
     "bib.commands.analysis",
+    "bib.commands.reflect",
 ]
 
 for _name in AREAS:
