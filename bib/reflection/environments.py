@@ -235,6 +235,8 @@ class _ReversedView(Sequence):
         return 3 * self.m + 2
 
     def __getitem__(self, i: int) -> int:  # type: ignore[override]
+        if not 0 <= i < 3 * self.m + 2:
+            raise IndexError(i)
         j, phase = divmod(i, 3)
         k = self.m - j
         if phase == 2:
