@@ -9,7 +9,7 @@ from bib.render.video import contact_sheet
 from bib.stimuli.build import build
 from bib.stimuli.check import check_path
 
-DEMO_UNITS: list[tuple[str, int]] = [("single-object", 3)]
+DEMO_UNITS: list[tuple[str, int]] = [("single-object", 3), ("preference", 1), ("multi-agent", 1), ("inaccessible-goal", 1)]
 """Tasks and counts the demo generates (every task family adds itself here)."""
 
 
