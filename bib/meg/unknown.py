@@ -6,8 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
-
 from bib.errors import BibInputError
 from bib.meg.known import MEGResult, known_utility_meg
 from bib.meg.mdp import TabularMDP
@@ -68,7 +66,7 @@ class _Objective:
 
 def linear_utility_meg(
     mdp: TabularMDP, policy: np.ndarray, features: np.ndarray | None = None, *, init: np.ndarray | None = None,
-    utility_class: str = "linear", max_iter: int = 2000,
+    utility_class: str = "linear", max_iter: int = 500,
 ) -> UnknownMEGResult:
     """MEG over utilities ``U = features @ theta`` (concave in theta: one L-BFGS run with the exact gradient).
 
@@ -89,17 +87,38 @@ def linear_utility_meg(
     if phi.ndim != 2 or phi.shape[0] != S or not np.all(np.isfinite(phi)):
         raise BibInputError(f"features: expected a finite array [S={S}, F], got shape {phi.shape}")
     obj = _Objective(mdp, policy)
-
-    def neg(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad_u = obj(phi @ theta)
-        return -value, -(phi.T @ grad_u)
-
     theta0 = np.zeros(phi.shape[1]) if init is None else np.asarray(init, dtype=np.float64)
-    res = minimize(neg, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": 1e-9, "ftol": 1e-14})
-    u = phi @ res.x
+    theta = _lbfgs(lambda th: _chain(obj, phi, th), theta0, max_iter)
+    u = phi @ theta
     known = known_utility_meg(mdp, obj.policy, u)
-    meg = max(-float(res.fun), known.meg)
+    meg = max(obj(u)[0], known.meg)
     return UnknownMEGResult(meg, u, (meg,), meg, 0.0, utility_class, known)
+
+
+def _chain(obj: _Objective, phi: np.ndarray, theta: np.ndarray) -> tuple[float, np.ndarray]:
+    value, grad_u = obj(phi @ theta)
+    return value, phi.T @ grad_u
+
+
+def _lbfgs(fn, x0: np.ndarray, max_iter: int) -> np.ndarray:
+    """Maximise ``fn(x) -> (value, gradient)`` with torch's L-BFGS (strong Wolfe line search).
+
+    torch rather than scipy: scipy's L-BFGS-B spends most of its time in multi-threaded BLAS on
+    busy machines for these small problems.
+    """
+    import torch
+
+    x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([x], lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe",
+                            tolerance_grad=1e-7, tolerance_change=1e-14, history_size=20)
+
+    def closure() -> torch.Tensor:
+        value, grad = fn(x.detach().numpy())
+        x.grad = torch.from_numpy(-grad)
+        return torch.tensor(-value, dtype=torch.float64)
+
+    opt.step(closure)
+    return x.detach().numpy().copy()
 
 
 def tabular_utility_meg(mdp: TabularMDP, policy: np.ndarray, **kwargs) -> UnknownMEGResult:
