@@ -9,7 +9,11 @@ from bib.render.video import contact_sheet
 from bib.stimuli.build import build
 from bib.stimuli.check import check_path
 
-DEMO_UNITS: list[tuple[str, int]] = [("single-object", 3), ("preference", 1), ("multi-agent", 1), ("inaccessible-goal", 1)]
+DEMO_UNITS: list[tuple[str, int]] = [("single-object", 3), ("preference", 1), ("multi-agent", 1), ("inaccessible-goal", 1),
+                                     ("efficiency-path", 1), ("efficiency-time", 1), ("efficiency-irrational", 1),
+                                     ("instrumental-no-barrier", 1), ("instrumental-inconsequential", 1),
+                                     ("instrumental-blocking", 1), ("no-navigation", 1), ("multi-agent-background", 1),
+                                     ("agent-blocked-instrumental", 1)]
 """Tasks and counts the demo generates (every task family adds itself here)."""
 
 

@@ -6,6 +6,8 @@ from bib.tasks import background  # noqa: F401  (registers its tasks)
 from bib.tasks import preference  # noqa: F401
 from bib.tasks import multi_agent  # noqa: F401
 from bib.tasks import inaccessible_goal  # noqa: F401
+from bib.tasks import efficiency  # noqa: F401
+from bib.tasks import instrumental  # noqa: F401
 from bib.tasks.registry import (
     REGISTRY,
     LayoutRejected,

@@ -1,0 +1,253 @@
+"""Instrumental family: `instrumental-no-barrier`, `-inconsequential`, `-blocking` (BIB §2).
+
+Familiarization (shared by expected and unexpected): the agent (fixed home) sees one object
+enclosed by a green barrier ring (border walls may close one or two sides) with a lock in the
+ring; it fetches the key, opens the lock from a cell next to it and goes to the object, along
+an optimal path of the (cell, has_key, unlocked) space. Without unlocking the object is
+unreachable. Enclosure, object and key are drawn anew in every trial.
+
+Test (a fresh layout of the same kind):
+- ``instrumental-no-barrier``: barrier and lock removed; expected -> object, unexpected -> key.
+- ``instrumental-inconsequential``: one side of the ring (not the lock's) removed, so the
+  barrier no longer blocks; expected -> object, unexpected -> key.
+- ``instrumental-blocking``: expected: the ring blocks and the agent goes to the key;
+  unexpected: the same ring with one side removed (not blocking), the agent goes to the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from bib.episode import Episode, Problem, Trial
+from bib.tasks.agents import InstrumentalAgent, RationalAgent, is_optimal_path, optimal_cost, reachable_locked, rollout
+from bib.tasks.common import (
+    GRID,
+    N_FAMILIARIZATION,
+    empty_layout,
+    interior,
+    make_episode,
+    make_trial,
+    place,
+    sample_agent,
+    sample_cells,
+    sample_looks,
+)
+from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
+from bib.world.grid import Agent, Cell, Layout
+
+SIDES = ("top", "bottom", "left", "right")
+
+
+@dataclass(frozen=True)
+class Enclosure:
+    """A rectangle ``inside`` ringed by barrier cells, with a lock in the ring.
+
+    Attributes:
+        inside: the enclosed cells.
+        ring: barrier cells around them (border walls excluded), the lock not included.
+        lock: the lock cell, sharing an edge with an inside cell.
+        sides: ring cells by side (``top``/``bottom``/``left``/``right``; corners in both).
+    """
+
+    inside: frozenset[Cell]
+    ring: frozenset[Cell]
+    lock: Cell
+    sides: dict[str, frozenset[Cell]]
+
+    def opened(self, rng: np.random.Generator) -> frozenset[Cell]:
+        """The ring with one side (not the lock's, not empty) removed."""
+        options = [s for s in SIDES if self.sides[s] and self.lock not in self.sides[s]]
+        if not options:
+            raise LayoutRejected("the enclosure has no side that can be opened")
+        side = options[int(rng.integers(len(options)))]
+        return self.ring - self.sides[side]
+
+
+def sample_enclosure(rng: np.random.Generator, sizes: tuple[int, ...] = (1, 2), around: Cell | None = None) -> Enclosure:
+    """A random rectangle of width and height from ``sizes`` (containing ``around`` if given), its ring and lock.
+
+    Ring cells on the border are dropped (the border walls close those sides). The lock is a
+    ring cell sharing an edge with an inside cell and with an interior cell outside the ring.
+    """
+    w, h = (int(rng.choice(sizes)) for _ in range(2))
+    if around is None:
+        x0, y0 = int(rng.integers(1, GRID - w)), int(rng.integers(1, GRID - h))
+    else:
+        x0 = int(rng.integers(max(1, around[0] - w + 1), min(around[0], GRID - 1 - w) + 1))
+        y0 = int(rng.integers(max(1, around[1] - h + 1), min(around[1], GRID - 1 - h) + 1))
+    inside = frozenset((x, y) for x in range(x0, x0 + w) for y in range(y0, y0 + h))
+    free = set(interior())
+    x1, y1 = x0 + w - 1, y0 + h - 1
+    sides = {
+        "top": frozenset((x, y0 - 1) for x in range(x0 - 1, x1 + 2)),
+        "bottom": frozenset((x, y1 + 1) for x in range(x0 - 1, x1 + 2)),
+        "left": frozenset((x0 - 1, y) for y in range(y0 - 1, y1 + 2)),
+        "right": frozenset((x1 + 1, y) for y in range(y0 - 1, y1 + 2)),
+    }
+    sides = {k: v & free for k, v in sides.items()}
+    ring = frozenset().union(*sides.values())
+    outside = free - ring - inside
+
+    def edge(c: Cell) -> list[Cell]:
+        return [(c[0] + 1, c[1]), (c[0] - 1, c[1]), (c[0], c[1] + 1), (c[0], c[1] - 1)]
+
+    locks = sorted(c for c in ring if any(n in inside for n in edge(c)) and any(n in outside for n in edge(c)))
+    if not locks:
+        raise LayoutRejected("no cell of the ring can hold the lock")
+    lock = locks[int(rng.integers(len(locks)))]
+    return Enclosure(inside, ring - {lock}, lock, {k: v - {lock} for k, v in sides.items()})
+
+
+def _enclosed_object_layout(rng: np.random.Generator, agent: Agent, look) -> tuple[Layout, Enclosure]:
+    """The object locked in an enclosure, the key outside, the agent at home outside."""
+    for _ in range(30):
+        enc = sample_enclosure(rng)
+        if agent.home in enc.inside | enc.ring | {enc.lock}:
+            continue
+        obj = sample_cells(rng, sorted(enc.inside), 1)[0]
+        base = empty_layout(barriers=enc.ring, lock=enc.lock, objects=(place(look, "A", obj),), agents=(agent,))
+        outside = sorted(reachable_locked(base, agent.home) - {agent.home})
+        lock_side = {(enc.lock[0] + dx, enc.lock[1] + dy) for dx, dy in ((0, 1), (0, -1), (1, 0), (-1, 0))}
+        candidates = [c for c in outside if c not in lock_side]
+        if obj in outside or not candidates:
+            continue
+        lay = replace(base, key=candidates[int(rng.integers(len(candidates)))])
+        if np.isfinite(optimal_cost(lay, obj)):
+            return lay, enc
+    raise LayoutRejected("no enclosure leaves the object locked in and the key reachable")
+
+
+def _familiarization(rng: np.random.Generator, agent: Agent, look) -> list[Trial]:
+    trials = []
+    for _ in range(N_FAMILIARIZATION):
+        lay, _ = _enclosed_object_layout(rng, agent, look)
+        trials.append(make_trial(lay, rollout(InstrumentalAgent("A", rng), lay)[0], "A"))
+    return trials
+
+
+def _test_trial(rng: np.random.Generator, layout: Layout, goal: str, blocks: bool) -> Trial:
+    """The agent goes to ``goal`` (object id or ``"key"``) by a shortest route, not touching the
+    key on the way to the object; ``blocks`` says whether the barrier must block the object."""
+    if (layout.object("A").cell not in reachable_locked(layout, layout.agent.home)) != blocks:
+        raise LayoutRejected("the test barrier " + ("does not block" if blocks else "blocks") + " the object")
+    path, events = rollout(RationalAgent([goal], rng), layout)
+    if goal != "key" and events:
+        raise LayoutRejected("the path to the object crosses the key")
+    return make_trial(layout, path, goal, "test")
+
+
+def _generator(condition: str):
+    """The generator of one instrumental condition."""
+
+    def make(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+        home = sample_cells(rng, interior(), 1)[0]
+        agent = sample_agent(rng, "agent-0", home)
+        look = sample_looks(rng, 1)[0]
+        fam = _familiarization(rng, agent, look)
+        lay, enc = _enclosed_object_layout(rng, agent, look)
+        if condition == "instrumental-no-barrier":
+            lay = replace(lay, barriers=frozenset(), lock=None)
+            tests = [_test_trial(rng, lay, "A", False), _test_trial(rng, lay, "key", False)]
+        elif condition == "instrumental-inconsequential":
+            lay = replace(lay, barriers=enc.opened(rng))
+            tests = [_test_trial(rng, lay, "A", False), _test_trial(rng, lay, "key", False)]
+        else:
+            opened = replace(lay, barriers=enc.opened(rng))
+            tests = [_test_trial(rng, lay, "key", True), _test_trial(rng, opened, "key", False)]
+        return [make_episode(unit, [*fam, t], outcome=o, paired=True) for t, o in zip(tests, ("expected", "unexpected"))]
+
+    return make
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _blocks(trial: Trial) -> bool:
+    """True when the object cannot be reached from home without unlocking."""
+    lay = trial.layout
+    return lay.object("A").cell not in reachable_locked(lay, lay.agent.home)
+
+
+def check_key_needed(ep: Episode, trial_index: int) -> list[Problem]:
+    """A trial that needs the key: barrier, lock and key present; goal A unreachable while locked;
+    the agent picks up the key, then unlocks, along an optimal key/lock-space path."""
+    t = ep.trials[trial_index]
+    lay = t.layout
+
+    def problem(msg: str) -> list[Problem]:
+        return [Problem(ep.id, msg, trial_index)]
+
+    if not lay.barriers or lay.lock is None or lay.key is None:
+        return problem("trial needs a barrier, a lock and a key")
+    if t.goal != "A":
+        return problem(f"goal is {t.goal!r}, expected 'A'")
+    if lay.object("A").cell in reachable_locked(lay, lay.agent.home):
+        return problem("the object is reachable without the key")
+    if [e.type for e in t.events] != ["pickup-key", "unlock"]:
+        return problem(f"events are {[e.type for e in t.events]}, expected pickup-key then unlock")
+    if not is_optimal_path(lay, t.path):
+        return problem("path is not optimal in the key/lock state space")
+    return []
+
+
+def _check_test(ep: Episode, goal: str, barrier: bool, blocks: bool) -> list[Problem]:
+    """The test shows (or not) a barrier with its lock and a key, blocks the object (or not), and
+    the agent goes to ``goal`` by a shortest path without unlocking."""
+    i, t = len(ep.trials) - 1, ep.test
+    lay = t.layout
+    if lay.key is None:
+        return [Problem(ep.id, "the test shows no key", i)]
+    if barrier != bool(lay.barriers) or barrier != (lay.lock is not None):
+        return [Problem(ep.id, "the test should " + ("" if barrier else "not ") + "show a barrier with a lock", i)]
+    if _blocks(t) != blocks:
+        return [Problem(ep.id, "the barrier should " + ("" if blocks else "not ") + "block the object", i)]
+    if t.goal != goal:
+        return [Problem(ep.id, f"test goal is {t.goal!r}, expected {goal!r}", i)]
+    if t.unlock_step() is not None:
+        return [Problem(ep.id, "the test agent unlocks the barrier", i)]
+    if not is_optimal_path(lay, t.path):
+        return [Problem(ep.id, "test path is not a shortest path", i)]
+    return []
+
+
+def _rule(condition: str):
+    """The rule of one instrumental condition."""
+
+    def rule(ep: Episode) -> list[Problem]:
+        out = [p for i in range(len(ep.familiarization)) for p in check_key_needed(ep, i)]
+        if out:
+            return out
+        expected = ep.outcome == "expected"
+        if condition == "instrumental-no-barrier":
+            return _check_test(ep, "A" if expected else "key", barrier=False, blocks=False)
+        if condition == "instrumental-inconsequential":
+            return _check_test(ep, "A" if expected else "key", barrier=True, blocks=False)
+        return _check_test(ep, "key", barrier=True, blocks=expected)
+
+    return rule
+
+
+def _pair_rule(condition: str):
+    """Shared familiarization; the same test layout, except that in blocking the unexpected
+    barrier is the expected one with cells removed."""
+
+    def pair_rule(e: Episode, u: Episode) -> list[Problem]:
+        i = len(u.trials) - 1
+        if e.familiarization != u.familiarization:
+            bad = next((k for k, (a, b) in enumerate(zip(e.familiarization, u.familiarization)) if a != b), None)
+            return [Problem(u.id, "familiarization differs from the expected episode's", bad)]
+        le, lu = e.test.layout, u.test.layout
+        if condition != "instrumental-blocking":
+            if le != lu:
+                return [Problem(u.id, "test layout differs from the expected episode's", i)]
+        elif replace(lu, barriers=le.barriers) != le or not lu.barriers < le.barriers:
+            return [Problem(u.id, "unexpected test barrier is not the expected one with a side removed", i)]
+        return []
+
+    return pair_rule
+
+
+for _id in ("instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking"):
+    register(TaskSpec(_id, "instrumental", "evaluation", _generator(_id), rule=_rule(_id), pair_rule=_pair_rule(_id)))
