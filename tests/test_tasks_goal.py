@@ -160,10 +160,8 @@ def test_closest_object_cue_is_at_chance():
     assert pref["tie"] == 0 and 12 <= pref["right"] <= 28
     # multi-agent: both outcomes show the same layout and path, so the cue never separates them.
     assert _cue_counts("multi-agent") == {"right": 0, "wrong": 0, "tie": 40}
-    # inaccessible-goal: B is the closer object on a coin flip; only the walled-in A (never
-    # "closer", being unreachable) lets the cue call some pairs right.
-    inacc = _cue_counts("inaccessible-goal")
-    assert inacc["wrong"] == 0 and 12 <= inacc["right"] <= 28
+    # inaccessible-goal: B is the closer object in both outcomes (A, walled in, cannot be).
+    assert _cue_counts("inaccessible-goal") == {"right": 0, "wrong": 0, "tie": 40}
 
 
 # ---------------------------------------------------------------- rules reject broken episodes

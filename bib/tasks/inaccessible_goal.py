@@ -5,6 +5,12 @@ object used in familiarization); the agent walks a shortest path to the non-pref
 ``B``. Expected: the preferred object ``A`` is walled in on all sides (its 8 neighbours are
 walls, so it is unreachable). Unexpected: the same layout without that enclosure, both objects
 reachable (perceptually closer to familiarization).
+
+In both outcomes ``B`` is the object closer to the agent's home (by shortest-path cost, without
+the enclosure). Walled in, ``A`` can never be the closer reachable object in the expected
+outcome; were ``B`` sometimes the farther one, "the agent goes to the closer object" would call
+those pairs right. So the cue ties on every pair, and the unexpected outcome is the agent going
+to the closer, non-preferred object, which only an inferred preference makes surprising.
 """
 
 from __future__ import annotations
@@ -47,10 +53,10 @@ def enclose(layout: Layout, object_id: str) -> Layout:
     return replace(layout, walls=layout.walls | neighbours(layout.object(object_id).cell))
 
 
-def _enclosable(layout: Layout, used: set[Cell], want: str) -> bool:
-    """Both cells new, ``want`` the closer object, and walling in ``A`` leaves ``B`` reachable."""
+def _enclosable(layout: Layout, used: set[Cell]) -> bool:
+    """Both cells new, ``B`` the closer object, and walling in ``A`` leaves ``B`` reachable."""
     a, b = layout.object(PREFERRED).cell, layout.object(OTHER).cell
-    if a in used or b in used or closer_object(layout) != want:
+    if a in used or b in used or closer_object(layout) != OTHER:
         return False
     ring = neighbours(a)
     if layout.agent.home in ring or b in ring:
@@ -59,13 +65,12 @@ def _enclosable(layout: Layout, used: set[Cell], want: str) -> bool:
 
 
 def _inaccessible_goal(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
-    """An inaccessible-goal pair; ``B`` is the closer object (without the enclosure) with p = 1/2."""
+    """An inaccessible-goal pair (see the module docstring for why ``B`` is always the closer object)."""
     agent, looks = start_unit(rng)
     fam = familiarization(rng, agent, looks, anywhere(agent.home))
     used = {o.cell for t in fam for o in t.layout.objects}
-    want = OTHER if rng.integers(2) else PREFERRED
     open_layout = sample_goal_layout(rng, agent, looks, anywhere(agent.home),
-                                     accept=lambda lay: _enclosable(lay, used, want),
+                                     accept=lambda lay: _enclosable(lay, used),
                                      what="inaccessible-goal test layout")
     walled = enclose(open_layout, PREFERRED)
     b = open_layout.object(OTHER).cell
