@@ -35,7 +35,8 @@ def read_episode_index(root: str | Path) -> pd.DataFrame:
     ``*.json`` episode file (schema ``bib.episode/1``) instead.
 
     Raises:
-        BibInputError: no episodes, a manifest lacking a column, or one episode id listed twice.
+        BibInputError: no episodes, a manifest lacking a column, or one episode id listed twice with
+            different pair, condition or outcome (identical repeats are merged).
     """
     base = Path(root)
     if not base.is_dir():
@@ -62,9 +63,10 @@ def read_episode_index(root: str | Path) -> pd.DataFrame:
     index = pd.concat(frames, ignore_index=True)
     if index.empty:
         raise BibInputError(f"{base}: no manifest.csv and no bib.episode/1 JSON files")
+    index = index.drop_duplicates(list(MANIFEST_FIELDS)).reset_index(drop=True)
     dup = index["episode_id"].duplicated(keep=False)
     if dup.any():
-        raise BibInputError(f"{base}: episode ids listed twice: {', '.join(sorted(set(index.loc[dup, 'episode_id'])))}")
+        raise BibInputError(f"{base}: episode ids listed with conflicting fields: {', '.join(sorted(set(index.loc[dup, 'episode_id'])))}")
     return index
 
 
