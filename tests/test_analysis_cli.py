@@ -1,0 +1,106 @@
+"""The analysis commands end to end: bib analyze, bib compare, bib power (in-process, through bib.cli.main)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bib.analysis.pilot import DEFAULT_PILOT
+from bib.cli import main
+
+ROOT = DEFAULT_PILOT.parents[2]
+EXAMPLE = ROOT / "data" / "looking_times" / "example.csv"
+SPEC = ROOT / "analysis" / "infant-pilot.toml"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(list(argv))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_analyze_json_shape_and_plots(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, "analyze", str(EXAMPLE), "--spec", str(SPEC), "--json", "--plots", str(tmp_path))
+    assert code == 0
+    report = json.loads(out)
+    assert set(report["tasks"]) == {"preference", "efficiency-path"}
+    for r in report["tasks"].values():
+        assert {"estimate", "ci_low", "ci_high", "p", "n_participants", "n_excluded", "warnings"} <= set(r)
+        assert r["ci_low"] < r["estimate"] < r["ci_high"]
+    assert report["scale"] == "log seconds"
+    reasons = [e["reason"] for e in report["exclusions"]["excluded"]]
+    assert "trial error: fussiness" in reasons and "look shorter than 1 s" in reasons
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["paired-efficiency-path.png", "paired-efficiency-path.svg", "paired-preference.png", "paired-preference.svg"]
+    assert (tmp_path / "paired-preference.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_analyze_text_lists_exclusions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "analyze", str(EXAMPLE), "--spec", str(SPEC), "--scale", "raw")
+    assert code == 0
+    assert "on seconds" in out and "preference" in out
+    assert "s28 efficiency-path trial 9: look shorter than 1 s" in out
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(EXAMPLE.read_text().replace(",test,expected,", ",test,expected,x", 1))
+    code, out, err = _run(capsys, "analyze", str(bad))
+    assert code == 2 and out == ""
+    assert err.startswith(f"bib: error: {bad}: column looking_time_s: non-numeric looking time (line ") and err.count("\n") == 1
+    code, _, err = _run(capsys, "analyze", str(EXAMPLE), "--scale", "sqrt")
+    assert code == 2 and "--scale must be log or raw" in err
+
+
+def test_compare_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    episodes = tmp_path / "set"
+    episodes.mkdir()
+    lines = ["episode_id,pair_id,task,condition,outcome,seed,n_trials,n_steps,episode_path,video_path,sha256"]
+    res = ["episode_id,surprise"]
+    rng = np.random.default_rng(0)
+    for task in ("preference", "efficiency-path"):
+        for i in range(15):
+            for outcome in ("expected", "unexpected"):
+                eid = f"{task}-{i}-{outcome}"
+                lines.append(f"{eid},{task}-{i},{task},{task},{outcome},{i},9,30,episodes/{eid}.json,,x")
+                res.append(f"{eid},{rng.normal(0, 1) + (2.0 if outcome == 'expected' else 0.0):.5f}")
+    (episodes / "manifest.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "backwards.csv").write_text("\n".join(res) + "\n")
+    argv = ["compare", "--infants", str(EXAMPLE), "--spec", str(SPEC), "--results", str(tmp_path / "backwards.csv"),
+            "--episodes", str(episodes)]
+    code, out, _ = _run(capsys, *argv, "--json", "--plots", str(tmp_path / "plots"))
+    assert code == 0
+    result = json.loads(out)
+    for task in ("preference", "efficiency-path"):
+        diff = result["tasks"][task]["differences"]["backwards"]
+        assert diff["estimate"] < 0 and diff["differs"] is True
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["compare.csv", "forest.png", "forest.svg"]
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0 and "backwards" in out and "yes" in out
+    code, _, err = _run(capsys, *argv, "--results", str(tmp_path / "backwards.csv"))
+    assert code == 2 and "model names (file stems) must be unique" in err
+
+
+def test_power_command(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    code, out, _ = _run(capsys, "power", "--task", "efficiency-path", "--n", "10", "--sims", "3", "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["effect_s"] == 4.5 and [r["n"] for r in result["power"]] == [10]
+    assert result["power"][0]["sims"] == 3
+    code, _, err = _run(capsys, "power", "--n", "10")
+    assert code == 2 and "--task is required" in err
+
+
+def test_power_simulate_writes_the_example(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out_csv = tmp_path / "lt" / "example.csv"
+    code, out, _ = _run(capsys, "power", "simulate", "--out", str(out_csv))
+    assert code == 0 and "28 synthetic infants" in out
+    assert out_csv.read_text() == EXAMPLE.read_text()
