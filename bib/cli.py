@@ -27,6 +27,7 @@ app = typer.Typer(
 # Each area module defines ``register(app)``; add a line here when an area gains commands.
 AREAS = [
     "bib.commands.stimuli",
+    "bib.commands.dataset",
     "bib.commands.analysis",
     "bib.commands.reflect",
 ]

@@ -21,26 +21,33 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def generate(
         out: Path = typer.Option(..., "--out", help="Output folder (manifest.csv, episodes/, videos/)."),
-        task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object."),
-        n: int = typer.Option(10, "--n", min=0, help="Pairs (evaluation conditions) or episodes (background tasks)."),
-        seed: int = typer.Option(0, "--seed", help="Base seed; the same seed gives byte-identical episodes."),
-        video: bool = typer.Option(False, "--video", help="Also render one video per episode."),
-        per_trial: bool = typer.Option(False, "--per-trial", help="With --video, also one video per trial."),
-        codec: str = typer.Option("h264", "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v."),
-        cell_px: int = typer.Option(20, "--cell-px", help="Pixels per cell (BIB: 20)."),
-        fps: int = typer.Option(25, "--fps", help="Frames per second (BIB: 25)."),
+        spec: Path = typer.Option(None, "--spec", help="Stimulus-set spec (TOML), e.g. stimuli/bib-eval.toml."),
+        task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object (instead of --spec)."),
+        n: int = typer.Option(10, "--n", min=0, help="With --task: pairs (evaluation conditions) or episodes (background tasks)."),
+        seed: int = typer.Option(None, "--seed", help="Base seed (default: the spec's, or 0); the same seed gives byte-identical episodes."),
+        video: bool = typer.Option(None, "--video/--no-video", help="Render one video per episode (default: the spec's render.video, or off)."),
+        per_trial: bool = typer.Option(False, "--per-trial", help="Also one video per trial (implies --video)."),
+        codec: str = typer.Option(None, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (default: the spec's, or h264)."),
+        cell_px: int = typer.Option(None, "--cell-px", help="Pixels per cell (default: the spec's, or BIB's 20)."),
+        fps: int = typer.Option(None, "--fps", help="Frames per second (default: the spec's, or BIB's 25)."),
         workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+        limit: int = typer.Option(None, "--limit", min=0, help="Build at most N units of each task (to try a big spec)."),
         scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
     ) -> None:
-        """Generate episodes (and videos) of a task into a folder; reruns resume."""
-        from bib.stimuli.build import build
+        """Generate a stimulus set from a spec, or episodes of one task; reruns resume."""
+        from bib.stimuli.build import build_spec
+        from bib.stimuli.spec import load_spec, override, task_spec
 
-        if task is None:
-            raise BibInputError("generate needs --task ID")
-        summary = build(
-            [(task, n)], seed, out, video=video, settings=_settings(cell_px, fps), codec=codec,
-            per_trial=per_trial, workers=workers, scheduler=scheduler,
+        if (spec is None) == (task is None):
+            raise BibInputError("generate needs exactly one of --spec FILE or --task ID")
+        base = load_spec(spec) if spec is not None else task_spec(task, n)
+        trials = per_trial and video is not False
+        resolved = override(
+            base, str(spec or "--task"), seed=seed, cell_px=cell_px, fps=fps, codec=codec,
+            per_trial=True if trials else None, video=True if trials else None,
         )
+        summary = build_spec(resolved, out, video=video, workers=workers, scheduler=scheduler, limit=limit,
+                             record=spec is not None)
         typer.echo(
             f"{summary.episodes} episodes in {summary.out} "
             f"({summary.built} units generated, {summary.kept} kept from an earlier run)"

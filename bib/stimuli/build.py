@@ -3,7 +3,11 @@
 Work is split into units (one pair of an evaluation condition, or one background episode).
 Each unit is generated from its own seed (:func:`bib.tasks.unit_seed`), so the output is
 byte-identical for any worker count. A rerun into the same folder keeps every unit whose files
-match the hashes in the manifest and only builds the rest.
+match the hashes in the manifest (and whose recorded seed is the unit's seed under the current base
+seed) and only builds the rest; a video is kept only when its size, frame rate and frame count
+are what the current render settings give. :func:`build_spec` builds a whole
+:class:`~bib.stimuli.spec.StimulusSpec` and writes the resolved ``spec.toml`` (rerunnable) and,
+for lab sets, ``orders.csv``.
 """
 
 from __future__ import annotations
@@ -13,16 +17,19 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bib.episode import save_episode
-from bib.io import ensure_dir
+from bib.episode import load_episode, save_episode
+from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
-from bib.render.frames import RenderSettings
+from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, codec_for, render_episode
 from bib.stimuli.manifest import MANIFEST, format_rows, read_manifest, row_is_intact, write_manifest
-from bib.tasks import get_task, make_unit
+from bib.tasks import get_task, make_unit, unit_seed
 
+if TYPE_CHECKING:
+    from bib.stimuli.spec import StimulusSpec
 
 @dataclass(frozen=True)
 class Job:
@@ -82,18 +89,49 @@ def build_unit(job: Job) -> list[dict[str, object]]:
     return rows
 
 
+def _video_matches(out: Path, row: dict[str, str], job: Job) -> bool:
+    """True when the row's video has the size, frame rate and frame count the job's settings give."""
+    import cv2
+
+    if not row["video_path"].endswith(CODECS[job.codec]):
+        return False
+    ep = load_episode(out / row["episode_path"])
+    want = (*job.settings.frame_size(ep.width, ep.height), job.settings.fps, episode_frame_count(ep, job.settings))
+    cap = cv2.VideoCapture(str(out / row["video_path"]))
+    try:
+        if not cap.isOpened():
+            return False
+        props = (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT, cv2.CAP_PROP_FPS, cv2.CAP_PROP_FRAME_COUNT)
+        return tuple(int(round(cap.get(p))) for p in props) == want
+    finally:
+        cap.release()
+
+
+def _row_ok(out: Path, row: dict[str, str], job: Job) -> bool:
+    if not row_is_intact(out, row, job.video):
+        return False
+    if row["seed"] != str(unit_seed(job.seed, job.task, job.index)):
+        return False
+    if job.video and not _video_matches(out, row, job):
+        return False
+    if job.video and job.per_trial:
+        ext = CODECS[job.codec]
+        trials = out / "videos" / "trials"
+        return all((trials / f"{row['episode_id']}-trial{k}{ext}").is_file() for k in range(int(row["n_trials"])))
+    return True
+
+
 def _intact_units(out: Path, jobs: Sequence[Job]) -> dict[str, list[dict[str, str]]]:
-    """Rows of units already complete on disk (files present and matching their hashes)."""
+    """Rows of units already complete on disk (files present, matching their hashes, seeds and settings)."""
     by_unit: dict[str, list[dict[str, str]]] = {}
     for row in read_manifest(out, strict=False):
         unit = row["pair_id"] or row["episode_id"]
         by_unit.setdefault(unit, []).append(row)
-    need = {j.unit_id: (2 if get_task(j.task).kind == "evaluation" else 1) for j in jobs}
-    video = bool(jobs) and jobs[0].video
+    need = {j.unit_id: (j, 2 if get_task(j.task).kind == "evaluation" else 1) for j in jobs}
     return {
         unit: rows
         for unit, rows in by_unit.items()
-        if unit in need and len(rows) == need[unit] and all(row_is_intact(out, r, video) for r in rows)
+        if unit in need and len(rows) == need[unit][1] and all(_row_ok(out, r, need[unit][0]) for r in rows)
     }
 
 
@@ -135,6 +173,8 @@ def build(
     chosen = codec_for("x.mp4", codec) if video else "h264"
     if video:
         ensure_dir(root / "videos")
+    if limit is not None and limit < 0:
+        raise ValueError(f"negative limit {limit}")
     jobs = [
         Job(task, i, seed, str(root), video, s, chosen, per_trial)
         for task, n in units
@@ -154,3 +194,47 @@ def build(
     final = [row for j in jobs for row in (done.get(j.unit_id) or built[j.unit_id])]
     write_manifest(root, final)
     return BuildSummary(out=root, built=len(todo), kept=len(done), episodes=len(final))
+
+
+def build_spec(
+    spec: StimulusSpec,
+    out: str | os.PathLike[str],
+    *,
+    video: bool | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    limit: int | None = None,
+    record: bool = True,
+) -> BuildSummary:
+    """Build every task of ``spec`` into ``out``; write ``spec.toml`` and, if the spec asks, ``orders.csv``.
+
+    Args:
+        spec: a validated spec (see :func:`bib.stimuli.spec.load_spec`).
+        out: output folder.
+        video: render videos (None: as the spec's ``render.video`` says).
+        workers: local worker processes.
+        scheduler: Dask scheduler address, instead of local processes.
+        limit: build at most this many units per task.
+        record: write the resolved spec (overrides applied) as ``out/spec.toml``.
+    """
+    from bib.stimuli.orders import presentation_orders, write_orders
+
+    r = spec.render
+    with_video = r.video if video is None else video
+    per_trial = r.per_trial and with_video
+    summary = build(
+        spec.units, spec.seed, out, video=with_video, settings=r.settings(), codec=r.codec,
+        per_trial=per_trial, workers=workers, scheduler=scheduler, limit=limit,
+    )
+    if record:
+        from bib.stimuli.spec import override, spec_to_toml
+
+        resolved = override(spec, "resolved", video=with_video, per_trial=per_trial)
+        note = f"built with --limit {limit} (at most {limit} units per task)" if limit is not None else ""
+        atomic_write_text(summary.out / "spec.toml", spec_to_toml(resolved, note))
+    if spec.orders is not None:
+        rows = read_manifest(summary.out)
+        ext = CODECS[r.codec] if per_trial else None
+        orders = presentation_orders(summary.out, rows, [t.id for t in spec.tasks], spec.orders.n_orders, ext)
+        write_orders(summary.out, orders)
+    return summary

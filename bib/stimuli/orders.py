@@ -1,0 +1,128 @@
+"""Counterbalanced presentation orders for lab studies (``orders.csv``).
+
+Design (one session = every pair of the set, task by task):
+
+* each pair is shown as its 8 familiarization trials (shared by the expected and unexpected
+  episodes), then both test outcomes, one after the other;
+* in order ``o`` (0-based) and pair ``p`` (0-based within its task), the expected outcome comes
+  first when ``o + p`` is even, so every pair is shown expected-first in exactly half the
+  orders, and within one order the first outcome alternates from pair to pair;
+* task blocks rotate every two orders (order ``o`` starts with task ``(o // 2) mod T``), so with
+  ``n_orders`` a multiple of ``2 T`` every task leads equally often, and within the orders a task
+  leads, each pair is shown expected-first and unexpected-first equally often.
+
+Participant ``i`` (1-based) is assigned order ``((i - 1) mod n_orders) + 1``.
+
+Columns of ``orders.csv``: ``order`` (1-based), ``position`` (1-based presentation index in the
+session), ``task``, ``pair_id``, ``phase`` (familiarization / test), ``trial`` (trial index in
+the episode, 0-8), ``outcome`` (expected / unexpected on test rows, empty otherwise),
+``test_position`` (1 or 2 on test rows), ``episode_id`` and ``video_path`` (the per-trial video
+``videos/trials/<episode>-trial<k>.<ext>`` relative to the set folder, empty when per-trial
+videos were not rendered).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from bib.episode import load_episode
+from bib.errors import BibInputError
+from bib.io import atomic_write_text
+
+ORDERS = "orders.csv"
+ORDER_COLUMNS = [
+    "order", "position", "task", "pair_id", "phase", "trial", "outcome", "test_position", "episode_id", "video_path",
+]
+
+
+def _pairs_by_task(rows: Sequence[dict[str, str]], tasks: Sequence[str]) -> dict[str, list[dict[str, dict[str, str]]]]:
+    out: dict[str, dict[str, dict[str, dict[str, str]]]] = {t: {} for t in tasks}
+    for row in rows:
+        if row["task"] in out and row["pair_id"]:
+            out[row["task"]].setdefault(row["pair_id"], {})[row["outcome"]] = row
+    result = {}
+    for task, pairs in out.items():
+        for pair_id, members in pairs.items():
+            if set(members) != {"expected", "unexpected"}:
+                raise BibInputError(f"orders: pair {pair_id} lacks its expected or unexpected episode")
+        result[task] = [pairs[k] for k in sorted(pairs)]
+    return result
+
+
+def _check_shared_familiarization(root: Path, pair: dict[str, dict[str, str]]) -> int:
+    """Number of familiarization trials the two episodes share (error if they differ)."""
+    e = load_episode(root / pair["expected"]["episode_path"])
+    u = load_episode(root / pair["unexpected"]["episode_path"])
+    if e.familiarization != u.familiarization:
+        raise BibInputError(
+            f"orders: pair {e.pair_id} ({e.condition}): expected and unexpected familiarization differ, "
+            "so both outcomes cannot follow one familiarization"
+        )
+    return len(e.familiarization)
+
+
+def presentation_orders(
+    root: str | os.PathLike[str],
+    rows: Sequence[dict[str, str]],
+    tasks: Sequence[str],
+    n_orders: int,
+    trial_video_ext: str | None,
+) -> list[dict[str, object]]:
+    """The rows of ``orders.csv`` for the manifest ``rows`` of a set in ``root``.
+
+    Args:
+        root: the set folder (episodes are read to check the shared familiarization).
+        rows: manifest rows.
+        tasks: task ids in spec order (the order of blocks in order 1).
+        n_orders: number of orders.
+        trial_video_ext: extension of the per-trial videos (``.mp4``), or None when there are none.
+    """
+    base = Path(root)
+    by_task = _pairs_by_task(rows, tasks)
+    n_fam = {
+        (task, i): _check_shared_familiarization(base, pair)
+        for task, pairs in by_task.items()
+        for i, pair in enumerate(pairs)
+    }
+
+    def video(episode_id: str, trial: int) -> str:
+        return f"videos/trials/{episode_id}-trial{trial}{trial_video_ext}" if trial_video_ext else ""
+
+    out: list[dict[str, object]] = []
+    for o in range(n_orders):
+        shift = (o // 2) % len(tasks)
+        position = 0
+        for task in [*tasks[shift:], *tasks[:shift]]:
+            for p, pair in enumerate(by_task[task]):
+                first = "expected" if (o + p) % 2 == 0 else "unexpected"
+                second = "unexpected" if first == "expected" else "expected"
+                fam_id = pair["expected"]["episode_id"]
+                pair_id = pair["expected"]["pair_id"]
+                for k in range(n_fam[(task, p)]):
+                    position += 1
+                    out.append({"order": o + 1, "position": position, "task": task, "pair_id": pair_id,
+                                "phase": "familiarization", "trial": k, "outcome": "", "test_position": "",
+                                "episode_id": fam_id, "video_path": video(fam_id, k)})
+                for t, outcome in enumerate((first, second), start=1):
+                    ep_id = pair[outcome]["episode_id"]
+                    k = int(pair[outcome]["n_trials"]) - 1
+                    position += 1
+                    out.append({"order": o + 1, "position": position, "task": task, "pair_id": pair_id,
+                                "phase": "test", "trial": k, "outcome": outcome, "test_position": t,
+                                "episode_id": ep_id, "video_path": video(ep_id, k)})
+    return out
+
+
+def write_orders(root: str | os.PathLike[str], order_rows: Sequence[dict[str, object]]) -> Path:
+    """Write ``root/orders.csv`` atomically; return its path."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=ORDER_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(order_rows)
+    path = Path(root) / ORDERS
+    atomic_write_text(path, buf.getvalue())
+    return path

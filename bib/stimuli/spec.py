@@ -1,0 +1,227 @@
+"""Stimulus-set specs (TOML, validated with pydantic): a named set, a seed, render settings, tasks and counts.
+
+A spec file looks like::
+
+    name = "bib-eval"
+    seed = 0
+
+    [render]            # every field optional; defaults are BIB's (20 px cells, 25 fps)
+    cell_px = 20
+    fps = 25
+    video = false
+
+    [[tasks]]
+    id = "preference"
+    n = 1000            # pairs for evaluation conditions, episodes for background tasks
+
+    [orders]            # optional: counterbalanced presentation orders (orders.csv)
+    n_orders = 4
+
+Any problem (unknown field, impossible size, unknown task id) raises :class:`BibInputError` with
+one line naming the file and the field, e.g. ``stimuli/x.toml: field 'tasks[2].n': ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bib.errors import BibInputError
+from bib.render.frames import RenderSettings
+from bib.render.video import CODECS
+
+MAX_UNITS = 1_000_000
+"""Largest count one task entry may ask for."""
+
+GRID_CELLS = 10
+"""Cells per side of a BIB grid (the render canvas must hold ``GRID_CELLS * cell_px`` pixels)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RenderSpec(_Strict):
+    """Render settings of a set (the fields of :class:`RenderSettings` plus video options)."""
+
+    cell_px: int = Field(20, ge=4, le=256)
+    fps: int = Field(25, ge=1, le=240)
+    speed: float = Field(2.5, gt=0, le=100)
+    pause_start: float = Field(0.6, ge=0, le=60)
+    pause_end: float = Field(0.8, ge=0, le=60)
+    unlock_pause: float = Field(0.8, ge=0, le=60)
+    gap: float = Field(0.4, ge=0, le=60)
+    canvas: tuple[int, int] | None = None
+    background: tuple[int, int, int] = (255, 255, 255)
+    letterbox: tuple[int, int, int] = (0, 0, 0)
+    codec: str = "h264"
+    video: bool = False
+    per_trial: bool = False
+
+    def settings(self) -> RenderSettings:
+        """The :class:`RenderSettings` these fields describe."""
+        fields = self.model_dump(exclude={"codec", "video", "per_trial"})
+        return RenderSettings(**fields)
+
+
+class TaskEntry(_Strict):
+    """One task of a set and how many units of it to generate."""
+
+    id: str
+    n: int = Field(ge=0, le=MAX_UNITS)
+
+
+class OrdersSpec(_Strict):
+    """Counterbalanced presentation orders for a lab (see :mod:`bib.stimuli.orders`)."""
+
+    n_orders: int = Field(4, ge=2, le=1000)
+
+
+class StimulusSpec(_Strict):
+    """A whole stimulus set."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    render: RenderSpec = RenderSpec()
+    tasks: list[TaskEntry] = Field(min_length=1)
+    orders: OrdersSpec | None = None
+
+    @property
+    def units(self) -> list[tuple[str, int]]:
+        """``[(task_id, n), ...]`` as :func:`bib.stimuli.build.build` takes them."""
+        return [(t.id, t.n) for t in self.tasks]
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _fail(source: str, where: str, msg: str) -> BibInputError:
+    return BibInputError(f"{source}: field '{where}': {msg}")
+
+
+def _check(spec: StimulusSpec, source: str) -> None:
+    """Rules that span fields: known task ids, no duplicates, a canvas that fits, an orders design."""
+    from bib.tasks import REGISTRY
+
+    seen: dict[str, int] = {}
+    for i, task in enumerate(spec.tasks):
+        if task.id not in REGISTRY:
+            raise _fail(source, f"tasks[{i}].id", f"unknown task id {task.id!r}; known: {', '.join(sorted(REGISTRY))}")
+        if task.id in seen:
+            raise _fail(source, f"tasks[{i}].id", f"task {task.id!r} is already listed as tasks[{seen[task.id]}]")
+        seen[task.id] = i
+    r = spec.render
+    if r.codec not in CODECS:
+        raise _fail(source, "render.codec", f"unknown codec {r.codec!r}; known: {', '.join(CODECS)}")
+    if r.per_trial and not r.video:
+        raise _fail(source, "render.per_trial", "needs render.video = true")
+    grid_px = GRID_CELLS * r.cell_px
+    if r.canvas is not None:
+        w, h = r.canvas
+        if w < grid_px or h < grid_px:
+            raise _fail(source, "render.canvas", f"{w} x {h} cannot hold the {grid_px} x {grid_px} px grid (cell_px {r.cell_px})")
+        if r.codec in ("h264", "vp9") and (w % 2 or h % 2):
+            raise _fail(source, "render.canvas", f"{r.codec} needs even frame sizes, got {w} x {h}")
+    if spec.orders is not None:
+        kinds = {REGISTRY[t.id].kind for t in spec.tasks}
+        if kinds != {"evaluation"}:
+            raise _fail(source, "orders", "presentation orders need evaluation conditions (pairs) only")
+        step = 2 * len(spec.tasks)
+        if spec.orders.n_orders % step:
+            raise _fail(
+                source, "orders.n_orders",
+                f"{spec.orders.n_orders} cannot balance first outcome x task order over {len(spec.tasks)} task(s); "
+                f"use a multiple of {step}",
+            )
+
+
+def parse_spec(data: dict[str, Any], source: str = "<spec>") -> StimulusSpec:
+    """Validate a spec given as a dict (e.g. parsed TOML); errors name ``source`` and the field."""
+    try:
+        spec = StimulusSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif err["type"] == "missing":
+            msg = "missing"
+        elif not isinstance(err.get("input"), dict | list):
+            msg = f"{msg} (got {err.get('input')!r})"
+        raise _fail(source, _where(err["loc"]), msg) from None
+    _check(spec, source)
+    return spec
+
+
+def task_spec(task_id: str, n: int) -> StimulusSpec:
+    """The spec of ``bib generate --task ID --n N``: one task, default render settings, seed 0."""
+    from bib.tasks import get_task
+
+    get_task(task_id)  # the plain "unknown task id" message
+    return parse_spec({"name": task_id, "tasks": [{"id": task_id, "n": n}]}, "--task")
+
+
+def override(spec: StimulusSpec, source: str, *, seed: int | None = None, **render: Any) -> StimulusSpec:
+    """``spec`` with a new seed and/or render fields (None leaves a field as it is), validated again."""
+    data = spec.model_dump(mode="json")
+    data["render"].update({k: v for k, v in render.items() if v is not None})
+    if seed is not None:
+        data["seed"] = seed
+    return parse_spec(data, source)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string is a valid TOML basic string
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(u) for u in v) + "]"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def spec_to_toml(spec: StimulusSpec, note: str = "") -> str:
+    """The spec as TOML text that :func:`load_spec` reads back to an equal spec."""
+    data = spec.model_dump(mode="json")
+    lines = [f"# {note}"] if note else []
+
+    def table(d: dict[str, Any]) -> None:
+        lines.extend(f"{k} = {_toml_value(v)}" for k, v in d.items() if v is not None)
+
+    table({k: data[k] for k in ("name", "description", "seed")})
+    lines += ["", "[render]"]
+    table(data["render"])
+    for task in data["tasks"]:
+        lines += ["", "[[tasks]]"]
+        table(task)
+    if data["orders"] is not None:
+        lines += ["", "[orders]"]
+        table(data["orders"])
+    return "\n".join(lines) + "\n"
+
+
+def load_spec(path: str | os.PathLike[str]) -> StimulusSpec:
+    """Read and validate a spec TOML file."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise BibInputError(f"{p}: no such spec file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BibInputError(f"{p}: malformed TOML ({exc})") from None
+    except OSError as exc:
+        raise BibInputError(f"{p}: cannot read ({exc.strerror})") from None
+    return parse_spec(data, str(p))

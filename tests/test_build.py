@@ -1,0 +1,206 @@
+"""Building stimulus sets: determinism across workers, resuming, seeds, limits, orders.csv, Dask."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bib.cli import main
+from bib.errors import BibInputError
+from bib.stimuli.build import build, build_spec
+from bib.stimuli.manifest import read_manifest
+from bib.stimuli.spec import load_spec, override, parse_spec
+from bib.tasks import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch) -> None:
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+
+
+def _run(args: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 0
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _all_tasks_spec(n: int = 1) -> dict:
+    return {"name": "all", "seed": 5, "tasks": [{"id": t, "n": n} for t in sorted(REGISTRY)]}
+
+
+def test_every_registered_task_builds_identically_with_1_and_2_workers(tmp_path: Path) -> None:
+    spec = parse_spec(_all_tasks_spec(), "t")
+    a = build_spec(spec, tmp_path / "a", workers=1)
+    b = build_spec(spec, tmp_path / "b", workers=2)
+    fa, fb = _files(a.out), _files(b.out)
+    assert fa == fb
+    rows = read_manifest(a.out)
+    want = sum(2 if REGISTRY[t].kind == "evaluation" else 1 for t in REGISTRY)
+    assert len(rows) == a.episodes == want
+    assert {r["task"] for r in rows} == set(REGISTRY)
+    assert load_spec(a.out / "spec.toml") == spec
+
+
+def test_resume_keeps_intact_units_and_rebuilds_missing_ones(tmp_path: Path) -> None:
+    out = tmp_path / "set"
+    first = build([("single-object", 4)], 3, out)
+    before = _files(out)
+    again = build([("single-object", 4)], 3, out)
+    assert (again.built, again.kept) == (0, 4)
+    (out / "episodes" / "single-object-000002.json").unlink()
+    (out / "episodes" / "single-object-000001.json").write_text("tampered")
+    third = build([("single-object", 4)], 3, out)
+    assert (third.built, third.kept) == (2, 2)
+    assert _files(out) == before
+    assert first.episodes == third.episodes == 4
+
+
+def test_a_new_seed_rebuilds_everything(tmp_path: Path) -> None:
+    out = tmp_path / "set"
+    build([("single-object", 3)], 1, out)
+    old = _files(out)
+    second = build([("single-object", 3)], 2, out)
+    assert (second.built, second.kept) == (3, 0)
+    fresh = build([("single-object", 3)], 2, tmp_path / "fresh")
+    assert _files(out)["manifest.csv"] == _files(fresh.out)["manifest.csv"] != old["manifest.csv"]
+
+
+def test_videos_are_rebuilt_when_render_settings_change(tmp_path: Path) -> None:
+    from bib.render.frames import RenderSettings
+
+    out = tmp_path / "set"
+    small = RenderSettings(cell_px=4, fps=5)
+    build([("single-object", 1)], 0, out, video=True, settings=small)
+    assert build([("single-object", 1)], 0, out, video=True, settings=small).built == 0
+    assert build([("single-object", 1)], 0, out, video=True, settings=RenderSettings(cell_px=4, fps=6)).built == 1
+    assert build([("single-object", 1)], 0, out, video=False).built == 0  # episodes are still intact
+
+
+def test_limit_caps_units_per_task(tmp_path: Path) -> None:
+    spec = parse_spec({"name": "l", "tasks": [{"id": "single-object", "n": 50}]}, "t")
+    summary = build_spec(spec, tmp_path / "l", limit=2)
+    assert summary.episodes == 2
+    with pytest.raises(ValueError, match="negative limit"):
+        build([("single-object", 1)], 0, tmp_path / "x", limit=-1)
+
+
+def test_generate_task_cli_still_works(tmp_path: Path) -> None:
+    _run(["generate", "--task", "single-object", "--n", "2", "--seed", "4", "--out", str(tmp_path / "t")])
+    rows = read_manifest(tmp_path / "t")
+    assert [r["episode_id"] for r in rows] == ["single-object-000000", "single-object-000001"]
+    direct = build([("single-object", 2)], 4, tmp_path / "d")
+    assert (tmp_path / "t" / "manifest.csv").read_bytes() == (direct.out / "manifest.csv").read_bytes()
+
+
+def test_generate_spec_cli_with_limit_and_seed_override(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\nseed = 1\n[[tasks]]\nid = "single-object"\nn = 9\n')
+    _run(["generate", "--spec", str(spec), "--out", str(tmp_path / "o"), "--limit", "3", "--seed", "8"])
+    assert len(read_manifest(tmp_path / "o")) == 3
+    saved = load_spec(tmp_path / "o" / "spec.toml")
+    assert saved.seed == 8 and saved.units == [("single-object", 9)]
+    assert (tmp_path / "o" / "spec.toml").read_text().startswith("# built with --limit 3")
+    direct = build([("single-object", 3)], 8, tmp_path / "d")
+    assert (tmp_path / "o" / "manifest.csv").read_bytes() == (direct.out / "manifest.csv").read_bytes()
+
+
+def _need(ids: list[str]) -> None:
+    missing = [i for i in ids if i not in REGISTRY]
+    if missing:
+        pytest.skip(f"tasks not registered yet: {', '.join(missing)}")
+
+
+def _orders(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_orders_csv_is_counterbalanced(tmp_path: Path) -> None:
+    _need(["preference", "efficiency-path"])
+    spec = load_spec(ROOT / "stimuli" / "infant-pilot.toml")
+    quick = override(spec, "t", video=False, per_trial=False, cell_px=8, canvas=None)
+    summary = build_spec(quick, tmp_path / "pilot", limit=2)
+    rows = _orders(summary.out / "orders.csv")
+    n_orders = quick.orders.n_orders
+    assert list(rows[0]) == ["order", "position", "task", "pair_id", "phase", "trial", "outcome", "test_position",
+                             "episode_id", "video_path"]
+    tests = [r for r in rows if r["phase"] == "test"]
+    pairs = sorted({r["pair_id"] for r in tests})
+    assert len(pairs) == 4
+    # every order shows every pair: 8 familiarization trials then the two outcomes
+    for o in range(1, n_orders + 1):
+        mine = [r for r in rows if r["order"] == str(o)]
+        assert [int(r["position"]) for r in mine] == list(range(1, len(mine) + 1))
+        assert len(mine) == 4 * 10
+        for p in pairs:
+            seq = [r for r in mine if r["pair_id"] == p]
+            assert [r["phase"] for r in seq] == ["familiarization"] * 8 + ["test"] * 2
+            assert {seq[8]["outcome"], seq[9]["outcome"]} == {"expected", "unexpected"}
+            assert [seq[8]["test_position"], seq[9]["test_position"]] == ["1", "2"]
+    # each pair is shown expected-first in exactly half the orders
+    first = Counter(r["pair_id"] for r in tests if r["test_position"] == "1" and r["outcome"] == "expected")
+    assert first == {p: n_orders // 2 for p in pairs}
+    # each task leads in half the orders
+    leads = Counter(next(r["task"] for r in rows if r["order"] == str(o)) for o in range(1, n_orders + 1))
+    assert leads == {"preference": n_orders // 2, "efficiency-path": n_orders // 2}
+    # episode ids point at real episodes with the stated outcome; no videos were rendered
+    manifest = {r["episode_id"]: r for r in read_manifest(summary.out)}
+    assert all(manifest[r["episode_id"]]["outcome"] == r["outcome"] for r in tests)
+    assert all(r["video_path"] == "" for r in rows)
+
+
+def test_orders_need_shared_familiarization(tmp_path: Path) -> None:
+    _need(["efficiency-irrational"])
+    spec = parse_spec({"name": "irr", "tasks": [{"id": "efficiency-irrational", "n": 1}], "orders": {"n_orders": 2}}, "t")
+    with pytest.raises(BibInputError, match=r"familiarization differ"):
+        build_spec(spec, tmp_path / "irr")
+
+
+def test_the_three_specs_run_with_a_limit(tmp_path: Path) -> None:
+    for name in ("bib-eval", "bib-background", "infant-pilot"):
+        spec = load_spec_or_skip(ROOT / "stimuli" / f"{name}.toml")
+        if spec is None:
+            continue
+        summary = build_spec(spec, tmp_path / name, video=False, limit=1)
+        kinds = [REGISTRY[t.id].kind for t in spec.tasks]
+        assert summary.episodes == sum(2 if k == "evaluation" else 1 for k in kinds)
+
+
+def load_spec_or_skip(path: Path):
+    try:
+        return load_spec(path)
+    except BibInputError as exc:
+        if "unknown task id" in str(exc):
+            return None
+        raise
+
+
+@pytest.mark.slow
+def test_infant_pilot_with_videos(tmp_path: Path) -> None:
+    _need(["preference", "efficiency-path"])
+    import cv2
+
+    spec = load_spec(ROOT / "stimuli" / "infant-pilot.toml")
+    summary = build_spec(spec, tmp_path / "pilot", limit=1)
+    rows = _orders(summary.out / "orders.csv")
+    for r in rows:
+        assert (summary.out / r["video_path"]).is_file()
+    cap = cv2.VideoCapture(str(summary.out / rows[0]["video_path"]))
+    assert (cap.get(cv2.CAP_PROP_FRAME_WIDTH), cap.get(cv2.CAP_PROP_FRAME_HEIGHT), round(cap.get(cv2.CAP_PROP_FPS))) == (1280, 720, 30)
+
+
+def test_dask_scheduler_gives_the_same_bytes(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("dask.distributed", reason="the dask extra is not installed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = build([("single-object", 3)], 2, tmp_path / "dask", workers=2, scheduler=cluster.scheduler_address)
+    local = build([("single-object", 3)], 2, tmp_path / "local")
+    assert _files(remote.out) == _files(local.out)
