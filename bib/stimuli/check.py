@@ -25,12 +25,20 @@ class CheckReport:
 
 
 def episode_files(path: str | os.PathLike[str]) -> list[Path]:
-    """Episode JSON files at ``path`` (a file, or ``*.json`` below a folder, sorted)."""
+    """Episode JSON files at ``path`` (a file, or ``*.json`` below a folder, sorted).
+
+    In a folder, JSON files that sit beside a ``manifest.csv`` (a generated set's own metadata,
+    such as its spec) are not episodes and are skipped; episodes live in ``episodes/``.
+    """
     p = Path(path)
     if p.is_file():
         return [p]
     if p.is_dir():
-        return sorted(f for f in p.rglob("*.json") if not f.name.startswith("."))
+        return sorted(
+            f
+            for f in p.rglob("*.json")
+            if not f.name.startswith(".") and not (f.parent / "manifest.csv").exists()
+        )
     raise BibInputError(f"{p}: no such file or folder")
 
 
