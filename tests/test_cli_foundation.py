@@ -59,6 +59,7 @@ def test_generate_resumes_and_repairs(tmp_path, capsys):
 def test_validate_accepts_generated_and_locates_problems(tmp_path, capsys):
     out = tmp_path / "set"
     run(capsys, "generate", "--task", "single-object", "--n", "3", "--out", str(out))
+    (out / "spec.json").write_text('{"name": "set metadata, not an episode"}')
     code, text, _ = run(capsys, "validate", str(out))
     assert code == 0 and "3 valid, 0 invalid of 3" in text
     target = out / "episodes" / "single-object-000002.json"
