@@ -12,6 +12,7 @@ from rich.console import Console
 STEPS: list[tuple[str, str]] = [
     ("stimuli: episodes, videos, validation", "bib.stimuli.demo:run"),
     ("analysis: looking-time mixed models on the synthetic example data", "bib.analysis.demo:run"),
+    ("reflection: NaiveLearner and its reality check in the extended environments", "bib.reflection.demo:run"),
 ]
 
 
