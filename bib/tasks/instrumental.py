@@ -197,8 +197,8 @@ def _check_test(ep: Episode, goal: str, barrier: bool, blocks: bool) -> list[Pro
     the agent goes to ``goal`` by a shortest path without unlocking."""
     i, t = len(ep.trials) - 1, ep.test
     lay = t.layout
-    if lay.key is None:
-        return [Problem(ep.id, "the test shows no key", i)]
+    if lay.key is None or "A" not in {o.id for o in lay.objects}:
+        return [Problem(ep.id, "the test needs the key and object A", i)]
     if barrier != bool(lay.barriers) or barrier != (lay.lock is not None):
         return [Problem(ep.id, "the test should " + ("" if barrier else "not ") + "show a barrier with a lock", i)]
     if _blocks(t) != blocks:
