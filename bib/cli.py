@@ -30,6 +30,8 @@ AREAS = [
     "bib.commands.dataset",
     "bib.commands.analysis",
     "bib.commands.reflect",
+    "bib.commands.meg",
+    "bib.commands.observers",
 ]
 
 for _name in AREAS:

@@ -9,6 +9,7 @@ A plugin module registers its observers at import time with :func:`register_obse
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,4 +127,13 @@ def make_observer(name: str, checkpoint: str | Path | None = None, **config: Any
         raise BibInputError(f"observer {name!r} needs --checkpoint (train one with `bib train --observer {name}`)")
     if ckpt is not None and not ckpt.exists():
         raise BibInputError(f"{ckpt}: checkpoint not found")
-    return spec.resolve()(ckpt, **config)
+    factory = spec.resolve()
+    params = inspect.signature(factory).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        allowed = [k for k in params if k != "checkpoint"]
+        unknown = sorted(set(config) - set(allowed))
+        if unknown:
+            raise BibInputError(
+                f"observer {name!r}: unknown option(s) {', '.join(unknown)}; it takes {', '.join(allowed) or 'none'}"
+            )
+    return factory(ckpt, **config)

@@ -1,0 +1,108 @@
+"""Observer commands: score (episodes -> surprise), evaluate (pairwise VOE accuracy), leaderboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from bib.errors import BibInputError
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``score``, ``evaluate`` and ``leaderboard`` to ``app``."""
+
+    @app.command()
+    def score(
+        observer: str = typer.Option(..., "--observer", help="Observer name: random, closest-object, inverse-planner, bc-mlp, bc-rnn, video-rnn."),
+        episodes: Path = typer.Option(..., "--episodes", help="Folder searched recursively for episodes / manifests, or a manifest.csv."),
+        out: Path = typer.Option(..., "--out", help="Results CSV (episode_id,surprise); per-step surprise goes beside it as <stem>.steps.parquet."),
+        checkpoint: Path = typer.Option(None, "--checkpoint", help="Trained weights (learned observers; see `bib train`)."),
+        option: list[str] = typer.Option([], "--option", help="Observer option KEY=VALUE (JSON value), repeatable, e.g. seed=3."),
+        workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+        scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
+    ) -> None:
+        """Score every episode with an observer: one surprise per test step."""
+        from bib.observers.scoring import parse_options
+        from bib.observers.scoring import score as run
+
+        summary = run(observer, episodes, out, checkpoint=checkpoint, config=parse_options(option),
+                      workers=workers, scheduler=scheduler)
+        typer.echo(f"{summary.n_episodes} episodes scored with {observer}: {summary.results} (max readout), "
+                   f"per-step surprise in {summary.steps}")
+
+    @app.command()
+    def evaluate(
+        episodes: Path = typer.Option(..., "--episodes", help="The episode set the results are for (folder or manifest.csv)."),
+        results: Path = typer.Option(..., "--results", help="Results CSV episode_id,surprise (from `bib score` or an outside model)."),
+        readout: str = typer.Option("max", "--readout", help="Reduce per-step surprise by max (BIB) or mean (needs <stem>.steps.parquet)."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+        table: Path = typer.Option(None, "--table", help="Also write these results into an 'ours' table (e.g. baselines/results.csv) under --name."),
+        name: str = typer.Option(None, "--name", help="Observer name for --table."),
+        stimuli: str = typer.Option(None, "--stimuli", help="For --table: what the set is (default: the set's spec name and seed)."),
+    ) -> None:
+        """Pairwise VOE accuracy per condition (a tie counts 0.5) with bootstrap 95% CIs."""
+        from bib.evaluation import evaluate as run
+        from bib.evaluation import evaluation_json, find_episodes, surprise_by_episode, table_rows, upsert_table
+
+        found = find_episodes(episodes)
+        surprise = surprise_by_episode(results, found, readout)
+        res = run(found.refs, surprise, seed=seed)
+        if not res:
+            raise BibInputError(f"{episodes}: no expected/unexpected pairs to evaluate")
+        doc = evaluation_json(res, readout, sets=found.sets)
+        if table is not None:
+            if not name:
+                raise BibInputError("--table needs --name (the observer's name in the table)")
+            label = stimuli or "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
+            command = f"bib evaluate --episodes {episodes} --results {results} --readout {readout}"
+            upsert_table(table, table_rows(name, doc, label, command))
+        if as_json:
+            typer.echo(json.dumps(doc, indent=2))
+            return
+        typer.echo(f"readout: {readout}; a tie counts 0.5 (the original BIB code gave ties full credit)")
+        typer.echo(f"{'condition':30s} {'accuracy':>8s} {'95% CI':>15s} {'pairs':>6s} {'ties':>5s}")
+        for c, r in res.items():
+            typer.echo(f"{c:30s} {100 * r.accuracy:8.1f} {100 * r.ci_low:7.1f}-{100 * r.ci_high:<7.1f} {r.n_pairs:6d} {r.n_ties:5d}")
+        for fam, acc in doc["averages"].items():  # type: ignore[union-attr]
+            typer.echo(f"{fam + ' average':30s} {100 * acc:8.1f}")
+
+    @app.command()
+    def leaderboard(
+        table: Path = typer.Option(Path("baselines/results.csv"), "--table", help="'Ours' table written by `bib evaluate --table` (skipped if absent)."),
+        add: list[str] = typer.Option([], "--add", help="NAME=EVALUATION.json (from `bib evaluate --json`), repeatable."),
+        anchors: Path = typer.Option(None, "--anchors", help="Published accuracies (default: data/published/voe_anchors.csv)."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    ) -> None:
+        """Our observers' accuracy (%) beside the published models'."""
+        from bib.evaluation import ANCHORS, leaderboard as build
+        from bib.evaluation import read_anchors, read_table, table_rows
+
+        published = read_anchors(anchors or ANCHORS)
+        ours: list[dict[str, str]] = read_table(table) if table.exists() else []
+        for item in add:
+            nm, sep, path = item.partition("=")
+            if not sep:
+                raise BibInputError(f"--add {item!r}: expected NAME=EVALUATION.json")
+            try:
+                doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise BibInputError(f"{path}: cannot read evaluation JSON ({exc})") from None
+            if not isinstance(doc, dict) or not isinstance(doc.get("conditions"), dict):
+                raise BibInputError(f"{path}: not a `bib evaluate --json` output (no 'conditions')")
+            sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or path
+            ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
+        header, rows = build(published, ours)
+        stimuli = sorted({r.get("stimuli", "") for r in ours} - {""})
+        note = ("Published: original BIB v1.1 data (sources in data/published/voe_anchors.csv; their tie rule gave "
+                "ties full credit). Ours: " + ("; ".join(stimuli) if stimuli else "none yet")
+                + " (generated by this package, not the original data; a tie counts 0.5).")
+        if as_json:
+            typer.echo(json.dumps({"header": header, "rows": rows, "note": note}, indent=2))
+            return
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        for line in [header, *rows]:
+            typer.echo("  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(line, widths))))
+        typer.echo(note)

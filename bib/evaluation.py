@@ -1,0 +1,494 @@
+"""VOE evaluation: episode sets, results files, surprise readout, pairwise accuracy, bootstrap CIs, leaderboard.
+
+Scoring rule (BIB [P §4]): a trial's surprise is the max over its test steps (mean optional); a
+pair is correct when surprise(expected) < surprise(unexpected); a tie counts 0.5. The original
+``test_bc.py`` computed ``exp < unexp + 0.5 * (exp == unexp)``, which is True on a tie, so it gave
+ties FULL credit; we give them half. Chance is 50%.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bib.errors import BibInputError
+from bib.io import atomic_open, atomic_write_text
+
+CONDITIONS: tuple[str, ...] = (
+    "preference",
+    "multi-agent",
+    "inaccessible-goal",
+    "efficiency-path",
+    "efficiency-time",
+    "efficiency-irrational",
+    "instrumental-no-barrier",
+    "instrumental-inconsequential",
+    "instrumental-blocking",
+)
+"""The nine evaluation conditions, in BIB's table order."""
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "efficiency": ("efficiency-path", "efficiency-time", "efficiency-irrational"),
+    "instrumental": ("instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking"),
+}
+"""Families whose average BIB reports (the unweighted mean of the condition accuracies)."""
+
+READOUTS = ("max", "mean")
+RESULTS_HEADER = ["episode_id", "surprise"]
+N_BOOTSTRAP = 2000
+
+
+# ---------------------------------------------------------------- episode sets
+
+
+@dataclass(frozen=True)
+class EpisodeRef:
+    """One episode of a set, as far as evaluation needs it (no trials)."""
+
+    id: str
+    pair_id: str | None
+    condition: str
+    outcome: str
+    path: Path
+
+
+@dataclass
+class EpisodeSet:
+    """The episodes found under ``--episodes`` (a folder searched recursively, or a manifest).
+
+    Attributes:
+        refs: episodes in a stable order (sorted by id).
+        sets: the generated sets found (``{"path", "name", "seed"}`` from each ``spec.toml``).
+    """
+
+    refs: list[EpisodeRef]
+    sets: list[dict[str, object]] = field(default_factory=list)
+
+    def ids(self) -> set[str]:
+        """All episode ids."""
+        return {r.id for r in self.refs}
+
+
+def _spec_info(root: Path) -> dict[str, object] | None:
+    spec = root / "spec.toml"
+    if not spec.is_file():
+        return None
+    try:
+        data = tomllib.loads(spec.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return {"path": str(root), "name": data.get("name"), "seed": data.get("seed")}
+
+
+def _manifest_refs(manifest: Path) -> list[EpisodeRef]:
+    from bib.stimuli.manifest import read_manifest
+
+    root = manifest.parent
+    if manifest.name != "manifest.csv":
+        raise BibInputError(f"{manifest}: a manifest must be named manifest.csv")
+    return [
+        EpisodeRef(r["episode_id"], r["pair_id"] or None, r["condition"], r["outcome"], root / r["episode_path"])
+        for r in read_manifest(root, strict=True)
+    ]
+
+
+def _json_ref(path: Path) -> EpisodeRef:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{path}: cannot read episode ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != "bib.episode/1":
+        raise BibInputError(f"{path}: not a bib.episode/1 file")
+    for key in ("id", "condition", "outcome"):
+        if not isinstance(data.get(key), str):
+            raise BibInputError(f"{path}: field '{key}': missing or not a string")
+    return EpisodeRef(data["id"], data.get("pair_id"), data["condition"], data["outcome"], path)
+
+
+def find_episodes(path: str | os.PathLike[str]) -> EpisodeSet:
+    """The episodes under ``path``: a ``manifest.csv``, one episode file, or a folder searched recursively.
+
+    In a folder, every ``manifest.csv`` found describes its set (fast: no episode is parsed);
+    episode files outside any manifest's folder are read one by one. Several generated sets
+    can therefore be scored together.
+
+    Raises:
+        BibInputError: nothing found, a malformed manifest or file, or the same episode id twice.
+    """
+    from bib.stimuli.check import episode_files
+
+    p = Path(path)
+    refs: list[EpisodeRef] = []
+    sets: list[dict[str, object]] = []
+    if p.is_file() and p.suffix == ".csv":
+        refs = _manifest_refs(p)
+        info = _spec_info(p.parent)
+        sets = [info] if info else []
+    elif p.is_file():
+        refs = [_json_ref(p)]
+    elif p.is_dir():
+        manifests = sorted(m for m in p.rglob("manifest.csv") if not m.name.startswith("."))
+        roots = [m.parent for m in manifests]
+        for m in manifests:
+            refs += _manifest_refs(m)
+            info = _spec_info(m.parent)
+            if info:
+                sets.append(info)
+        for f in episode_files(p):
+            if not any(root == f.parent or root in f.parents for root in roots):
+                refs.append(_json_ref(f))
+    else:
+        raise BibInputError(f"{p}: no such file or folder")
+    if not refs:
+        raise BibInputError(f"{p}: no episodes found (need episode *.json files or a manifest.csv)")
+    seen: dict[str, Path] = {}
+    for r in refs:
+        if r.id in seen:
+            raise BibInputError(f"episode id {r.id!r} appears twice: {seen[r.id]} and {r.path}")
+        seen[r.id] = r.path
+    return EpisodeSet(sorted(refs, key=lambda r: r.id), sets)
+
+
+# ---------------------------------------------------------------- results files
+
+
+def write_results(path: str | os.PathLike[str], surprise: Mapping[str, float]) -> None:
+    """Write a results file (CSV ``episode_id,surprise``, one row per episode) atomically."""
+    lines = [",".join(RESULTS_HEADER)]
+    for eid, value in surprise.items():
+        lines.append(f"{_csv_field(eid)},{float(value)!r}")
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _csv_field(text: str) -> str:
+    return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text
+
+
+def read_results(path: str | os.PathLike[str], episodes: EpisodeSet | None = None) -> dict[str, float]:
+    """Read and validate a results file against an episode set.
+
+    Every episode of the set must appear exactly once with a finite surprise, and no other id
+    may appear. Errors name the file and the rows (up to five problems in one line).
+
+    Raises:
+        BibInputError: on any problem.
+    """
+    p = Path(path)
+    try:
+        fh = open(p, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise BibInputError(f"{p}: cannot read results file ({exc.strerror})") from None
+    problems: list[str] = []
+    out: dict[str, float] = {}
+    first_row: dict[str, int] = {}
+    mentioned: set[str] = set()
+    known = episodes.ids() if episodes is not None else None
+    with fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header] != RESULTS_HEADER:
+            raise BibInputError(f"{p}: header must be 'episode_id,surprise', got {','.join(header or [])!r}")
+        for row_no, row in enumerate(reader, start=2):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) != 2:
+                problems.append(f"row {row_no}: expected 2 fields, got {len(row)}")
+                continue
+            eid, raw = row[0].strip(), row[1].strip()
+            mentioned.add(eid)
+            try:
+                value = float(raw)
+            except ValueError:
+                problems.append(f"row {row_no}: surprise {raw!r} is not a number")
+                continue
+            if not math.isfinite(value):
+                problems.append(f"row {row_no}: surprise of {eid!r} is {raw} (must be finite)")
+                continue
+            if eid in first_row:
+                problems.append(f"row {row_no}: episode {eid!r} appears again (first at row {first_row[eid]})")
+                continue
+            if known is not None and eid not in known:
+                problems.append(f"row {row_no}: unknown episode id {eid!r}")
+                continue
+            first_row[eid] = row_no
+            out[eid] = value
+    if known is not None:
+        missing = sorted(known - mentioned)
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            problems.append(f"{len(missing)} episode(s) have no row: {shown}")
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise BibInputError(f"{p}: " + "; ".join(problems[:5]) + more)
+    return out
+
+
+def steps_path(results: str | os.PathLike[str]) -> Path:
+    """Where the per-step surprise of a results file lives: ``results.csv -> results.steps.parquet``."""
+    p = Path(results)
+    return p.with_name(p.stem + ".steps.parquet")
+
+
+def write_steps(path: str | os.PathLike[str], steps: Iterable[tuple[str, np.ndarray]]) -> None:
+    """Write per-step surprise as Parquet (columns ``episode_id``, ``step`` from 1, ``surprise``), atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids: list[str] = []
+    step: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    for eid, s in steps:
+        s = np.asarray(s, dtype=np.float64)
+        ids += [eid] * len(s)
+        step.append(np.arange(1, len(s) + 1, dtype=np.int32))
+        values.append(s)
+    table = pa.table(
+        {
+            "episode_id": pa.array(ids, type=pa.string()),
+            "step": pa.array(np.concatenate(step) if step else np.zeros(0, np.int32)),
+            "surprise": pa.array(np.concatenate(values) if values else np.zeros(0)),
+        }
+    )
+    with atomic_open(path, "wb") as fh:
+        pq.write_table(table, fh)
+
+
+def read_steps(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Per-step surprise by episode id, steps in order."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path, columns=["episode_id", "step", "surprise"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise BibInputError(f"{path}: cannot read per-step surprise ({exc})") from None
+    ids = table.column("episode_id").to_pylist()
+    step = table.column("step").to_numpy()
+    value = table.column("surprise").to_numpy()
+    order = np.lexsort((step, np.asarray(ids, dtype=object).astype(str)))
+    out: dict[str, list[float]] = {}
+    for i in order:
+        out.setdefault(ids[i], []).append(float(value[i]))
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------- accuracy
+
+
+def readout(values: Sequence[float] | np.ndarray, how: str = "max") -> float:
+    """Reduce per-step surprise to one number per trial: ``max`` (BIB's choice) or ``mean``.
+
+    An empty test trial (no steps) reads as 0.
+    """
+    if how not in READOUTS:
+        raise BibInputError(f"--readout must be one of {', '.join(READOUTS)}, got {how!r}")
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return 0.0
+    return float(arr.max() if how == "max" else arr.mean())
+
+
+def pair_score(expected: float, unexpected: float) -> float:
+    """1 when expected < unexpected, 0.5 on a tie, 0 otherwise (the original code gave ties 1)."""
+    if expected < unexpected:
+        return 1.0
+    return 0.5 if expected == unexpected else 0.0
+
+
+def bootstrap_ci(scores: Sequence[float] | np.ndarray, n_boot: int = N_BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+    """Percentile 95% bootstrap interval of the mean pair score (pairs resampled with replacement, seeded)."""
+    arr = np.asarray(scores, dtype=np.float64)
+    if arr.size == 0:
+        return (math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, arr.size, size=(n_boot, arr.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return (float(lo), float(hi))
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """Pairwise accuracy of one condition."""
+
+    condition: str
+    accuracy: float
+    ci_low: float
+    ci_high: float
+    n_pairs: int
+    n_ties: int
+
+
+def pair_up(refs: Sequence[EpisodeRef]) -> dict[str, list[tuple[str, str]]]:
+    """``{condition: [(expected id, unexpected id)]}`` from the paired episodes (``outcome`` none is skipped).
+
+    Raises:
+        BibInputError: a pair without exactly one expected and one unexpected episode, or whose
+            episodes disagree on the condition.
+    """
+    by_pair: dict[str, dict[str, EpisodeRef]] = {}
+    for r in refs:
+        if r.outcome not in ("expected", "unexpected"):
+            continue
+        if not r.pair_id:
+            raise BibInputError(f"{r.path}: {r.outcome} episode {r.id!r} has no pair_id")
+        side = by_pair.setdefault(r.pair_id, {})
+        if r.outcome in side:
+            raise BibInputError(f"pair {r.pair_id!r} has two {r.outcome} episodes: {side[r.outcome].id}, {r.id}")
+        side[r.outcome] = r
+    out: dict[str, list[tuple[str, str]]] = {}
+    for pid in sorted(by_pair):
+        side = by_pair[pid]
+        if len(side) != 2:
+            have = next(iter(side.values()))
+            lacking = "unexpected" if "expected" in side else "expected"
+            raise BibInputError(f"pair {pid!r} has no {lacking} episode (only {have.id} at {have.path})")
+        e, u = side["expected"], side["unexpected"]
+        if e.condition != u.condition:
+            raise BibInputError(f"pair {pid!r}: conditions differ ({e.condition} vs {u.condition})")
+        out.setdefault(e.condition, []).append((e.id, u.id))
+    return out
+
+
+def evaluate(
+    refs: Sequence[EpisodeRef], surprise: Mapping[str, float], seed: int = 0, n_boot: int = N_BOOTSTRAP
+) -> dict[str, ConditionResult]:
+    """Pairwise accuracy with a bootstrap 95% CI per condition (BIB's conditions first, in table order)."""
+    pairs = pair_up(refs)
+    order = [c for c in CONDITIONS if c in pairs] + sorted(c for c in pairs if c not in CONDITIONS)
+    out = {}
+    for cond in order:
+        scores = np.array([pair_score(surprise[e], surprise[u]) for e, u in pairs[cond]])
+        lo, hi = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
+        out[cond] = ConditionResult(cond, float(scores.mean()), lo, hi, int(scores.size), int((scores == 0.5).sum()))
+    return out
+
+
+def family_averages(results: Mapping[str, ConditionResult]) -> dict[str, float]:
+    """Unweighted mean accuracy of each family whose three conditions are all present (as BIB's tables)."""
+    return {
+        fam: float(np.mean([results[c].accuracy for c in conds]))
+        for fam, conds in FAMILIES.items()
+        if all(c in results for c in conds)
+    }
+
+
+def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, **extra: object) -> dict[str, object]:
+    """The ``bib evaluate --json`` object: ``{"readout", "conditions": {C: {"accuracy", "ci_low", "ci_high", "n_pairs"}}, ...}``."""
+    return {
+        "readout": readout_name,
+        "tie_rule": "a tie counts 0.5",
+        "conditions": {
+            c: {"accuracy": r.accuracy, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pairs": r.n_pairs, "n_ties": r.n_ties}
+            for c, r in results.items()
+        },
+        "averages": family_averages(results),
+        **extra,
+    }
+
+
+def surprise_by_episode(
+    results_path: str | os.PathLike[str], episodes: EpisodeSet, how: str = "max"
+) -> dict[str, float]:
+    """One surprise per episode: the per-step Parquet beside the results reduced by ``how`` when it exists,
+    else the results CSV itself (which must then be a max readout: ``--readout mean`` needs per-step values).
+    """
+    if how not in READOUTS:
+        raise BibInputError(f"--readout must be one of {', '.join(READOUTS)}, got {how!r}")
+    per_episode = read_results(results_path, episodes)
+    steps_file = steps_path(results_path)
+    if steps_file.exists():
+        steps = read_steps(steps_file)
+        missing = [eid for eid in per_episode if eid not in steps]
+        if missing:
+            raise BibInputError(f"{steps_file}: no per-step surprise for {len(missing)} episode(s), e.g. {missing[0]}")
+        return {eid: readout(steps[eid], how) for eid in per_episode}
+    if how != "max":
+        raise BibInputError(
+            f"{results_path}: --readout {how} needs per-step surprise ({steps_file.name} beside the results file)"
+        )
+    return per_episode
+
+
+# ---------------------------------------------------------------- leaderboard
+
+
+ANCHORS = Path(__file__).resolve().parent.parent / "data" / "published" / "voe_anchors.csv"
+TABLE_COLUMNS = ["observer", "condition", "accuracy", "ci_low", "ci_high", "n_pairs", "readout", "stimuli", "command"]
+"""Columns of an "ours" table (``baselines/results.csv``): accuracy in [0, 1], one row per observer and condition."""
+
+
+def read_anchors(path: str | os.PathLike[str] = ANCHORS) -> list[dict[str, str]]:
+    """Published accuracies (percent) per model and condition, with their source."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [row for row in csv.DictReader(line for line in fh if not line.startswith("#"))]
+
+
+def read_table(path: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """Rows of an "ours" table (see :data:`TABLE_COLUMNS`)."""
+    p = Path(path)
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(line for line in fh if not line.startswith("#"))
+            missing = [c for c in ("observer", "condition", "accuracy") if c not in (reader.fieldnames or [])]
+            if missing:
+                raise BibInputError(f"{p}: missing column(s) {', '.join(missing)}")
+            return list(reader)
+    except OSError as exc:
+        raise BibInputError(f"{p}: cannot read ({exc.strerror})") from None
+
+
+def table_rows(observer: str, evaluation: Mapping[str, object], stimuli: str, command: str) -> list[dict[str, object]]:
+    """Rows for an "ours" table from a :func:`evaluation_json` object."""
+    conds = evaluation["conditions"]
+    assert isinstance(conds, dict)
+    return [
+        {"observer": observer, "condition": c, "accuracy": f"{v['accuracy']:.4f}", "ci_low": f"{v['ci_low']:.4f}",
+         "ci_high": f"{v['ci_high']:.4f}", "n_pairs": v["n_pairs"], "readout": evaluation["readout"],
+         "stimuli": stimuli, "command": command}
+        for c, v in conds.items()
+    ]
+
+
+def upsert_table(path: str | os.PathLike[str], rows: Sequence[Mapping[str, object]]) -> None:
+    """Replace the rows of the observers in ``rows`` in the table at ``path`` (created if absent), atomically."""
+    p = Path(path)
+    names = {r["observer"] for r in rows}
+    keep = [r for r in read_table(p) if r["observer"] not in names] if p.exists() else []
+    with atomic_open(p, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=TABLE_COLUMNS, lineterminator="\n", extrasaction="ignore")
+        writer.writeheader()
+        for r in [*keep, *rows]:
+            writer.writerow({k: r.get(k, "") for k in TABLE_COLUMNS})
+
+
+def leaderboard(anchors: Sequence[Mapping[str, str]], ours: Sequence[Mapping[str, str]]) -> tuple[list[str], list[list[str]]]:
+    """A percent table: rows are conditions (+ family averages), columns published models then ours.
+
+    Returns:
+        ``(header, rows)``; missing entries are ``-``.
+    """
+    published = list(dict.fromkeys(a["model"] for a in anchors))
+    mine = list(dict.fromkeys(r["observer"] for r in ours))
+    cell: dict[tuple[str, str], str] = {}
+    for a in anchors:
+        cell[(a["model"], a["condition"])] = f"{float(a['accuracy']):.1f}"
+    values: dict[tuple[str, str], float] = {}
+    for r in ours:
+        values[(r["observer"], r["condition"])] = 100.0 * float(r["accuracy"])
+        cell[(r["observer"], r["condition"])] = f"{100.0 * float(r['accuracy']):.1f}"
+    for name in mine:
+        for fam, conds in FAMILIES.items():
+            if all((name, c) in values for c in conds):
+                cell[(name, f"{fam}-average")] = f"{np.mean([values[(name, c)] for c in conds]):.1f}"
+    rows_order = [*CONDITIONS[:6], "efficiency-average", *CONDITIONS[6:], "instrumental-average"]
+    extra = sorted({r["condition"] for r in ours} - set(rows_order))
+    header = ["condition", *published, *(f"{m} (ours)" for m in mine)]
+    rows = [[c, *(cell.get((m, c), "-") for m in [*published, *mine])] for c in [*rows_order, *extra]]
+    return header, rows

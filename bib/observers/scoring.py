@@ -1,0 +1,131 @@
+"""Score an episode set with a registered observer: per-step surprise in parallel, results CSV + Parquet."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bib.episode import load_episode
+from bib.errors import BibInputError
+from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes, readout, steps_path, write_results, write_steps
+from bib.observers.base import Observer, surprise_many
+from bib.observers.registry import make_observer
+
+CHUNK = 32
+"""Episodes per work item (pairs stay together: refs are sorted by id, so a pair is adjacent)."""
+
+_OBSERVERS: dict[str, Observer] = {}
+
+
+def _observer_key(name: str, checkpoint: str | None, config: Mapping[str, Any]) -> str:
+    return json.dumps([name, checkpoint, dict(config)], sort_keys=True, default=str)
+
+
+def _cached_observer(name: str, checkpoint: str | None, config: Mapping[str, Any]) -> Observer:
+    """One observer per (name, checkpoint, config) per process (workers build their own)."""
+    key = _observer_key(name, checkpoint, config)
+    if key not in _OBSERVERS:
+        _OBSERVERS[key] = make_observer(name, checkpoint, **config)
+    return _OBSERVERS[key]
+
+
+def _score_chunk(item: tuple[str, str | None, dict[str, Any], list[tuple[str, str]]]) -> list[tuple[str, np.ndarray]]:
+    """Worker: load a chunk of episodes and return ``[(episode id, per-step surprise)]``."""
+    name, checkpoint, config, chunk = item
+    observer = _cached_observer(name, checkpoint, config)
+    episodes = []
+    for eid, path in chunk:
+        ep = load_episode(path)
+        if ep.id != eid:
+            raise BibInputError(f"{path}: episode id is {ep.id!r}, but the manifest says {eid!r}")
+        episodes.append(ep)
+    return [(ep.id, s) for ep, s in zip(episodes, surprise_many(observer, episodes))]
+
+
+def score_refs(
+    name: str,
+    refs: Sequence[EpisodeRef],
+    *,
+    checkpoint: str | os.PathLike[str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    chunk: int = CHUNK,
+) -> Iterator[tuple[str, np.ndarray]]:
+    """Per-step surprise of every episode, in the order of ``refs`` (streamed, any worker count).
+
+    The observer is built once per worker process (learned observers load their checkpoint once).
+    """
+    from bib.parallel import map_ordered
+
+    ckpt = None if checkpoint is None else str(checkpoint)
+    cfg = dict(config or {})
+    _cached_observer(name, ckpt, cfg)  # fail early (unknown name, bad checkpoint or option) in this process
+    items = (
+        (name, ckpt, cfg, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
+    )
+    for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler):
+        yield from results
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    """What :func:`score` wrote."""
+
+    n_episodes: int
+    results: Path
+    steps: Path
+    episodes: EpisodeSet
+
+
+def score(
+    name: str,
+    episodes: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    checkpoint: str | os.PathLike[str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> ScoreSummary:
+    """Score every episode under ``episodes``; write ``out`` (CSV ``episode_id,surprise``, max readout)
+    and the per-step surprise beside it (``<out stem>.steps.parquet``).
+    """
+    from bib.io import ensure_dir
+    from bib.progress import track
+
+    found = find_episodes(episodes)
+    out_path = Path(out)
+    ensure_dir(out_path.parent if str(out_path.parent) else Path("."))
+    stream = score_refs(name, found.refs, checkpoint=checkpoint, config=config, workers=workers, scheduler=scheduler)
+    if progress:
+        stream = track(stream, total=len(found.refs), description=f"scoring with {name}")
+    steps = list(stream)
+    write_steps(steps_path(out_path), steps)
+    write_results(out_path, {eid: readout(s, "max") for eid, s in steps})
+    return ScoreSummary(len(steps), out_path, steps_path(out_path), found)
+
+
+def parse_options(options: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` observer options; values are JSON when they parse (``seed=3``, ``betas=[1,2]``), else strings.
+
+    Raises:
+        BibInputError: an option without ``=``.
+    """
+    out: dict[str, Any] = {}
+    for opt in options:
+        key, sep, raw = opt.partition("=")
+        if not sep or not key.strip():
+            raise BibInputError(f"--option {opt!r}: expected KEY=VALUE")
+        try:
+            out[key.strip().replace("-", "_")] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip().replace("-", "_")] = raw
+    return out
