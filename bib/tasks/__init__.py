@@ -8,6 +8,7 @@ from bib.tasks import multi_agent  # noqa: F401
 from bib.tasks import inaccessible_goal  # noqa: F401
 from bib.tasks import efficiency  # noqa: F401
 from bib.tasks import instrumental  # noqa: F401
+from bib.tasks import agent_grids  # noqa: F401
 from bib.tasks.registry import (
     REGISTRY,
     LayoutRejected,
