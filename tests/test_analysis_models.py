@@ -172,3 +172,13 @@ def test_ci_calibration_fast() -> None:
     assert 0.55 <= float(np.mean(z**2)) <= 1.6, float(np.mean(z**2))
     assert abs(float(np.mean(z))) < 0.5
     assert float(np.mean(np.abs(z) <= 1.959964)) >= 0.85
+
+
+def test_tasks_outside_the_spec_are_reported_not_analysed() -> None:
+    rng = np.random.default_rng(4)
+    table = _table(_paired(rng, 10, 0.4) + _paired(rng, 10, 0.1, task="efficiency-path"))
+    report = analyze(ImportResult(table, pd.DataFrame(), "t.csv"), AnalysisSpec(tasks=["preference"])).report
+    assert list(report["tasks"]) == ["preference"] and report["pooled"] is None
+    assert report["tasks_not_analysed"] == ["efficiency-path"]
+    with pytest.raises(BibInputError, match=r"t.csv: the spec's tasks multi-agent have no test trials in the data"):
+        analyze(ImportResult(table, pd.DataFrame(), "t.csv"), AnalysisSpec(tasks=["multi-agent"]))

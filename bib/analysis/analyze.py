@@ -121,7 +121,7 @@ def pooled_effect(rows: pd.DataFrame, tasks: list[str], covariates: list[str], a
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in frame.to_dict("records")]
+    return jsonable(frame.to_dict("records"))
 
 
 def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None) -> Analysis:
@@ -162,6 +162,7 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
         "scale": "log seconds" if scale == "log" else "seconds",
         "alpha": spec.alpha,
         "tasks": results,
+        "tasks_not_analysed": [t for t in present if t not in tasks],
         "pooled": pooled,
         "exclusions": {
             "steps": list(spec.exclusions.steps),
@@ -189,6 +190,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"{_fmt(r['p'], 4):>9}{r['n_participants']:>6}{r['n_excluded']:>6}"
         )
         lines += [f"    warning: {w}" for w in r["warnings"]]
+    if report.get("tasks_not_analysed"):
+        lines.append(f"not analysed (not in the spec's tasks): {', '.join(report['tasks_not_analysed'])}")
     pooled = report.get("pooled")
     if pooled:
         t = pooled["interaction_test"]

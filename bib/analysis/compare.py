@@ -97,24 +97,22 @@ def read_results(path: str | Path, episodes: pd.DataFrame) -> pd.DataFrame:
         raise BibInputError(f"{p}: episode ids not in the episode set ({rows_text(raw.loc[~known, ROW].tolist())})")
     df = raw.assign(surprise=surprise).merge(episodes, on="episode_id", how="left")
     df = df[df["outcome"].isin(OUTCOMES)]
-    observer = p.stem
-    return pd.DataFrame({
-        "observer": observer,
-        "task": df["condition"].to_numpy(),
-        "unit": (observer + ":" + df["pair_id"].astype(str)).to_numpy(),
-        "outcome": df["outcome"].to_numpy(),
-        "response": df["surprise"].to_numpy(dtype=float),
-    })
+    return _responses(p.stem, df["condition"], df["pair_id"], df["outcome"], df["surprise"])
 
 
 def infant_responses(rows: pd.DataFrame) -> pd.DataFrame:
     """The infants' kept test trials (``y`` from :func:`bib.analysis.analyze.model_rows`) as responses."""
+    return _responses(INFANTS, rows["task"], rows["participant_id"], rows["outcome"], rows["y"])
+
+
+def _responses(observer: str, task: pd.Series, unit: pd.Series, outcome: pd.Series, response: pd.Series) -> pd.DataFrame:
+    """The long response table; units are prefixed by the observer so they never collide."""
     return pd.DataFrame({
-        "observer": INFANTS,
-        "task": rows["task"].to_numpy(),
-        "unit": (INFANTS + ":" + rows["participant_id"].astype(str)).to_numpy(),
-        "outcome": rows["outcome"].to_numpy(),
-        "response": rows["y"].to_numpy(dtype=float),
+        "observer": observer,
+        "task": task.to_numpy(),
+        "unit": (observer + ":" + unit.astype(str)).to_numpy(),
+        "outcome": outcome.to_numpy(),
+        "response": response.to_numpy(dtype=float),
     })
 
 
