@@ -66,9 +66,9 @@ def greedy_policy(mdp: TabularMDP, utility: np.ndarray | None = None) -> np.ndar
     pi = np.zeros((H, S, A))
     v = np.zeros(S)
     for t in range(H - 1, -1, -1):
-        q = u[:, None] + (mdp.P @ v).reshape(S, A)
-        pi[t, np.arange(S), np.argmax(q, axis=1)] = 1.0
-        v = q.max(axis=1)
+        q = u[None, :] + mdp.backup(v)
+        pi[t, np.arange(S), np.argmax(q, axis=0)] = 1.0
+        v = q.max(axis=0)
     return pi
 
 
@@ -135,3 +135,63 @@ def run_experiments(
         mdp = cliffworld(width, height, horizon, wind, goal_length=k)
         rows.append(measure(mdp, greedy_policy(mdp), "goal-length", k, mlp_restarts=mlp_restarts, seed=seed, features=feats))
     return rows
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}f}"
+
+
+def format_tables(rows: list[CliffRow]) -> str:
+    """Markdown tables of the two experiments (MEG in nats; beta of the known-utility fit)."""
+    mlp = any(r.mlp_mean is not None for r in rows)
+    out = []
+    for experiment, label in (("epsilon-greedy", "epsilon"), ("goal-length", "goal length k")):
+        sub = [r for r in rows if r.experiment == experiment]
+        if not sub:
+            continue
+        head = f"| {label} | known-utility MEG | beta* | unknown-utility MEG (tabular U) |" + (" unknown-utility MEG (MLP, mean ± std) |" if mlp else "")
+        out += [head, "|---" * (head.count("|") - 1) + "|"]
+        for r in sub:
+            param = f"{r.parameter:g}"
+            cells = [param, _fmt(r.known), _fmt(r.beta, 3), _fmt(r.unknown_tabular)]
+            if mlp:
+                cells.append("-" if r.mlp_mean is None else f"{r.mlp_mean:.2f} ± {r.mlp_std:.2f}")
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def plot_experiments(rows: list[CliffRow], path: str, title: str = "") -> None:
+    """The paper's Figure 3(b, c): MEG against epsilon and against the goal length k (PNG, written atomically)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bib.io import atomic_write_bytes
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, experiment, label in ((axes[0], "epsilon-greedy", "epsilon"), (axes[1], "goal-length", "goal length k")):
+        sub = [r for r in rows if r.experiment == experiment]
+        x = [r.parameter for r in sub]
+        ax.plot(x, [r.known for r in sub], "o-", label="known utility")
+        ax.plot(x, [r.unknown_tabular for r in sub], "s--", label="unknown utility (tabular)")
+        if any(r.mlp_mean is not None for r in sub):
+            ax.errorbar(x, [r.mlp_mean for r in sub], yerr=[r.mlp_std for r in sub], fmt="^:", capsize=3, label="unknown utility (MLP)")
+        ax.set_xlabel(label)
+        ax.set_ylabel("MEG (nats)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())

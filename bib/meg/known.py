@@ -10,10 +10,11 @@ import numpy as np
 from bib.meg.mdp import TabularMDP
 from bib.meg.soft import (
     _tolerance,
+    action_major,
     beta_objective,
-    expected_utility,
+    beta_objective_am,
+    forward,
     limit_log_policy,
-    state_action_occupancy,
     weighted_loglik,
 )
 
@@ -95,7 +96,8 @@ def fit_beta(
     lp_plus, vmax = limit_log_policy(mdp, u)
     lp_minus, vneg = limit_log_policy(mdp, -u)
     vmin = -vneg
-    o0 = beta_objective(mdp, u, 0.0, weights)
+    w_am = action_major(weights)
+    o0 = beta_objective_am(mdp, u, 0.0, w_am)
     g0 = float(o0.d1[0])
     best = (float(o0.value[0]), 0.0)
     eps = _tolerance(mdp, u)
@@ -114,7 +116,7 @@ def fit_beta(
     b = abs(g0) / -h0 if h0 < 0 else 1.0 / scale
     b = min(max(b, 1e-6 / scale), b_max)
     while iters < max_iter:
-        o = beta_objective(mdp, u, sgn * b, weights)
+        o = beta_objective_am(mdp, u, sgn * b, w_am)
         iters += 1
         val, g, h = float(o.value[0]), sgn * float(o.d1[0]), float(o.d2[0])
         if val > best[0] or best[1] == 0.0:
@@ -162,8 +164,9 @@ def known_utility_meg(mdp: TabularMDP, policy: np.ndarray, utility: np.ndarray |
     """
     u = mdp.require_utility(utility)
     pi = mdp.as_policy(policy)
-    weights = state_action_occupancy(mdp, pi)
-    eu = expected_utility(mdp, pi, u)
+    D = forward(mdp, pi)[:-1]
+    weights = D[:, :, None] * pi
+    eu = float(D.sum(axis=0) @ u)
     return meg_from_weights(mdp, u, weights, eu, expected=eu)
 
 
@@ -207,7 +210,8 @@ def predictive_accuracy(mdp: TabularMDP, policy: np.ndarray, beta: float | np.nd
     """
     u = mdp.require_utility(utility)
     S, A, H = mdp.shape
-    weights = state_action_occupancy(mdp, mdp.as_policy(policy))
+    pi = mdp.as_policy(policy)
+    weights = forward(mdp, pi)[:-1, :, None] * pi
     betas = np.atleast_1d(np.asarray(beta, dtype=np.float64))
     out = np.empty(betas.shape)
     finite = np.isfinite(betas)

@@ -70,12 +70,23 @@ class TabularMDP:
         self.initial = init / init.sum()
         self.utility = None if utility is None else _finite_vector("utility", utility, n_states)
         self._csr = csr
+        # Action-major copy: row a*S + s is T(s, a, .), so backups reshape to contiguous [A, S].
+        order = (np.arange(n_states)[None, :] * n_actions + np.arange(n_actions)[:, None]).ravel()
+        am = csr[order]
         if n_states * n_actions * n_states <= _DENSE_LIMIT:
-            self.P = csr.toarray()
+            self.P = am.toarray()
             self.PT = np.ascontiguousarray(self.P.T)
         else:
-            self.P = csr
-            self.PT = csr.T.tocsr()
+            self.P = am.tocsr()
+            self.PT = am.T.tocsr()
+
+    def backup(self, v: np.ndarray) -> np.ndarray:
+        """``sum_s' T(s, a, s') v[s', ...]`` as an action-major array ``[A, S, ...]``."""
+        return (self.P @ v).reshape((self.n_actions, self.n_states) + v.shape[1:])
+
+    def push(self, x: np.ndarray) -> np.ndarray:
+        """Next-state distribution ``sum_{s,a} x[a, s] T(s, a, .)`` for action-major mass ``x [A, S]``."""
+        return self.PT @ x.ravel()
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -124,18 +135,16 @@ class TabularMDP:
             names = ("t", "s", "a")
         else:
             raise BibInputError(f"{name}: expected shape ({S}, {A}) or ({H}, {S}, {A}), got {p.shape}")
-        bad = np.argwhere(~np.isfinite(p))
-        if bad.size:
-            raise BibInputError(f"{name}{_index(bad[0], names)}: not finite ({p[tuple(bad[0])]})")
-        bad = np.argwhere(p < 0)
-        if bad.size:
-            raise BibInputError(f"{name}{_index(bad[0], names)}: negative probability {p[tuple(bad[0])]}")
+        if not np.isfinite(p).all():
+            bad = np.argwhere(~np.isfinite(p))[0]
+            raise BibInputError(f"{name}{_index(bad, names)}: not finite ({p[tuple(bad)]})")
+        if (p < 0).any():
+            bad = np.argwhere(p < 0)[0]
+            raise BibInputError(f"{name}{_index(bad, names)}: negative probability {p[tuple(bad)]}")
         sums = p.sum(axis=-1)
-        bad = np.argwhere(np.abs(sums - 1.0) > 1e-6)
-        if bad.size:
-            raise BibInputError(
-                f"{name}{_index(bad[0], names[:-1])}: probabilities sum to {sums[tuple(bad[0])]:.6g}, expected 1"
-            )
+        if (np.abs(sums - 1.0) > 1e-6).any():
+            bad = np.argwhere(np.abs(sums - 1.0) > 1e-6)[0]
+            raise BibInputError(f"{name}{_index(bad, names[:-1])}: probabilities sum to {sums[tuple(bad)]:.6g}, expected 1")
         return np.broadcast_to(p, (H, S, A)) if p.ndim == 2 else p
 
 

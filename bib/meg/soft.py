@@ -53,13 +53,14 @@ def _batch(mdp: TabularMDP, utility: np.ndarray | None, beta: float | np.ndarray
     return u, np.broadcast_to(b, (n,)).copy(), batched
 
 
-def _lse(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise (axis 1) logsumexp of ``q[S, A, B]``: returns ``(V[S, 1, B], pi[S, A, B])``."""
-    m = q.max(axis=1, keepdims=True)
+def _lse(q: np.ndarray, want_pi: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Logsumexp over actions of action-major ``q[A, S, B]``: returns ``(V[S, B], pi[A, S, B] or None)``."""
+    m = q.max(axis=0)
     z = np.exp(q - m)
-    s = z.sum(axis=1, keepdims=True)
-    z /= s
-    return m + np.log(s), z
+    s = z.sum(axis=0)
+    if want_pi:
+        z /= s
+    return m + np.log(s), (z if want_pi else None)
 
 
 def soft_value_iteration(
@@ -78,21 +79,20 @@ def soft_value_iteration(
     u, b, batched = _batch(mdp, utility, beta)
     S, A, H = mdp.shape
     B = b.shape[0]
-    bu = (u * b)[:, None, :]
-    logpi = np.empty((H, S, A, B))
+    bu = u * b
+    logpi = np.empty((H, A, S, B))
     values = np.zeros((H + 1, S, B))
     v = None
     for t in range(H - 1, -1, -1):
-        q = np.broadcast_to(bu, (S, A, B)) if v is None else bu + (mdp.P @ v).reshape(S, A, B)
-        vt, _ = _lse(q)
-        np.subtract(q, vt, out=logpi[t])
-        v = vt[:, 0, :]
+        q = np.broadcast_to(bu, (A, S, B)) if v is None else bu + mdp.backup(v)
+        v, _ = _lse(q, want_pi=False)
+        np.subtract(q, v, out=logpi[t])
         values[t] = v
-    logpi = np.moveaxis(logpi, -1, 0)
+    logpi = logpi.transpose(3, 0, 2, 1)  # [B, H, S, A]
     values = np.moveaxis(values, -1, 0)
     if not batched:
         logpi, values = logpi[0], values[0]
-    return SoftVI(log_policy=logpi, values=values)
+    return SoftVI(log_policy=np.ascontiguousarray(logpi), values=values)
 
 
 def soft_policy(mdp: TabularMDP, beta: float, utility: np.ndarray | None = None) -> np.ndarray:
@@ -113,7 +113,7 @@ def forward(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
     D = np.empty((H + 1, S))
     D[0] = mdp.initial
     for t in range(H):
-        D[t + 1] = mdp.PT @ (D[t][:, None] * pi[t]).ravel()
+        D[t + 1] = mdp.push(pi[t].T * D[t])
     return D
 
 
@@ -153,13 +153,13 @@ def limit_log_policy(mdp: TabularMDP, utility: np.ndarray) -> tuple[np.ndarray, 
     hv = np.zeros(S)
     logpi = np.empty((H, S, A))
     for t in range(H - 1, -1, -1):
-        q = u[:, None] + (mdp.P @ v).reshape(S, A)
-        h = (mdp.P @ hv).reshape(S, A)
-        vmax = q.max(axis=1)
-        h = np.where(q >= vmax[:, None] - tol, h, -np.inf)
-        hmax = h.max(axis=1, keepdims=True)
-        hv = hmax[:, 0] + np.log(np.exp(h - hmax).sum(axis=1))
-        logpi[t] = h - hv[:, None]
+        q = u[None, :] + mdp.backup(v)
+        h = mdp.backup(hv)
+        vmax = q.max(axis=0)
+        h = np.where(q >= vmax - tol, h, -np.inf)
+        hmax = h.max(axis=0)
+        hv = hmax + np.log(np.exp(h - hmax).sum(axis=0))
+        logpi[t] = (h - hv).T
         v = vmax
     return logpi, float(mdp.initial @ v)
 
@@ -187,32 +187,44 @@ def beta_objective(mdp: TabularMDP, utility: np.ndarray, beta: float | np.ndarra
     stored. With ``W`` the exact state-action occupancy of a policy ``pi``, ``L`` is concave and
     ``L' = E_pi[sum U] - E_pi_beta[sum U]`` (the paper's gradient).
     """
+    return beta_objective_am(mdp, utility, beta, action_major(weights))
+
+
+def action_major(weights: np.ndarray) -> np.ndarray:
+    """``W[H, S, A]`` as the flat action-major ``[H, 1, A*S]`` that :func:`beta_objective_am` takes."""
+    W = np.asarray(weights, dtype=np.float64)
+    H, S, A = W.shape
+    return np.ascontiguousarray(W.transpose(0, 2, 1)).reshape(H, 1, A * S)
+
+
+def beta_objective_am(mdp: TabularMDP, utility: np.ndarray, beta: float | np.ndarray, w_am: np.ndarray) -> BetaObjective:
+    """:func:`beta_objective` with weights already converted by :func:`action_major` (no copy per call)."""
     u, b, _ = _batch(mdp, utility, beta)
     S, A, H = mdp.shape
     B = b.shape[0]
-    bu = (u * b)[:, None, :]
-    u3 = u[:, None, :]
+    bu = u * b
     acc = np.zeros((3, B))
-    v = v1 = v2 = None
+    vs = None  # [S, 3B]: Vs, Vs', Vs'' side by side, so one sparse product per step
     for t in range(H - 1, -1, -1):
-        if v is None:
-            q = np.broadcast_to(bu, (S, A, B))
-            q1 = np.broadcast_to(u3, (S, A, B))
-            q2 = np.zeros((S, A, B))
+        if vs is None:
+            q = np.broadcast_to(bu, (A, S, B))
+            q1 = np.broadcast_to(u, (A, S, B))
+            q2 = np.zeros((A, S, B))
         else:
-            q = bu + (mdp.P @ v).reshape(S, A, B)
-            q1 = u3 + (mdp.P @ v1).reshape(S, A, B)
-            q2 = (mdp.P @ v2).reshape(S, A, B)
+            nxt = mdp.backup(vs)
+            q = bu + nxt[:, :, :B]
+            q1 = u + nxt[:, :, B : 2 * B]
+            q2 = nxt[:, :, 2 * B :]
         vt, pi = _lse(q)
-        v1t = np.einsum("sab,sab->sb", pi, q1)[:, None, :]
+        v1t = (pi * q1).sum(axis=0)
         dev = q1 - v1t
-        v2t = np.einsum("sab,sab->sb", pi, q2 + dev * dev)[:, None, :]
-        w = weights[t].reshape(1, S * A)
-        acc[0] += (w @ (q - vt).reshape(S * A, B))[0]
-        acc[1] += (w @ dev.reshape(S * A, B))[0]
-        acc[2] += (w @ (q2 - v2t).reshape(S * A, B))[0]
-        v, v1, v2 = vt[:, 0, :], v1t[:, 0, :], v2t[:, 0, :]
-    return BetaObjective(value=acc[0], d1=acc[1], d2=acc[2], soft_return=mdp.initial @ v1)
+        v2t = (pi * (q2 + dev * dev)).sum(axis=0)
+        w = w_am[t]
+        acc[0] += (w @ (q - vt).reshape(A * S, B))[0]
+        acc[1] += (w @ dev.reshape(A * S, B))[0]
+        acc[2] += (w @ (q2 - v2t).reshape(A * S, B))[0]
+        vs = np.concatenate([vt, v1t, v2t], axis=1)
+    return BetaObjective(value=acc[0], d1=acc[1], d2=acc[2], soft_return=mdp.initial @ vs[:, B : 2 * B])
 
 
 def weighted_loglik(log_policy: np.ndarray, weights: np.ndarray) -> float:

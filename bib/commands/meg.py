@@ -1,0 +1,85 @@
+"""MEG commands: `bib meg cliffworld` (the paper's experiments) and `bib meg episodes` (MEG of stimulus agents)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from bib.errors import BibInputError
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``meg`` command group to ``app``."""
+    sub = typer.Typer(help="Maximum entropy goal-directedness (MEG, MacDermott et al. 2024).", no_args_is_help=True)
+
+    @sub.command()
+    def cliffworld(
+        width: int = typer.Option(7, "--width", help="Grid width (seals: >= 3)."),
+        height: int = typer.Option(4, "--height", help="Grid height (seals: >= 2)."),
+        horizon: int = typer.Option(40, "--horizon", help="Number of decisions H."),
+        wind: float = typer.Option(0.3, "--wind", help="Probability of being blown one extra row up."),
+        policy: str = typer.Option(None, "--policy", help="Measure one policy: optimal or eps-greedy (default: both experiments)."),
+        epsilon: float = typer.Option(0.1, "--epsilon", help="With --policy eps-greedy: the exploration rate."),
+        goal_length: int = typer.Option(None, "--goal-length", help="Rightmost top-row cells rewarded +10 (default 1); alone: measure the optimal policy for it."),
+        mlp_restarts: int = typer.Option(0, "--mlp-restarts", min=0, help="Also unknown-utility MEG over an MLP (256 hidden units), this many seeds."),
+        seed: int = typer.Option(0, "--seed", help="Base seed of the MLP restarts."),
+        out: Path = typer.Option(None, "--out", help="Write cliffworld.md, cliffworld.json and cliffworld.png here."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    ) -> None:
+        """MEG of CliffWorld policies: known utility (exact beta) and unknown utility (tabular, optionally MLP)."""
+        from bib.meg import cliffworld as cw
+
+        if policy is None and goal_length is not None:
+            policy = "optimal"
+        goal_length = 1 if goal_length is None else goal_length
+        if policy is None:
+            rows = cw.run_experiments(width, height, horizon, wind, mlp_restarts=mlp_restarts, seed=seed)
+        else:
+            if policy not in ("optimal", "eps-greedy"):
+                raise BibInputError(f"--policy: expected optimal or eps-greedy, got {policy!r}")
+            mdp = cw.cliffworld(width, height, horizon, wind, goal_length=goal_length)
+            if policy == "optimal":
+                pol, experiment, param = cw.greedy_policy(mdp), "goal-length", goal_length
+            else:
+                pol, experiment, param = cw.epsilon_greedy(mdp, epsilon), "epsilon-greedy", epsilon
+            feats = cw.xy_features(width, height)
+            rows = [cw.measure(mdp, pol, experiment, param, mlp_restarts=mlp_restarts, seed=seed, features=feats)]
+        command = f"bib meg cliffworld --width {width} --height {height} --horizon {horizon} --wind {wind}"
+        if policy is not None:
+            command += f" --policy {policy}" + (f" --epsilon {epsilon}" if policy == "eps-greedy" else "")
+        if policy is not None:
+            command += f" --goal-length {goal_length}"
+        if mlp_restarts:
+            command += f" --mlp-restarts {mlp_restarts} --seed {seed}"
+        if out is not None:
+            command += f" --out {out}"
+        payload = {
+            "command": command,
+            "settings": {"width": width, "height": height, "horizon": horizon, "wind": wind},
+            "rows": [r.to_dict() for r in rows],
+        }
+        tables = cw.format_tables(rows)
+        if out is not None:
+            from bib.io import atomic_write_text, ensure_dir
+
+            ensure_dir(out)
+            atomic_write_text(out / "cliffworld.json", json.dumps(payload, indent=2) + "\n")
+            atomic_write_text(out / "cliffworld.md", f"Made by: `{payload['command']}`\n\nCliffWorld {width} x {height}, H = {horizon}, wind {wind}; MEG in nats.\n\n{tables}")
+            if policy is None:
+                cw.plot_experiments(rows, str(out / "cliffworld.png"), title=payload["command"])
+        typer.echo(json.dumps(payload, indent=2) if as_json else tables.rstrip())
+
+    @sub.command()
+    def episodes(
+        directory: Path = typer.Argument(..., help="Folder of episode JSON files (searched recursively)."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    ) -> None:
+        """MEG of the agent in every trial: towards each object (known utility) and over all object utilities."""
+        from bib.meg.episodes import format_episode_table, meg_of_directory
+
+        rows = meg_of_directory(directory)
+        typer.echo(json.dumps(rows, indent=2) if as_json else format_episode_table(rows))
+
+    app.add_typer(sub, name="meg")
