@@ -1,0 +1,180 @@
+"""Evaluation arithmetic (readout, ties, CIs, averages), results-file validation, Parquet steps, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from bib.cli import app
+from bib.errors import BibInputError
+from bib.evaluation import (
+    EpisodeRef,
+    EpisodeSet,
+    bootstrap_ci,
+    evaluate,
+    family_averages,
+    leaderboard,
+    pair_score,
+    read_anchors,
+    read_results,
+    read_steps,
+    readout,
+    write_results,
+    write_steps,
+)
+
+os.environ["BIB_NO_PROGRESS"] = "1"
+
+
+def refs(cond: str, n: int) -> list[EpisodeRef]:
+    out = []
+    for i in range(n):
+        for o in ("expected", "unexpected"):
+            out.append(EpisodeRef(f"{cond}-{i}-{o}", f"{cond}-{i}", cond, o, Path(f"{cond}-{i}-{o}.json")))
+    return out
+
+
+def test_readout_and_pair_rule() -> None:
+    assert readout([0.1, 3.0, 0.2]) == 3.0
+    assert readout([1.0, 2.0, 6.0], "mean") == 3.0
+    assert readout([]) == 0.0
+    with pytest.raises(BibInputError, match="--readout"):
+        readout([1.0], "median")
+    assert pair_score(1.0, 2.0) == 1.0
+    assert pair_score(2.0, 2.0) == 0.5  # the original code gave 1.0 here
+    assert pair_score(3.0, 2.0) == 0.0
+
+
+def test_accuracy_with_ties_and_ci() -> None:
+    r = refs("preference", 4)
+    s = {"preference-0-expected": 1, "preference-0-unexpected": 2,  # correct
+         "preference-1-expected": 2, "preference-1-unexpected": 2,  # tie
+         "preference-2-expected": 3, "preference-2-unexpected": 1,  # wrong
+         "preference-3-expected": 0, "preference-3-unexpected": 5}  # correct
+    res = evaluate(r, s)["preference"]
+    assert res.accuracy == pytest.approx(2.5 / 4)
+    assert res.n_pairs == 4 and res.n_ties == 1
+    assert 0.0 <= res.ci_low <= res.accuracy <= res.ci_high <= 1.0
+    assert evaluate(r, s, seed=0)["preference"] == res  # seeded
+
+
+def test_bootstrap_ci_matches_an_independent_resampling() -> None:
+    scores = np.array([1.0] * 30 + [0.0] * 10 + [0.5] * 4)
+    lo, hi = bootstrap_ci(scores, n_boot=4000, seed=3)
+    rng = np.random.default_rng(3)
+    means = [scores[rng.integers(0, scores.size, scores.size)].mean() for _ in range(4000)]
+    assert (lo, hi) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    assert bootstrap_ci(np.ones(10)) == (1.0, 1.0)
+
+
+def test_family_averages_are_unweighted_means() -> None:
+    r = refs("efficiency-path", 2) + refs("efficiency-time", 1) + refs("efficiency-irrational", 1)
+    s = {x.id: (0.0 if x.outcome == "expected" else 1.0) for x in r}
+    s["efficiency-path-1-expected"] = 5.0  # one wrong path pair -> 0.5
+    avg = family_averages(evaluate(r, s))
+    assert avg == {"efficiency": pytest.approx((0.5 + 1.0 + 1.0) / 3)}
+
+
+def test_pairing_errors() -> None:
+    r = refs("preference", 2)[:-1]
+    with pytest.raises(BibInputError, match="pair 'preference-1' has no unexpected episode"):
+        evaluate(r, {x.id: 0.0 for x in r})
+
+
+def test_results_round_trip_and_validation(tmp_path: Path) -> None:
+    r = refs("preference", 2)
+    es = EpisodeSet(r)
+    path = tmp_path / "results.csv"
+    write_results(path, {x.id: i * 0.5 for i, x in enumerate(r)})
+    assert read_results(path, es) == {x.id: i * 0.5 for i, x in enumerate(r)}
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "episode_id,surprise\n"
+        "preference-0-expected,1.0\n"
+        "preference-0-expected,2.0\n"
+        "preference-0-unexpected,nan\n"
+        "ghost,1\n"
+        "preference-1-expected,abc\n"
+    )
+    with pytest.raises(BibInputError) as info:
+        read_results(bad, es)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert "row 3: episode 'preference-0-expected' appears again (first at row 2)" in msg
+    assert "row 4: surprise of 'preference-0-unexpected' is nan (must be finite)" in msg
+    assert "row 5: unknown episode id 'ghost'" in msg
+    assert "row 6: surprise 'abc' is not a number" in msg
+    assert "1 episode(s) have no row: preference-1-unexpected" in msg
+    header = tmp_path / "header.csv"
+    header.write_text("id,score\n")
+    with pytest.raises(BibInputError, match="header must be 'episode_id,surprise'"):
+        read_results(header, es)
+
+
+def test_steps_parquet_round_trip(tmp_path: Path) -> None:
+    steps = [("b", np.array([0.5, 2.0])), ("a", np.array([1.0, 0.0, 3.0]))]
+    write_steps(tmp_path / "s.parquet", steps)
+    got = read_steps(tmp_path / "s.parquet")
+    assert set(got) == {"a", "b"}
+    assert np.array_equal(got["a"], [1.0, 0.0, 3.0]) and np.array_equal(got["b"], [0.5, 2.0])
+
+
+def test_anchors_cover_six_models_and_all_conditions() -> None:
+    rows = read_anchors()
+    models = {r["model"] for r in rows}
+    assert models == {"BC-MLP", "BC-RNN", "Video-RNN", "VT", "IRENE", "HBToM"}
+    assert len(rows) == 6 * 11
+    hb = {r["condition"]: float(r["accuracy"]) for r in rows if r["model"] == "HBToM"}
+    assert hb["efficiency-path"] == 94.9 and hb["instrumental-blocking"] == 99.7
+    assert all(r["source"] for r in rows)
+    header, table = leaderboard(rows, [{"observer": "x", "condition": "preference", "accuracy": "0.5"}])
+    assert header[-1] == "x (ours)"
+    assert table[0] == ["preference", "26.3", "48.3", "47.6", "80.8", "48.5", "99.7", "50.0"]
+
+
+def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "set"
+    for task in ("preference", "instrumental-blocking"):
+        res = runner.invoke(app, ["generate", "--task", task, "--n", "3", "--seed", "5", "--out", str(out / task)])
+        assert res.exit_code == 0, res.output
+    results = tmp_path / "res.csv"
+    res = runner.invoke(app, ["score", "--observer", "inverse-planner", "--episodes", str(out), "--out", str(results)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "res.steps.parquet").exists()
+    assert results.read_text().splitlines()[0] == "episode_id,surprise"
+    assert len(results.read_text().splitlines()) == 13
+    res = runner.invoke(app, ["evaluate", "--episodes", str(out), "--results", str(results), "--json",
+                              "--table", str(tmp_path / "table.csv"), "--name", "inverse-planner"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["readout"] == "max"
+    assert set(doc["conditions"]) == {"preference", "instrumental-blocking"}
+    for v in doc["conditions"].values():
+        assert set(v) >= {"accuracy", "ci_low", "ci_high", "n_pairs"} and v["n_pairs"] == 3
+    res = runner.invoke(app, ["evaluate", "--episodes", str(out / "preference" / "manifest.csv"),
+                              "--results", str(results), "--readout", "mean"])
+    assert res.exit_code != 0  # the results hold instrumental episodes the manifest does not
+    res = runner.invoke(app, ["leaderboard", "--table", str(tmp_path / "table.csv")])
+    assert res.exit_code == 0, res.output
+    assert "inverse-planner (ours)" in res.output and "original BIB v1.1 data" in res.output
+
+
+def test_cli_bad_results_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ep_dir = tmp_path / "set"
+    CliRunner().invoke(app, ["generate", "--task", "preference", "--n", "1", "--seed", "1", "--out", str(ep_dir)])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("episode_id,surprise\npreference-000000-expected,1\n")
+    proc = subprocess.run([sys.executable, "-m", "bib.cli", "evaluate", "--episodes", str(ep_dir), "--results", str(bad)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("bib: error: ") and "have no row: preference-000000-unexpected" in proc.stderr
+    assert "Traceback" not in proc.stderr
