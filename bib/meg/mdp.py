@@ -93,6 +93,11 @@ class TabularMDP:
         """``(S, A, H)``."""
         return self.n_states, self.n_actions, self.horizon
 
+    @property
+    def deterministic(self) -> bool:
+        """True when every state-action has a single successor."""
+        return bool(np.all(np.diff(self._csr.indptr) == 1))
+
     def with_utility(self, utility: np.ndarray | None) -> TabularMDP:
         """The same MDP with another utility (shares the transition arrays)."""
         new = object.__new__(TabularMDP)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from bib.errors import BibInputError
-from bib.meg.known import MEGResult, known_utility_meg
+from bib.meg.known import MEGResult, known_utility_meg, meg_from_weights
 from bib.meg.mdp import TabularMDP
 from bib.meg.soft import forward, soft_value_iteration, state_action_occupancy, weighted_loglik
 
@@ -48,13 +48,26 @@ class _Objective:
     the gradient of the log-partition term is the soft policy's own visit counts.
     """
 
-    def __init__(self, mdp: TabularMDP, policy: np.ndarray) -> None:
+    def __init__(self, mdp: TabularMDP, policy: np.ndarray | None, weights: np.ndarray | None = None) -> None:
         self.mdp = mdp
-        self.policy = pi = mdp.as_policy(policy)
-        self.weights = state_action_occupancy(mdp, pi)
+        self.policy = None if policy is None else mdp.as_policy(policy)
+        if self.policy is not None:
+            self.weights = state_action_occupancy(mdp, self.policy)
+        elif weights is not None:
+            if not mdp.deterministic:
+                raise BibInputError("weights: trajectory weights give the exact gradient only for deterministic MDPs")
+            self.weights = np.asarray(weights, dtype=np.float64)
+        else:
+            raise BibInputError("unknown-utility MEG needs a policy or trajectory weights")
         self.counts = self.weights.sum(axis=(0, 2))
         self.baseline = float(self.weights.sum()) * math.log(mdp.n_actions)
         self.evaluations = 0
+
+    def known(self, u: np.ndarray) -> MEGResult:
+        """Known-utility MEG of ``u`` (exact beta, including the limits) under the same policy or weights."""
+        if self.policy is not None:
+            return known_utility_meg(self.mdp, self.policy, u)
+        return meg_from_weights(self.mdp, u, self.weights, float(self.counts @ u), expected=None)
 
     def __call__(self, u: np.ndarray) -> tuple[float, np.ndarray]:
         self.evaluations += 1
@@ -65,8 +78,8 @@ class _Objective:
 
 
 def linear_utility_meg(
-    mdp: TabularMDP, policy: np.ndarray, features: np.ndarray | None = None, *, init: np.ndarray | None = None,
-    utility_class: str = "linear", max_iter: int = 500,
+    mdp: TabularMDP, policy: np.ndarray | None, features: np.ndarray | None = None, *, init: np.ndarray | None = None,
+    utility_class: str = "linear", max_iter: int = 500, weights: np.ndarray | None = None,
 ) -> UnknownMEGResult:
     """MEG over utilities ``U = features @ theta`` (concave in theta: one L-BFGS run with the exact gradient).
 
@@ -77,6 +90,9 @@ def linear_utility_meg(
         init: starting ``theta [F]`` (default zeros, i.e. the uniform policy).
         utility_class: label stored in the result.
         max_iter: L-BFGS iterations.
+        weights: instead of ``policy``, trajectory frequencies ``W[H, S, A]``
+            (:func:`bib.meg.trajectories.trajectory_weights`); deterministic MDPs only, where the
+            gradient ``c_W - c_U`` stays exact.
 
     Returns:
         An :class:`UnknownMEGResult`; the found direction is polished by :func:`known_utility_meg`
@@ -86,11 +102,11 @@ def linear_utility_meg(
     phi = np.eye(S) if features is None else np.asarray(features, dtype=np.float64)
     if phi.ndim != 2 or phi.shape[0] != S or not np.all(np.isfinite(phi)):
         raise BibInputError(f"features: expected a finite array [S={S}, F], got shape {phi.shape}")
-    obj = _Objective(mdp, policy)
+    obj = _Objective(mdp, policy, weights)
     theta0 = np.zeros(phi.shape[1]) if init is None else np.asarray(init, dtype=np.float64)
     theta = _lbfgs(lambda th: _chain(obj, phi, th), theta0, max_iter)
     u = phi @ theta
-    known = known_utility_meg(mdp, obj.policy, u)
+    known = obj.known(u)
     meg = max(obj(u)[0], known.meg)
     return UnknownMEGResult(meg, u, (meg,), meg, 0.0, utility_class, known)
 
@@ -202,7 +218,7 @@ def mlp_utility_meg(
         runs.append(obj(u)[0])
         utils.append(u)
     best = int(np.argmax(runs))
-    known = known_utility_meg(mdp, obj.policy, utils[best])
+    known = obj.known(utils[best])
     runs[best] = max(runs[best], known.meg)
     arr = np.asarray(runs)
     return UnknownMEGResult(float(arr.max()), utils[best], tuple(float(v) for v in arr), float(arr.mean()),

@@ -1,0 +1,101 @@
+"""MEG of the agents in stimulus episodes: each trial's path against "reach object X" and against utilities over objects."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bib.errors import BibInputError
+from bib.meg.trajectories import trajectory_meg, trajectory_weights
+from bib.meg.unknown import target_meg
+
+
+def trial_meg(trial: Any) -> dict[str, Any]:
+    """MEG of one trial's path (a single trajectory) in the gridworld MDP of its layout.
+
+    The MDP has the layout's free cells as states, 8 moves + stay, all initial mass on the path's
+    first cell and ``H = moves + 1`` decisions (the last one is uniform under every soft policy and
+    scores 0, so the utility of the cell reached by the last move counts). Known utility: "reach X"
+    (1 on object X's cell) for every object, with the exact beta fitted to the path (signed: negative
+    when the path does worse on X than a random walk). Unknown utility: every utility over the objects
+    (``U(s) = theta_k`` on object k's cell, 0 elsewhere), i.e. target-variable MEG. Key and lock are not
+    modelled: a trial with an ``unlock`` event is measured on the layout with its barriers gone.
+
+    Args:
+        trial: a :class:`bib.episode.Trial`.
+
+    Returns:
+        A dict with ``steps``, ``upper_bound`` (``moves * log 9``), ``meg``, ``signed_meg`` and ``beta``
+        per object id, and ``unknown_objects``.
+    """
+    from bib.world.mdp import layout_mdp
+
+    path = [tuple(c) for c in trial.path]
+    unlocked = trial.unlock_step() is not None
+    grid = layout_mdp(trial.layout, path[0], horizon=len(path), unlocked=unlocked)
+    states, actions = grid.trajectory(path)
+    row: dict[str, Any] = {
+        "steps": len(path) - 1,
+        "unlocked": unlocked,
+        "upper_bound": (len(path) - 1) * math.log(grid.mdp.n_actions),
+        "meg": {}, "signed_meg": {}, "beta": {},
+    }
+    labels = np.full(len(grid.cells), -1)
+    for k, obj in enumerate(trial.layout.objects):
+        if obj.cell not in grid.index:
+            continue
+        labels[grid.index[obj.cell]] = k
+        res = trajectory_meg(grid.mdp, states, actions, grid.reach_utility(obj.cell))
+        row["meg"][obj.id] = res.meg
+        row["signed_meg"][obj.id] = res.signed_meg
+        row["beta"][obj.id] = res.to_dict()["beta"]
+    if (labels >= 0).any():
+        weights = trajectory_weights(grid.mdp, states, actions)
+        row["unknown_objects"] = target_meg(grid.mdp, None, labels, weights=weights).meg
+    else:
+        row["unknown_objects"] = None
+    return row
+
+
+def episode_meg(episode: Any) -> list[dict[str, Any]]:
+    """:func:`trial_meg` for every trial of an episode, with the episode's identifiers."""
+    rows = []
+    for i, trial in enumerate(episode.trials):
+        row = {
+            "episode": episode.id, "task": episode.task, "condition": episode.condition, "outcome": episode.outcome,
+            "trial": i, "phase": trial.phase, "goal": trial.goal,
+        }
+        row.update(trial_meg(trial))
+        rows.append(row)
+    return rows
+
+
+def meg_of_directory(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """MEG rows for every episode file under ``directory`` (see :func:`bib.stimuli.check.episode_files`)."""
+    from bib.episode import load_episode
+    from bib.progress import track
+    from bib.stimuli.check import episode_files
+
+    files = episode_files(directory)
+    if not files:
+        raise BibInputError(f"{directory}: no episode files (*.json) found")
+    rows: list[dict[str, Any]] = []
+    for f in track(files, total=len(files), description="MEG of episodes"):
+        for row in episode_meg(load_episode(f)):
+            row["file"] = str(Path(f))
+            rows.append(row)
+    return rows
+
+
+def format_episode_table(rows: list[dict[str, Any]]) -> str:
+    """One line per trial: MEG (signed) towards each object and over all object utilities, in nats."""
+    lines = ["episode\ttrial\tphase\tgoal\tsteps\tMEG per object (signed)\tunknown (objects)"]
+    for r in rows:
+        per = ", ".join(f"{k}: {v:.2f} ({r['signed_meg'][k]:+.2f})" for k, v in r["meg"].items())
+        unk = "-" if r["unknown_objects"] is None else f"{r['unknown_objects']:.2f}"
+        lines.append(f"{r['episode']}\t{r['trial']}\t{r['phase']}\t{r['goal']}\t{r['steps']}\t{per}\t{unk}")
+    return "\n".join(lines)

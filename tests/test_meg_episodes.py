@@ -1,0 +1,125 @@
+"""MEG of stimulus agents: the gridworld MDP of a layout, hand-built trials, generated efficiency/preference episodes, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from bib.cli import app
+from bib.episode import Trial, save_episode
+from bib.errors import BibInputError
+from bib.meg.episodes import episode_meg, trial_meg
+from bib.world.dynamics import STAY
+from bib.world.grid import Agent, GridObject, Layout, border_walls
+from bib.world.mdp import layout_mdp
+
+AGENT = Agent("agent-0", "pentagon", (40, 90, 220), (1, 3))
+
+
+def open_layout(objects: tuple[GridObject, ...], inner: frozenset = frozenset()) -> Layout:
+    return Layout(9, 7, walls=border_walls(9, 7) | inner, objects=objects, agents=(AGENT,))
+
+
+def test_layout_mdp_moves_and_corner_cutting() -> None:
+    lay = open_layout((), inner=frozenset({(3, 2)}))
+    grid = layout_mdp(lay, (1, 1), horizon=3)
+    T = grid.mdp.dense_transitions()
+    assert grid.mdp.n_actions == 9 and grid.mdp.deterministic
+    assert len(grid.cells) == 7 * 5 - 1
+    corner = grid.index[(1, 1)]
+    moves = {a for a in range(9) if T[corner, a, corner] == 0}
+    assert moves == {2, 3, 4}  # E, SE, S; N, W and the diagonals into walls stay put
+    below = grid.index[(2, 3)]  # NE from (2, 3) would cut the corner of the wall at (3, 2)
+    assert T[below, 1, below] == 1.0 and T[below, 0, grid.index[(2, 2)]] == 1.0
+    assert T[corner, STAY, corner] == 1.0
+
+
+def test_path_as_trajectory_and_bad_paths() -> None:
+    grid = layout_mdp(open_layout(()), (1, 1), horizon=4)
+    states, actions = grid.trajectory([(1, 1), (2, 2), (3, 2)])
+    assert actions.tolist() == [[3, 2, STAY, STAY]]
+    assert [grid.cells[s] for s in states[0]] == [(1, 1), (2, 2), (3, 2), (3, 2), (3, 2)]
+    with pytest.raises(BibInputError, match=r"path\[1\]: \[3, 3\] is not one move from \[1, 1\]"):
+        grid.trajectory([(1, 1), (3, 3)])
+    with pytest.raises(BibInputError, match=r"path\[0\]: cell \[0, 0\] is not a free cell"):
+        grid.trajectory([(0, 0), (1, 1)])
+
+
+def straight(a: tuple[int, int], b: tuple[int, int]) -> list[tuple[int, int]]:
+    return [(x, a[1]) for x in range(a[0], b[0] + 1)]
+
+
+def test_shortest_path_scores_higher_than_a_needless_curve() -> None:
+    obj = GridObject("A", "heart", (220, 40, 60), (6, 3))
+    lay = open_layout((obj,))
+    rational = Trial("familiarization", lay, tuple(straight((1, 3), (6, 3))), goal="A")
+    curve = [(1, 3), (2, 2), (3, 1), (4, 1), (5, 2), (6, 3)]  # a curve with as many moves as the line
+    detour = [(1, 3), (2, 4), (3, 5), (4, 5), (5, 5), (6, 5), (7, 4), (6, 3)]
+    r = trial_meg(rational)
+    c = trial_meg(Trial("familiarization", lay, tuple(curve), goal="A"))
+    d = trial_meg(Trial("familiarization", lay, tuple(detour), goal="A"))
+    assert r["beta"]["A"] == "inf" and 0 < r["meg"]["A"] <= r["upper_bound"]
+    assert d["meg"]["A"] < r["meg"]["A"] - 2
+    # A state utility counts moves, not their sqrt(2) lengths: a curve with as many moves is as optimal.
+    assert c["meg"]["A"] == pytest.approx(r["meg"]["A"], abs=1e-9)
+    assert r["unknown_objects"] >= r["meg"]["A"] - 1e-9
+
+
+def test_goal_directed_towards_the_object_reached() -> None:
+    a = GridObject("A", "heart", (220, 40, 60), (7, 1))
+    b = GridObject("B", "star", (40, 200, 60), (7, 5))
+    lay = open_layout((a, b))
+    path = [(1, 3), (2, 3), (3, 2), (4, 1), (5, 1), (6, 1), (7, 1)]
+    row = trial_meg(Trial("familiarization", lay, tuple(path), goal="A"))
+    assert row["signed_meg"]["A"] > 3 and row["signed_meg"]["B"] < row["signed_meg"]["A"] - 3
+    assert row["signed_meg"]["B"] <= 0  # moving away from B
+    assert row["unknown_objects"] >= max(row["meg"].values()) - 1e-9
+
+
+def test_generated_efficiency_and_preference_episodes() -> None:
+    from bib.tasks import make_unit
+
+    expected, unexpected = make_unit("efficiency-irrational", 0, 0)
+    assert expected.outcome == "expected"  # irrational familiarization; unexpected = rational one
+
+    def fam_mean(ep, obj: str) -> float:
+        rows = [r for r in episode_meg(ep) if r["phase"] == "familiarization"]
+        return float(np.mean([r["meg"][obj] for r in rows]))
+
+    rational, irrational = fam_mean(unexpected, "A"), fam_mean(expected, "A")
+    assert rational > 2 * irrational and rational - irrational > 5
+    pref = make_unit("preference", 0, 0)[0]
+    rows = [r for r in episode_meg(pref) if r["phase"] == "familiarization"]
+    preferred = rows[0]["goal"]
+    other = next(k for k in rows[0]["meg"] if k != preferred)
+    assert np.mean([r["signed_meg"][preferred] for r in rows]) > np.mean([r["signed_meg"][other] for r in rows]) + 5
+
+
+def test_cli_episodes(tmp_path) -> None:
+    from bib.tasks import make_unit
+
+    ep = make_unit("preference", 1, 0)[0]
+    save_episode(ep, tmp_path / f"{ep.id}.json")
+    runner = CliRunner()
+    res = runner.invoke(app, ["meg", "episodes", str(tmp_path), "--json"], env={"BIB_NO_PROGRESS": "1"})
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert len(rows) == len(ep.trials) and rows[0]["episode"] == ep.id
+    assert all(0 <= r["meg"]["A"] <= r["upper_bound"] + 1e-9 for r in rows)
+    table = runner.invoke(app, ["meg", "episodes", str(tmp_path)], env={"BIB_NO_PROGRESS": "1"})
+    assert table.exit_code == 0 and ep.id in table.output
+
+
+def test_cli_cliffworld_json_and_bad_input(tmp_path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["meg", "cliffworld", "--horizon", "9", "--policy", "eps-greedy", "--epsilon", "0.3", "--json"])
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output)["rows"][0]
+    assert round(row["known"], 2) == 2.36 and row["unknown_tabular"] >= row["known"]
+    bad = runner.invoke(app, ["meg", "cliffworld", "--policy", "greedy"])
+    assert bad.exit_code != 0
+    assert math.isfinite(row["beta"])
