@@ -13,6 +13,7 @@ STEPS: list[tuple[str, str]] = [
     ("stimuli: episodes, videos, validation", "bib.stimuli.demo:run"),
     ("analysis: looking-time mixed models on the synthetic example data", "bib.analysis.demo:run"),
     ("reflection: NaiveLearner and its reality check in the extended environments", "bib.reflection.demo:run"),
+    ("observers: inverse planner scores and evaluates a few pairs of every condition", "bib.observers.demo:run"),
 ]
 
 

@@ -1,0 +1,91 @@
+"""Observer scoring throughput (episodes/s) on freshly generated pairs of every registered evaluation condition.
+
+Run: .venv/bin/python benchmarks/observers.py [--pairs N]
+
+Scores the same episode files (read from disk, as `bib score` does) with ``inverse-planner`` on 1
+and 2 worker processes (target: >= 100 episodes/s on 2 cores), against the ``closest-object``
+heuristic on the same files as the named in-process reference (it reads every episode and
+computes distance fields but does no inference). Each run starts from a cold cache in a fresh
+worker pool; the 1-worker runs are in this process, whose caches are cleared first.
+Learned observers (issue 6 part B) are timed from :data:`LEARNED_OBSERVERS`. Peak memory via ru_maxrss.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("BIB_NO_PROGRESS", "1")
+
+from bib.episode import save_episode  # noqa: E402
+from bib.evaluation import find_episodes  # noqa: E402
+from bib.observers.scoring import score_refs  # noqa: E402
+from bib.tasks import REGISTRY, make_unit  # noqa: E402
+
+LEARNED_OBSERVERS: list[tuple[str, Callable[[Path], Path]]] = []
+"""Hook for part B: ``(observer name, make_checkpoint(workdir) -> checkpoint path)``; each is timed like the others."""
+
+
+def make_set(root: Path, pairs: int, seed: int = 99) -> list:
+    """Generate ``pairs`` pairs of every registered evaluation condition as episode files; return their refs."""
+    root.mkdir(parents=True, exist_ok=True)
+    for task, spec in sorted(REGISTRY.items()):
+        if spec.kind != "evaluation":
+            continue
+        for i in range(pairs):
+            for ep in make_unit(task, i, seed):
+                save_episode(ep, root / f"{ep.id}.json")
+    return find_episodes(root).refs
+
+
+def clear_caches() -> None:
+    """Forget cached distance fields and observers, so every timing starts cold."""
+    from bib.observers import goal_values, scoring
+
+    goal_values._FIELDS.clear()
+    goal_values._legal.cache_clear()
+    scoring._OBSERVERS.clear()
+
+
+def time_observer(name: str, refs: list, workers: int, checkpoint: Path | None = None) -> float:
+    """Episodes per second of scoring ``refs`` (loading included) with ``workers`` processes."""
+    clear_caches()
+    start = time.perf_counter()
+    n = sum(1 for _ in score_refs(name, refs, checkpoint=checkpoint, workers=workers))
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=40, help="pairs per condition (default 40)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        refs = make_set(root / "set", args.pairs)
+        conditions = sorted({r.condition for r in refs})
+        print(f"{len(refs)} episodes ({args.pairs} pairs x {len(conditions)} conditions), "
+              f"generated in {time.perf_counter() - t0:.1f} s; cpu count {os.cpu_count()}")
+        runs: list[tuple[str, Path | None]] = [("closest-object", None), ("inverse-planner", None)]
+        for name, make_checkpoint in LEARNED_OBSERVERS:
+            runs.append((name, make_checkpoint(root)))
+        rates: dict[tuple[str, int], float] = {}
+        for name, ckpt in runs:
+            for workers in (1, 2):
+                rates[(name, workers)] = time_observer(name, refs, workers, ckpt)
+                print(f"{name:16s} workers={workers}: {rates[(name, workers)]:8.1f} episodes/s")
+        for workers in (1, 2):
+            ratio = rates[("inverse-planner", workers)] / rates[("closest-object", workers)]
+            print(f"inverse-planner / closest-object (reference) at workers={workers}: {ratio:.2f}x")
+        target = rates[("inverse-planner", 2)]
+        print(f"inverse-planner on 2 workers: {target:.1f} episodes/s (target >= 100): {'PASS' if target >= 100 else 'FAIL'}")
+    print(f"peak memory (this process): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
