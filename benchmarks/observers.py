@@ -52,12 +52,17 @@ def clear_caches() -> None:
     scoring._OBSERVERS.clear()
 
 
-def time_observer(name: str, refs: list, workers: int, checkpoint: Path | None = None) -> float:
-    """Episodes per second of scoring ``refs`` (loading included) with ``workers`` processes."""
+def time_observer(name: str, refs: list, workers: int, checkpoint: Path | None = None) -> tuple[float, float]:
+    """Episodes per second of scoring ``refs`` (loading included) with ``workers`` processes.
+
+    Returns:
+        ``(wall-clock rate, CPU-time rate of this process)``; the second is meaningful for
+        ``workers == 1`` only (it is robust to other jobs sharing the machine).
+    """
     clear_caches()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     n = sum(1 for _ in score_refs(name, refs, checkpoint=checkpoint, workers=workers))
-    return n / (time.perf_counter() - start)
+    return n / (time.perf_counter() - start), n / max(time.process_time() - cpu, 1e-9)
 
 
 def main() -> None:
@@ -70,15 +75,18 @@ def main() -> None:
         refs = make_set(root / "set", args.pairs)
         conditions = sorted({r.condition for r in refs})
         print(f"{len(refs)} episodes ({args.pairs} pairs x {len(conditions)} conditions), "
-              f"generated in {time.perf_counter() - t0:.1f} s; cpu count {os.cpu_count()}")
+              f"generated in {time.perf_counter() - t0:.1f} s; cpu count {os.cpu_count()}; "
+              f"load average {os.getloadavg()[0]:.1f} (wall-clock rates drop when other jobs share the cores)")
         runs: list[tuple[str, Path | None]] = [("closest-object", None), ("inverse-planner", None)]
         for name, make_checkpoint in LEARNED_OBSERVERS:
             runs.append((name, make_checkpoint(root)))
         rates: dict[tuple[str, int], float] = {}
         for name, ckpt in runs:
             for workers in (1, 2):
-                rates[(name, workers)] = time_observer(name, refs, workers, ckpt)
-                print(f"{name:16s} workers={workers}: {rates[(name, workers)]:8.1f} episodes/s")
+                wall, cpu = time_observer(name, refs, workers, ckpt)
+                rates[(name, workers)] = wall
+                extra = f"  ({cpu:.1f} episodes per CPU-second of this process)" if workers == 1 else ""
+                print(f"{name:16s} workers={workers}: {wall:8.1f} episodes/s wall-clock{extra}")
         for workers in (1, 2):
             ratio = rates[("inverse-planner", workers)] / rates[("closest-object", workers)]
             print(f"inverse-planner / closest-object (reference) at workers={workers}: {ratio:.2f}x")

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from bib.episode import Trial
-from bib.world.dynamics import ACTIONS, STAY, action_between, action_cost, adjacent_to_lock
+from bib.world.dynamics import ACTIONS, STAY, action_cost
 from bib.world.grid import Cell, Layout
 
 N_MOVES = STAY
@@ -210,40 +210,44 @@ class TrialMoves:
 
 _DX = np.array([ACTIONS[a][0] for a in range(N_MOVES)])
 _DY = np.array([ACTIONS[a][1] for a in range(N_MOVES)])
+_ACTION_OF_CODE = np.full(9, -1, dtype=np.int64)
+for _a in range(N_MOVES):
+    _ACTION_OF_CODE[(_DX[_a] + 1) * 3 + (_DY[_a] + 1)] = _a
 
 
 def trial_moves(trial: Trial) -> TrialMoves:
-    """Replay a trial's path through the dynamics and tabulate every step's options."""
+    """Replay a trial's path through the dynamics (vectorised) and tabulate every step's options.
+
+    The key is picked up on arriving at its cell and the lock opens on arriving next to it with
+    the key, as in :func:`bib.world.dynamics.step`.
+    """
     layout = trial.layout
     path = np.asarray(trial.path, dtype=np.int64)
     n = len(path) - 1
-    closed, opened = legal_mask(layout, False), legal_mask(layout, True)
-    next_x = np.clip(path[:-1, 0:1] + _DX[None, :], 0, layout.width - 1)
-    next_y = np.clip(path[:-1, 1:2] + _DY[None, :], 0, layout.height - 1)
-    legal = np.zeros((n, N_MOVES), dtype=bool)
-    next_state = np.zeros((n, N_MOVES), dtype=np.int64)
-    taken = np.full(n, -1, dtype=np.int64)
-    has_key, unlocked = False, False
-    key = layout.key
-    lock = layout.lock
-    for t in range(n):
-        x, y = trial.path[t]
-        legal[t] = (opened if unlocked else closed)[:, y, x]
-        if unlocked:
-            next_state[t] = UNLOCKED
-        elif lock is None and key is None:
-            next_state[t] = NO_KEY
-        else:
-            for a in range(N_MOVES):
-                nxt = (int(next_x[t, a]), int(next_y[t, a]))
-                hk = has_key or nxt == key
-                next_state[t, a] = state_index(hk, hk and adjacent_to_lock(layout, nxt))
-        a = action_between(trial.path[t], trial.path[t + 1])
-        if a is not None and a != STAY:
-            taken[t] = a
-            nxt = trial.path[t + 1]
-            has_key = has_key or nxt == key
-            unlocked = unlocked or (has_key and adjacent_to_lock(layout, nxt))
+    x, y = path[:-1, 0], path[:-1, 1]
+    next_x = np.clip(x[:, None] + _DX[None, :], 0, layout.width - 1)
+    next_y = np.clip(y[:, None] + _DY[None, :], 0, layout.height - 1)
+    closed = legal_mask(layout, False)[:, y, x].T  # [T, 8]
+    key, lock = layout.key, layout.lock
+    step = path[1:] - path[:-1]
+    moved = np.any(step != 0, axis=1)
+    codes = (step[:, 0] + 1) * 3 + (step[:, 1] + 1)
+    taken = np.where(moved & (np.abs(step).max(axis=1) <= 1), _ACTION_OF_CODE[np.clip(codes, 0, 8)], -1)
+    if key is None or lock is None:
+        # no lock to open: the state never changes (a key alone changes nothing the planner uses)
+        return TrialMoves(closed, np.zeros((n, N_MOVES), dtype=np.int64), next_x, next_y, taken)
+    on_key = np.zeros(n + 1, dtype=bool)
+    on_key[1:] = (path[1:, 0] == key[0]) & (path[1:, 1] == key[1])
+    has_key = np.logical_or.accumulate(on_key)  # after arriving at path[t]
+    near_lock = np.abs(path[:, 0] - lock[0]) + np.abs(path[:, 1] - lock[1]) == 1
+    opens = has_key & near_lock
+    opens[0] = False
+    unlocked = np.logical_or.accumulate(opens)
+    hk0, ul0 = has_key[:-1], unlocked[:-1]  # state at the start of each move
+    legal = np.where(ul0[:, None], legal_mask(layout, True)[:, y, x].T, closed)
+    hk1 = hk0[:, None] | ((next_x == key[0]) & (next_y == key[1]))
+    ul1 = ul0[:, None] | (hk1 & (np.abs(next_x - lock[0]) + np.abs(next_y - lock[1]) == 1))
+    next_state = np.where(ul1, UNLOCKED, np.where(hk1, HAS_KEY, NO_KEY)).astype(np.int64)
     return TrialMoves(legal, next_state, next_x, next_y, taken)
 
 

@@ -154,7 +154,7 @@ class InversePlanner(BaseObserver):
         for trial, vals in zip(trials, values):
             key = self.agent_key(trial)
             belief = beliefs.setdefault(key, self.prior_belief())
-            result = self.infer_trial(trial, belief, vals)
+            result = self.infer_trial(trial, belief, vals, surprise=False)
             if not result.goals:
                 continue
             counts = dict(belief.counts)
@@ -181,13 +181,16 @@ class InversePlanner(BaseObserver):
         weights = np.array([self.alpha + belief.counts.get(g, 0.0) for g in goals])
         return weights / weights.sum()
 
-    def infer_trial(self, trial: Trial, belief: AgentBelief, values: dict | None = None) -> TrialInference:
+    def infer_trial(
+        self, trial: Trial, belief: AgentBelief, values: dict | None = None, surprise: bool = True
+    ) -> TrialInference:
         """Filter one trial's moves given the belief about its agent.
 
         Args:
             trial: the trial.
             belief: what is believed about its agent before the trial.
-            values: ``{object cell: V[3, H, W]}`` of the trial's layout (computed when omitted).
+            values: ``{goal cell: V[4, H, W]}`` of the trial's layout (computed when omitted).
+            surprise: compute the per-step surprises (False: only the posterior, for familiarization).
 
         Returns:
             The per-step surprise and the joint posterior over (feasible goal, beta).
@@ -218,12 +221,14 @@ class InversePlanner(BaseObserver):
         identities = tuple(g.identity for g in goals)
         with np.errstate(divide="ignore"):
             log_prior = np.log(self.goal_prior(belief, identities))[:, None] + belief.log_beta[None, :]
+        total = log_prior + log_lik.sum(axis=2)
+        posterior = total - _logsumexp(total, axis=(0, 1))
+        if not surprise:
+            return TrialInference(np.zeros(0), np.zeros(0), identities, posterior)
         before = np.concatenate([np.zeros(log_lik.shape[:2] + (1,)), np.cumsum(log_lik, axis=2)], axis=2)
-        joint = log_prior[:, :, None] + before  # [G, B, T+1]
-        norm = _logsumexp(joint, axis=(0, 1))  # [T+1]
+        norm = _logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
         sequential = -(norm[1:] - norm[:-1])
         marginal = -_logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
-        posterior = joint[:, :, -1] - norm[-1]
         return TrialInference(marginal, sequential, identities, posterior)
 
     # ------------------------------------------------------------------ helpers
