@@ -32,6 +32,8 @@ AREAS = [
     "bib.commands.reflect",
     "bib.commands.meg",
     "bib.commands.observers",
+    "bib.commands.agency",
+    "bib.commands.train",
 ]
 
 for _name in AREAS:

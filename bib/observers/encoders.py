@@ -1,0 +1,363 @@
+"""Inputs of the learned observers: per-step states (symbolic grids or 84 x 84 frames), batches, encoders.
+
+A trial with path ``p_0 .. p_n`` gives ``n + 1`` states ``s_0 .. s_n`` (the agent at ``p_i``, the
+key and barriers as they are after the events up to step ``i``) and ``n + 1`` actions: ``a_i`` is
+the move from ``p_i`` to ``p_{i+1}`` and the terminal state carries ``stay``. Context trials use all
+``n + 1`` (state, action) samples; the test trial's query ``i`` (``0 <= i < n``) predicts ``a_i``
+from ``s_i``, so the observers give exactly ``n`` values per test trial (the Observer protocol's
+step ``i + 1`` is the move ``a_i``).
+
+Two state sources:
+
+* ``symbolic`` (the fast default): a ``C x H x W`` float grid (:data:`SYMBOLIC_CHANNELS`) with
+  walls, barriers, lock, key, home pad, agent, key carried, and the identity features of objects
+  (sprite shape one-hot + RGB) and of the agent (shape one-hot + RGB) on their cells.
+* ``frames``: the trial rendered by :mod:`bib.render.frames` at ``cell_px`` pixels per cell with
+  the agent on ``p_i``, resized to ``image_size`` (BIB: 84 x 84), RGB in [0, 1].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bib.episode import Episode, Trial
+from bib.errors import BibInputError
+from bib.render.sprites import AGENT_SHAPES, OBJECT_SHAPES
+from bib.world.dynamics import ACTIONS, STAY, action_between
+
+INPUTS = ("symbolic", "frames")
+
+_STATIC = ("wall", "barrier", "lock", "key", "home")
+_DYNAMIC = ("agent", "carrying")
+SYMBOLIC_CHANNELS: tuple[str, ...] = (
+    *_STATIC,
+    *(f"object:{s}" for s in OBJECT_SHAPES),
+    "object:r",
+    "object:g",
+    "object:b",
+    *_DYNAMIC,
+    *(f"agent:{s}" for s in AGENT_SHAPES),
+    "agent:r",
+    "agent:g",
+    "agent:b",
+)
+"""Channel names of a symbolic state, in order."""
+_CH = {name: i for i, name in enumerate(SYMBOLIC_CHANNELS)}
+
+ACTION_VECTORS = np.asarray(ACTIONS, dtype=np.float32)
+"""Action index -> (dx, dy) as float32 (index 8, stay, is (0, 0))."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How states are made.
+
+    Attributes:
+        input: ``symbolic`` or ``frames``.
+        image_size: side of a frame in pixels (``frames`` only; BIB: 84).
+        cell_px: render cell size before resizing (``frames`` only).
+        grid: ``(width, height)`` of the symbolic grid; episodes of another size are refused.
+    """
+
+    input: str = "symbolic"
+    image_size: int = 84
+    cell_px: int = 8
+    grid: tuple[int, int] = (10, 10)
+
+    def __post_init__(self) -> None:
+        if self.input not in INPUTS:
+            raise BibInputError(f"config field 'input': expected one of {', '.join(INPUTS)}, got {self.input!r}")
+        if self.image_size < 8 or self.cell_px < 4:
+            raise BibInputError(f"config fields 'image_size'/'cell_px' too small: {self.image_size}, {self.cell_px}")
+
+    @property
+    def channels(self) -> int:
+        """Channels of one state."""
+        return len(SYMBOLIC_CHANNELS) if self.input == "symbolic" else 3
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(C, H, W)`` of one state."""
+        if self.input == "symbolic":
+            return (self.channels, self.grid[1], self.grid[0])
+        return (3, self.image_size, self.image_size)
+
+
+def trial_actions(trial: Trial) -> np.ndarray:
+    """Action index at each of the ``n + 1`` states of ``trial`` (the last one is stay)."""
+    acts = [action_between(a, b) for a, b in zip(trial.path, trial.path[1:])]
+    if any(a is None for a in acts):
+        raise BibInputError("trial path has a jump between non-adjacent cells")
+    return np.asarray([*acts, STAY], dtype=np.int64)
+
+
+def _status(trial: Trial) -> tuple[np.ndarray, np.ndarray]:
+    """Per state: key picked up, lock opened (booleans of length ``n + 1``)."""
+    steps = np.arange(len(trial.path))
+    pickup, unlock = trial.pickup_step(), trial.unlock_step()
+    picked = steps >= pickup if pickup is not None else np.zeros(len(steps), bool)
+    opened = steps >= unlock if unlock is not None else np.zeros(len(steps), bool)
+    return picked, opened
+
+
+STATIC_CHANNELS: tuple[int, ...] = tuple(_CH[n] for n in SYMBOLIC_CHANNELS if not n.startswith(("agent", "carrying")))
+"""Channels of the layout (the same for every state with the same key / lock status)."""
+DYNAMIC_CHANNELS: tuple[int, ...] = tuple(_CH[n] for n in SYMBOLIC_CHANNELS if n.startswith(("agent", "carrying")))
+"""Channels that are non-zero only on the agent's cell: agent, carrying, agent shape, agent RGB."""
+
+
+@dataclass
+class SymbolicTrial:
+    """The symbolic states of one trial in factored form (a state = layout variant + agent cell).
+
+    Attributes:
+        variants: ``[K, C, H, W]`` layouts (dynamic channels zero); K <= 3 (key status x lock status).
+        variant: ``[n + 1]`` the variant shown at each state.
+        cells: ``[n + 1]`` the agent's flat cell index ``y * W + x``.
+        dynamic: ``[n + 1, len(DYNAMIC_CHANNELS)]`` the agent's channel values on its cell.
+    """
+
+    variants: np.ndarray
+    variant: np.ndarray
+    cells: np.ndarray
+    dynamic: np.ndarray
+
+
+def symbolic_trial(trial: Trial) -> SymbolicTrial:
+    """The ``n + 1`` symbolic states of ``trial`` in factored form."""
+    lay = trial.layout
+    static = np.zeros((len(SYMBOLIC_CHANNELS), lay.height, lay.width), dtype=np.float32)
+
+    def put(channel: str, cells) -> None:
+        for x, y in cells:
+            static[_CH[channel], y, x] = 1.0
+
+    put("wall", lay.walls)
+    put("barrier", lay.barriers)
+    put("home", [lay.agent.home])
+    if lay.lock is not None:
+        put("lock", [lay.lock])
+    if lay.key is not None:
+        put("key", [lay.key])
+    for obj in lay.objects:
+        x, y = obj.cell
+        static[_CH[f"object:{obj.shape}"], y, x] = 1.0
+        static[[_CH["object:r"], _CH["object:g"], _CH["object:b"]], y, x] = np.asarray(obj.color) / 255.0
+    picked, opened = _status(trial)
+    status = picked.astype(int) + 2 * opened.astype(int)
+    kinds, variant = np.unique(status, return_inverse=True)
+    variants = np.repeat(static[None], len(kinds), axis=0)
+    for k, kind in enumerate(kinds):
+        if kind & 1:
+            variants[k, _CH["key"]] = 0.0
+        if kind & 2:
+            variants[k, [_CH["barrier"], _CH["lock"]]] = 0.0
+    agent = lay.agent
+    ident = np.zeros(len(DYNAMIC_CHANNELS), dtype=np.float32)
+    names = [SYMBOLIC_CHANNELS[c] for c in DYNAMIC_CHANNELS]
+    ident[names.index("agent")] = 1.0
+    if f"agent:{agent.shape}" in names:
+        ident[names.index(f"agent:{agent.shape}")] = 1.0
+    for k, c in zip(("r", "g", "b"), agent.color):
+        ident[names.index(f"agent:{k}")] = c / 255.0
+    dynamic = np.repeat(ident[None], len(trial.path), axis=0)
+    dynamic[:, names.index("carrying")] = (picked & ~opened).astype(np.float32)
+    cells = np.asarray([y * lay.width + x for x, y in trial.path], dtype=np.int64)
+    return SymbolicTrial(variants, variant.astype(np.int64), cells, dynamic)
+
+
+def densify(variants, variant, cells, dynamic):
+    """Dense ``[N, C, H, W]`` states from the factored form (numpy arrays or torch tensors alike)."""
+    out = variants[variant]  # advanced indexing copies
+    width = out.shape[-1]
+    rows = np.arange(out.shape[0])
+    for j, ch in enumerate(DYNAMIC_CHANNELS):
+        out[rows, ch, cells // width, cells % width] = dynamic[:, j]
+    return out
+
+
+def symbolic_states(trial: Trial) -> np.ndarray:
+    """The ``n + 1`` dense symbolic states of ``trial``: float32 ``[n + 1, C, H, W]``."""
+    st = symbolic_trial(trial)
+    return densify(st.variants, st.variant, st.cells, st.dynamic)
+
+
+def frame_states(trial: Trial, image_size: int = 84, cell_px: int = 8) -> np.ndarray:
+    """The ``n + 1`` rendered states of ``trial``: uint8 ``[n + 1, 3, S, S]`` with ``S = image_size``.
+
+    Frames come from the trial painter of :mod:`bib.render.frames` (the same pictures as the
+    videos, at ``cell_px``) with the agent standing on each path cell, then are resized.
+    """
+    import cv2
+
+    from bib.render.frames import RenderSettings, _Painter
+
+    painter = _Painter(trial, RenderSettings(cell_px=cell_px))
+    picked, opened = _status(trial)
+    out = np.empty((len(trial.path), 3, image_size, image_size), dtype=np.uint8)
+    for i, cell in enumerate(trial.path):
+        fade = 0.0 if opened[i] else 1.0
+        img = painter.frame(np.asarray(cell, dtype=np.float64), bool(picked[i] and not opened[i]), not picked[i], fade)
+        if img.shape[:2] != (image_size, image_size):
+            img = cv2.resize(img, (image_size, image_size), interpolation=cv2.INTER_AREA)
+        out[i] = img.transpose(2, 0, 1)
+    return out
+
+
+@dataclass
+class EncodedEpisode:
+    """One episode as arrays: the states of every trial concatenated, trial by trial.
+
+    Symbolic episodes keep the factored form (``variants``, ``variant``, ``cells``, ``dynamic``,
+    see :class:`SymbolicTrial`, with ``variant`` indexing the episode's ``variants``); frame
+    episodes keep ``frames``.
+
+    Attributes:
+        id: the episode id.
+        actions: ``[S]`` action index at each state.
+        lengths: states per trial (``n_t + 1``); the last trial is the test trial.
+        frames: ``[S, 3, H, W]`` uint8, or None.
+        variants, variant, cells, dynamic: the factored symbolic states, or None.
+    """
+
+    id: str
+    actions: np.ndarray
+    lengths: list[int]
+    frames: np.ndarray | None = None
+    variants: np.ndarray | None = None
+    variant: np.ndarray | None = None
+    cells: np.ndarray | None = None
+    dynamic: np.ndarray | None = None
+
+
+def encode_episode(ep: Episode, spec: InputSpec) -> EncodedEpisode:
+    """States and actions of every trial of ``ep`` under ``spec``.
+
+    Raises:
+        BibInputError: when the episode has no familiarization trial, or its grid does not match
+            the symbolic grid size of ``spec``.
+    """
+    if len(ep.trials) < 2:
+        raise BibInputError(f"episode {ep.id}: learned observers need familiarization trials and a test trial")
+    actions = np.concatenate([trial_actions(t) for t in ep.trials])
+    lengths = [len(t.path) for t in ep.trials]
+    if spec.input == "frames":
+        frames = np.concatenate([frame_states(t, spec.image_size, spec.cell_px) for t in ep.trials])
+        return EncodedEpisode(ep.id, actions, lengths, frames=frames)
+    if (ep.width, ep.height) != tuple(spec.grid):
+        raise BibInputError(
+            f"episode {ep.id}: grid {ep.width} x {ep.height} differs from the model's {spec.grid[0]} x {spec.grid[1]}"
+        )
+    parts = [symbolic_trial(t) for t in ep.trials]
+    offsets = np.cumsum([0] + [len(p.variants) for p in parts])
+    return EncodedEpisode(
+        ep.id,
+        actions,
+        lengths,
+        variants=np.concatenate([p.variants for p in parts]),
+        variant=np.concatenate([p.variant + o for p, o in zip(parts, offsets)]),
+        cells=np.concatenate([p.cells for p in parts]),
+        dynamic=np.concatenate([p.dynamic for p in parts]),
+    )
+
+
+@dataclass
+class Batch:
+    """Several encoded episodes in the index form the networks use (torch tensors).
+
+    States are numbered 0 .. N-1 over the whole batch. Frame batches hold ``frames`` [N, 3, H, W]
+    in [0, 1]; symbolic batches hold the factored form (``variants`` [K, C, H, W], and per state
+    ``variant``, ``cells``, ``dynamic``).
+
+    Attributes:
+        actions: ``[N]`` action index at each state.
+        ctx_index: ``[T, L]`` indices of the states of each context trial, padded with 0.
+        ctx_lengths: ``[T]`` true lengths of the context trials.
+        ctx_episode: ``[T]`` episode (0 .. B-1) of each context trial.
+        query_index: ``[Q]`` indices of the test-trial states that have a next move.
+        query_episode: ``[Q]`` episode of each query.
+        n_episodes: B.
+        query_counts: queries per episode (test-trial steps), to split outputs back.
+    """
+
+    actions: Any
+    ctx_index: Any
+    ctx_lengths: Any
+    ctx_episode: Any
+    query_index: Any
+    query_episode: Any
+    n_episodes: int
+    query_counts: list[int]
+    frames: Any = None
+    variants: Any = None
+    variant: Any = None
+    cells: Any = None
+    dynamic: Any = None
+
+    @property
+    def n_states(self) -> int:
+        """N, the number of states in the batch."""
+        return int(self.actions.shape[0])
+
+    def dense(self, index: Any) -> Any:
+        """Dense states ``[len(index), C, H, W]`` of the states ``index``."""
+        if self.frames is not None:
+            return self.frames[index]
+        return densify(self.variants, self.variant[index], self.cells[index], self.dynamic[index])
+
+
+def collate(items: Sequence[EncodedEpisode]) -> Batch:
+    """Stack encoded episodes into one :class:`Batch` (uint8 frames are scaled to [0, 1])."""
+    import torch
+
+    ctx_rows: list[np.ndarray] = []
+    ctx_episode: list[int] = []
+    query_index: list[np.ndarray] = []
+    query_episode: list[np.ndarray] = []
+    counts: list[int] = []
+    base = 0
+    variant_base = 0
+    variant_idx = []
+    for b, item in enumerate(items):
+        starts = np.concatenate([[0], np.cumsum(item.lengths)])
+        for t, length in enumerate(item.lengths[:-1]):
+            ctx_rows.append(base + starts[t] + np.arange(length))
+            ctx_episode.append(b)
+        n_query = item.lengths[-1] - 1
+        query_index.append(base + starts[-2] + np.arange(n_query))
+        query_episode.append(np.full(n_query, b))
+        counts.append(n_query)
+        base += len(item.actions)
+        if item.variants is not None:
+            variant_idx.append(item.variant + variant_base)
+            variant_base += len(item.variants)
+    lengths = np.asarray([len(r) for r in ctx_rows])
+    index = np.zeros((len(ctx_rows), int(lengths.max())), dtype=np.int64)
+    for i, r in enumerate(ctx_rows):
+        index[i, : len(r)] = r
+
+    def cat(name: str) -> Any:
+        return torch.from_numpy(np.concatenate([getattr(it, name) for it in items]))
+
+    batch = Batch(
+        actions=cat("actions"),
+        ctx_index=torch.from_numpy(index),
+        ctx_lengths=torch.from_numpy(lengths),
+        ctx_episode=torch.from_numpy(np.asarray(ctx_episode, dtype=np.int64)),
+        query_index=torch.from_numpy(np.concatenate(query_index).astype(np.int64)),
+        query_episode=torch.from_numpy(np.concatenate(query_episode).astype(np.int64)),
+        n_episodes=len(items),
+        query_counts=counts,
+    )
+    if items[0].frames is not None:
+        batch.frames = cat("frames").float().div_(255.0)
+    else:
+        batch.variants = cat("variants")
+        batch.variant = torch.from_numpy(np.concatenate(variant_idx))
+        batch.cells = cat("cells")
+        batch.dynamic = cat("dynamic")
+    return batch

@@ -1,0 +1,295 @@
+"""The learned-observer base: configs, batched per-step surprise, and safe checkpoints (weights_only).
+
+A checkpoint is ``torch.save({"state_dict": ..., "config": {...}})`` where ``config`` holds only
+JSON types: ``format`` (``bib.checkpoint/1``), ``observer`` (registry name), ``model`` (the model
+config), ``train`` (the training config) and ``metrics``. It is read with
+``torch.load(..., weights_only=True)``, so a file holding any pickled object is refused instead of
+executing code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from bib.episode import Episode
+from bib.errors import BibInputError
+from bib.io import atomic_write_bytes
+from bib.observers.base import BaseObserver
+from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
+
+FORMAT = "bib.checkpoint/1"
+
+LEARNED: dict[str, type[LearnedObserver]] = {}
+"""Registry name -> learned observer class (filled by the modules that define them)."""
+
+
+@contextlib.contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the body with ``torch.set_num_threads(n)`` (restored afterwards; n <= 0 keeps the setting).
+
+    Small per-step tensors gain nothing from intra-op threads, and on a shared machine the
+    thread pool's spinning makes them several times slower (measured: 1 thread scored 156
+    episodes/s, 2 threads 28, on a loaded 2-core VM), so scoring and training default to 1.
+    """
+    old = torch.get_num_threads()
+    if n > 0:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+@dataclass
+class TrainConfig:
+    """How a learned observer is trained (``[train]`` in ``baselines/NAME.toml``).
+
+    Attributes:
+        epochs: passes over the training split.
+        batch_size: episodes per optimisation step.
+        lr: Adam learning rate.
+        weight_decay: Adam weight decay.
+        grad_clip: gradient-norm clipping threshold.
+        seed: seeds ``torch.manual_seed`` and the numpy Generator that shuffles episodes.
+        max_episodes: use only the first N episodes (by sorted id) of the background set; 0 = all.
+        max_batches: stop each epoch after N batches; 0 = a full pass.
+        max_val_episodes: validate on the first N validation episodes; 0 = all.
+        threads: torch intra-op threads during training (0 = torch's default).
+        loader_workers: processes that load and encode episodes while the main process trains
+            (0 = load inline).
+    """
+
+    epochs: int = 5
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    grad_clip: float = 10.0
+    seed: int = 0
+    max_episodes: int = 0
+    max_batches: int = 0
+    max_val_episodes: int = 0
+    threads: int = 1
+    loader_workers: int = 1
+
+
+def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
+    """Build dataclass ``cls`` from ``values``, checking names and types.
+
+    Raises:
+        BibInputError: naming ``where`` and the field for an unknown field or a wrong type.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    defaults = cls()
+    out = {}
+    for key, value in values.items():
+        if key not in fields:
+            raise BibInputError(f"{where}: unknown field {key!r}; known: {', '.join(fields)}")
+        default = getattr(defaults, key)
+        if isinstance(default, bool) or isinstance(value, bool):
+            ok = isinstance(value, bool) and isinstance(default, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float))
+            value = float(value) if ok else value
+        elif isinstance(default, (list, tuple)):
+            ok = isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+            value = list(value) if ok else value
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise BibInputError(f"{where}: field {key!r} expects {type(default).__name__}, got {value!r}")
+        out[key] = value
+    return cls(**out)
+
+
+@dataclass
+class InputConfig:
+    """Fields every learned model shares.
+
+    Attributes:
+        input: ``symbolic`` (fast default) or ``frames`` (see :class:`bib.observers.encoders.InputSpec`).
+        image_size: frame side in pixels (``frames``; BIB: 84).
+        cell_px: render cell size before resizing (``frames``).
+        grid: ``[width, height]`` of the symbolic grid.
+        embed: state embedding size.
+        symbolic_hidden: hidden units of the symbolic state MLP.
+        seed: ``torch.manual_seed`` for the initial weights.
+    """
+
+    input: str = "symbolic"
+    image_size: int = 84
+    cell_px: int = 8
+    grid: list[int] = field(default_factory=lambda: [10, 10])
+    embed: int = 128
+    symbolic_hidden: int = 256
+    seed: int = 0
+
+
+class LearnedObserver(BaseObserver):
+    """A torch observer: ``net.step_errors(batch)`` gives one error per test step, used both as the
+    training loss terms and as the surprise.
+
+    Subclasses set ``name`` and ``Config`` (a dataclass extending :class:`InputConfig`) and
+    implement :meth:`build_net`.
+    """
+
+    name: ClassVar[str] = "learned"
+    Config: ClassVar[type] = InputConfig
+    score_batch: int = 32
+    threads: int = 1
+
+    def __init__(self, config: Any | None = None, **overrides: Any) -> None:
+        """Build an untrained observer from ``config`` (a ``Config``) and/or field overrides."""
+        if config is None:
+            config = config_from_dict(self.Config, overrides, f"observer {self.name}")
+        elif overrides:
+            config = dataclasses.replace(config, **overrides)
+        self.config = config
+        self.spec = InputSpec(config.input, config.image_size, config.cell_px, tuple(config.grid))
+        torch.manual_seed(config.seed)
+        self.net = self.build_net()
+        self.net.eval()
+
+    def build_net(self) -> nn.Module:
+        """The network (with a ``step_errors(batch) -> [Q]`` method)."""
+        raise NotImplementedError
+
+    @classmethod
+    def create(cls, checkpoint: Path | None = None, **config: Any) -> LearnedObserver:
+        """Registry factory: load ``checkpoint``, or build an untrained observer from ``config``."""
+        if checkpoint is not None:
+            if config:
+                raise BibInputError(f"observer {cls.name}: options {sorted(config)} cannot be combined with a checkpoint")
+            return load_observer(checkpoint, expected=cls.name)
+        return cls(**config)
+
+    def encode(self, episode: Episode) -> EncodedEpisode:
+        """The episode's states and actions under this observer's input spec."""
+        return encode_episode(episode, self.spec)
+
+    def step_errors(self, batch: Batch) -> torch.Tensor:
+        """Per test-step errors of a batch (with gradients when the net is in training mode)."""
+        return self.net.step_errors(batch)
+
+    def surprise_many(self, episodes: Sequence[Episode]) -> list[np.ndarray]:
+        """Per-step surprise of each episode, batched ``score_batch`` episodes at a time."""
+        self.net.eval()
+        out: list[np.ndarray] = []
+        with torch.no_grad(), torch_threads(self.threads):
+            for start in range(0, len(episodes), self.score_batch):
+                batch = collate([self.encode(ep) for ep in episodes[start : start + self.score_batch]])
+                errors = self.step_errors(batch).double().numpy()
+                out += np.split(errors, np.cumsum(batch.query_counts)[:-1])
+        return out
+
+    def surprise(self, episode: Episode) -> np.ndarray:
+        """Per-step surprise of the test trial (``episode.test.n_steps`` values)."""
+        return self.surprise_many([episode])[0]
+
+    def fit(self, background_episodes: Sequence[Episode], train: TrainConfig | None = None) -> None:
+        """Train on in-memory episodes (80/20 split by sorted id); ``bib train`` streams from disk instead."""
+        from bib.observers.training import fit_episodes
+
+        fit_episodes(self, background_episodes, train or TrainConfig())
+
+    def checkpoint(self, train: TrainConfig | None = None, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The checkpoint dict: the state dict and a JSON-serialisable config."""
+        return {
+            "state_dict": {k: v.detach().clone() for k, v in self.net.state_dict().items()},
+            "config": {
+                "format": FORMAT,
+                "observer": self.name,
+                "model": dataclasses.asdict(self.config),
+                "train": dataclasses.asdict(train) if train is not None else None,
+                "metrics": metrics or {},
+            },
+        }
+
+    def save(self, path: str | Path, train: TrainConfig | None = None, metrics: dict[str, Any] | None = None) -> None:
+        """Write the checkpoint to ``path`` atomically."""
+        save_checkpoint(self.checkpoint(train, metrics), path)
+
+
+def save_checkpoint(ckpt: dict[str, Any], path: str | Path) -> None:
+    """``torch.save`` ``ckpt`` into memory, then write it atomically."""
+    buf = io.BytesIO()
+    torch.save(ckpt, buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load a checkpoint with ``weights_only=True`` and check its layout.
+
+    Raises:
+        BibInputError: the file is missing, holds pickled objects, or is not a bib checkpoint.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise BibInputError(f"{p}: checkpoint not found")
+    try:
+        ckpt = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises several types; all mean "refused"
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BibInputError(f"{p}: refused to load checkpoint (weights_only): {reason[:200]}") from None
+    if not (isinstance(ckpt, dict) and isinstance(ckpt.get("state_dict"), dict) and isinstance(ckpt.get("config"), dict)):
+        raise BibInputError(f"{p}: not a bib checkpoint (expected a dict with 'state_dict' and 'config')")
+    cfg = ckpt["config"]
+    if cfg.get("format") != FORMAT:
+        raise BibInputError(f"{p}: config field 'format': expected {FORMAT!r}, got {cfg.get('format')!r}")
+    return ckpt
+
+
+def learned_class(name: str) -> type[LearnedObserver]:
+    """The learned observer class registered as ``name`` (importing observer plugins as needed)."""
+    if name not in LEARNED:
+        from bib.observers.registry import get_observer_spec
+
+        get_observer_spec(name)
+    if name not in LEARNED:
+        raise BibInputError(f"observer {name!r} is not a learned observer")
+    return LEARNED[name]
+
+
+def load_observer(path: str | Path, expected: str | None = None) -> LearnedObserver:
+    """Rebuild a trained observer from a checkpoint.
+
+    Args:
+        path: the checkpoint file.
+        expected: the observer name the caller asked for; a checkpoint of another observer is refused.
+
+    Raises:
+        BibInputError: an unloadable checkpoint, a name mismatch or weights that do not fit the model.
+    """
+    ckpt = read_checkpoint(path)
+    cfg = ckpt["config"]
+    name = cfg.get("observer")
+    if expected is not None and name != expected:
+        raise BibInputError(f"{path}: checkpoint is for observer {name!r}, not {expected!r}")
+    cls = learned_class(str(name))
+    model = config_from_dict(cls.Config, cfg.get("model") or {}, f"{path}: config.model")
+    obs = cls(model)
+    try:
+        obs.net.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as exc:
+        raise BibInputError(f"{path}: weights do not fit the {name} model ({str(exc).splitlines()[0]})") from None
+    obs.net.eval()
+    obs.metrics = dict(cfg.get("metrics") or {})
+    return obs
+
+
+def register_learned(cls: type[LearnedObserver], description: str) -> type[LearnedObserver]:
+    """Add ``cls`` to :data:`LEARNED` and to the observer registry (needs a checkpoint)."""
+    from bib.observers.registry import register_observer
+
+    LEARNED[cls.name] = cls
+    register_observer(cls.name, cls.create, needs_checkpoint=True, description=description)
+    return cls

@@ -1,0 +1,136 @@
+"""Torch building blocks of the learned observers: state encoders, MLPs, packed RNN summaries, a small U-Net."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from bib.observers.encoders import ACTION_VECTORS, DYNAMIC_CHANNELS, Batch, InputSpec
+
+
+class StateEncoder(nn.Module):
+    """Each state of a batch -> an ``embed``-d vector (``forward(batch, index=None)``).
+
+    Symbolic grids: an MLP over the flattened ``C x H x W`` grid (``hidden`` units, ReLU, then
+    ``embed``, ReLU). Its first layer is computed in factored form, exactly: the layout variants
+    of a batch go through it once and the agent's channels add a column lookup at its cell, so
+    a state costs ``hidden x 8`` multiply-adds instead of ``hidden x C x H x W``.
+    Frames: the ATC conv stack of BIB's baselines (32 channels, kernel 3, strides 2, 2, 2, 1),
+    flattened into a linear layer with ReLU.
+    """
+
+    def __init__(self, spec: InputSpec, embed: int, hidden: int = 256) -> None:
+        super().__init__()
+        c, h, w = spec.shape
+        self.symbolic = spec.input == "symbolic"
+        if self.symbolic:
+            self.first = nn.Linear(c * h * w, hidden)
+            self.register_buffer("dyn", torch.tensor(DYNAMIC_CHANNELS), persistent=False)
+            self.head = nn.Sequential(nn.ReLU(), nn.Linear(hidden, embed), nn.ReLU())
+            return
+        convs: list[nn.Module] = []
+        for i, stride in enumerate((2, 2, 2, 1)):
+            convs += [nn.Conv2d(c if i == 0 else 32, 32, 3, stride=stride), nn.ReLU()]
+        self.conv = nn.Sequential(*convs)
+        with torch.no_grad():
+            flat = self.conv(torch.zeros(1, c, h, w)).numel()
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(flat, embed), nn.ReLU())
+
+    def forward(self, batch: Batch, index: torch.Tensor | None = None) -> torch.Tensor:
+        """Embeddings ``[N, embed]`` of the states ``index`` (default: all states of ``batch``)."""
+        if not self.symbolic:
+            frames = batch.frames if index is None else batch.frames[index]
+            return self.head(self.conv(frames))
+        variant, cells, dynamic = batch.variant, batch.cells, batch.dynamic
+        if index is not None:
+            variant, cells, dynamic = variant[index], cells[index], dynamic[index]
+        weight = self.first.weight
+        layouts = batch.variants.flatten(1) @ weight.T  # [K, hidden]
+        hw = batch.variants.shape[-2] * batch.variants.shape[-1]
+        columns = weight.view(weight.shape[0], -1, hw)[:, self.dyn][:, :, cells]  # [hidden, D, N]
+        pre = layouts[variant] + torch.einsum("hdn,nd->nh", columns, dynamic) + self.first.bias
+        return self.head(pre)
+
+
+def mlp(n_in: int, hidden: list[int], n_out: int, dropout: float = 0.0) -> nn.Sequential:
+    """Linear layers with ReLU (and dropout) between them; no activation after the last."""
+    layers: list[nn.Module] = []
+    width = n_in
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        if dropout > 0:
+            layers.append(nn.Dropout(dropout))
+        width = h
+    layers.append(nn.Linear(width, n_out))
+    return nn.Sequential(*layers)
+
+
+def action_vectors(actions: torch.Tensor) -> torch.Tensor:
+    """Action indices (any shape) -> their ``(dx, dy)`` as float, shape ``[..., 2]``."""
+    return torch.from_numpy(ACTION_VECTORS)[actions]
+
+
+def packed_last(rnn: nn.LSTM | nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Final states of ``rnn`` over padded sequences, taken at each sequence's true length.
+
+    The sequences are packed, so padding never enters the recurrence; the result is the last
+    layer's final hidden state (forward direction after the last real step, backward direction
+    after the first), concatenated for a bidirectional RNN. This is the fix for BIB's BC-RNN,
+    which read ``x_lstm[:, -1]``, a padded position for every shorter trial.
+
+    Args:
+        rnn: a ``batch_first`` LSTM or GRU.
+        x: ``[T, L, D]`` padded inputs.
+        lengths: ``[T]`` true lengths (>= 1).
+
+    Returns:
+        ``[T, H * directions]``.
+    """
+    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    _, hidden = rnn(packed)
+    h_n = hidden[0] if isinstance(hidden, tuple) else hidden
+    if rnn.bidirectional:
+        return torch.cat([h_n[-2], h_n[-1]], dim=1)
+    return h_n[-1]
+
+
+def segment_mean(values: torch.Tensor, segments: torch.Tensor, n: int) -> torch.Tensor:
+    """Mean of the rows of ``values`` [T, D] grouped by ``segments`` [T] into ``n`` groups."""
+    total = torch.zeros(n, values.shape[1], dtype=values.dtype).index_add_(0, segments, values)
+    counts = torch.zeros(n, dtype=values.dtype).index_add_(0, segments, torch.ones_like(segments, dtype=values.dtype))
+    return total / counts.clamp(min=1.0)[:, None]
+
+
+def _double_conv(c_in: int, c_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU(), nn.Conv2d(c_out, c_out, 3, padding=1), nn.ReLU())
+
+
+class UNet(nn.Module):
+    """A small U-Net: two down-sampling levels, a conditioned bottleneck, sigmoid output.
+
+    The condition vector (the agent embedding) is projected to the bottleneck channels and added
+    at every bottleneck position. Odd sizes (a 10 x 10 grid, 21 px) are handled by resizing on
+    the way up.
+    """
+
+    def __init__(self, c_in: int, c_out: int, cond: int, channels: list[int]) -> None:
+        super().__init__()
+        c1, c2 = channels
+        self.enc1 = _double_conv(c_in, c1)
+        self.enc2 = _double_conv(c1, c2)
+        self.mid = _double_conv(c2, 2 * c2)
+        self.cond = nn.Linear(cond, 2 * c2)
+        self.dec2 = _double_conv(2 * c2 + c2, c2)
+        self.dec1 = _double_conv(c2 + c1, c1)
+        self.out = nn.Conv2d(c1, c_out, 1)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
+        """``x`` [N, C, H, W], ``cond`` [N, cond] -> [N, c_out, H, W] in (0, 1)."""
+        s1 = self.enc1(x)
+        s2 = self.enc2(F.max_pool2d(s1, 2))
+        m = self.mid(F.max_pool2d(s2, 2)) + self.cond(cond)[:, :, None, None]
+        u2 = self.dec2(torch.cat([F.interpolate(m, size=s2.shape[-2:], mode="nearest"), s2], dim=1))
+        u1 = self.dec1(torch.cat([F.interpolate(u2, size=s1.shape[-2:], mode="nearest"), s1], dim=1))
+        return torch.sigmoid(self.out(u1))

@@ -1,0 +1,295 @@
+"""Training of the learned observers: background episodes streamed from disk, 80/20 split by sorted id,
+seeded shuffling, validation loss per epoch, best checkpoint written atomically.
+
+The split: episodes sorted by id, every fifth one (positions 4, 9, 14, ...) is validation, the
+rest training. Interleaving keeps every background task in both parts (the ids of one task are
+contiguous, so a plain first-80% cut would leave whole tasks out of training).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import time
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bib.episode import Episode, load_episode
+from bib.errors import BibInputError
+from bib.observers.encoders import Batch, collate
+from bib.observers.learned import LearnedObserver, TrainConfig, config_from_dict, learned_class, torch_threads
+from bib.progress import track
+
+Item = Path | Episode
+"""A training item: an episode file (loaded when its batch is built) or an episode in memory."""
+
+
+def episode_files(path: str | Path) -> list[tuple[str, Path]]:
+    """``(episode id, file)`` of every episode under ``path``, sorted by id.
+
+    Args:
+        path: a folder searched recursively for ``*.json`` episode files (the id is the file
+            name without ``.json``, as ``bib generate`` writes them), or a ``manifest.csv``.
+
+    Raises:
+        BibInputError: no episodes found, a missing manifest column, or an id found twice.
+    """
+    p = Path(path)
+    pairs: list[tuple[str, Path]] = []
+    if p.is_file() and p.suffix == ".csv":
+        with p.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = {"episode_id", "episode_path"} - set(reader.fieldnames or [])
+            if missing:
+                raise BibInputError(f"{p}: manifest lacks column(s) {', '.join(sorted(missing))}")
+            pairs = [(row["episode_id"], p.parent / row["episode_path"]) for row in reader]
+    elif p.is_dir():
+        pairs = [(f.stem, f) for f in p.rglob("*.json") if not f.name.startswith(".")]
+    else:
+        raise BibInputError(f"{p}: not a folder or a manifest.csv")
+    if not pairs:
+        raise BibInputError(f"{p}: no episode files (*.json) found")
+    pairs.sort(key=lambda t: t[0])
+    for (a, fa), (b, fb) in zip(pairs, pairs[1:]):
+        if a == b:
+            raise BibInputError(f"{p}: episode id {a!r} appears twice ({fa} and {fb})")
+    return pairs
+
+
+def split(ids: Sequence[Any]) -> tuple[list[int], list[int]]:
+    """Positions of the training and validation items of an id-sorted list (every fifth is validation)."""
+    train = [i for i in range(len(ids)) if i % 5 != 4]
+    val = [i for i in range(len(ids)) if i % 5 == 4]
+    return train, val
+
+
+def load_config(observer: str, path: str | Path | None = None) -> tuple[Any, TrainConfig]:
+    """The model and training configs of ``observer``: defaults, overridden by a TOML file.
+
+    The TOML has an optional top-level ``observer = "NAME"`` (checked against ``observer``) and
+    tables ``[model]`` and ``[train]``.
+
+    Raises:
+        BibInputError: unreadable TOML, an unknown table or field, a wrong type, or a config
+            written for another observer.
+    """
+    cls = learned_class(observer)
+    if path is None:
+        return cls.Config(), TrainConfig()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BibInputError(f"{p}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BibInputError(f"{p}: malformed TOML ({exc})") from None
+    unknown = set(data) - {"observer", "model", "train"}
+    if unknown:
+        raise BibInputError(f"{p}: unknown table or field {sorted(unknown)[0]!r} (expected observer, [model], [train])")
+    if data.get("observer", observer) != observer:
+        raise BibInputError(f"{p}: config is for observer {data['observer']!r}, not {observer!r}")
+    model = config_from_dict(cls.Config, data.get("model", {}), f"{p}: [model]")
+    train = config_from_dict(TrainConfig, data.get("train", {}), f"{p}: [train]")
+    return model, train
+
+
+def _episode(item: Item) -> Episode:
+    return item if isinstance(item, Episode) else load_episode(item)
+
+
+class _Batches(torch.utils.data.Dataset):
+    """Map-style dataset whose items are whole collated batches (so a loader worker builds them)."""
+
+    def __init__(self, observer: LearnedObserver, items: Sequence[Item], batches: list[np.ndarray]) -> None:
+        self.observer = observer
+        self.items = items
+        self.batches = batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, k: int) -> Batch:
+        return collate([self.observer.encode(_episode(self.items[int(i)])) for i in self.batches[k]])
+
+
+def _identity(batch: Batch) -> Batch:
+    return batch
+
+
+def _batches(observer: LearnedObserver, items: Sequence[Item], order: np.ndarray, size: int, workers: int) -> Iterator[Batch]:
+    """Collated batches of ``items`` in ``order``, built by ``workers`` loader processes (0 = inline)."""
+    chunks = [order[i : i + size] for i in range(0, len(order), size)]
+    data = _Batches(observer, items, chunks)
+    if workers <= 0 or len(chunks) < 2:
+        return (data[k] for k in range(len(chunks)))
+    loader = torch.utils.data.DataLoader(
+        data, batch_size=None, shuffle=False, num_workers=workers, collate_fn=_identity, prefetch_factor=4
+    )
+    return iter(loader)
+
+
+def mean_loss(observer: LearnedObserver, items: Sequence[Item], batch_size: int, workers: int = 0) -> float:
+    """Mean per-step error over ``items`` (weighted by test steps), without gradients."""
+    observer.net.eval()
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for batch in _batches(observer, items, np.arange(len(items)), batch_size, workers):
+            errors = observer.step_errors(batch)
+            total += float(errors.sum())
+            count += int(errors.numel())
+    return total / max(count, 1)
+
+
+@dataclass
+class TrainReport:
+    """What a training run did.
+
+    Attributes:
+        n_train: training episodes.
+        n_val: validation episodes.
+        history: one dict per epoch (``epoch``, ``train_loss``, ``val_loss``, ``seconds``,
+            ``batches``), preceded by epoch 0 (the untrained validation loss).
+        best_epoch: the epoch whose weights were kept (lowest validation loss).
+        best_val_loss: its validation loss.
+    """
+
+    n_train: int
+    n_val: int
+    history: list[dict[str, float]] = field(default_factory=list)
+    best_epoch: int = 0
+    best_val_loss: float = float("inf")
+
+
+def run_training(
+    observer: LearnedObserver,
+    train_items: Sequence[Item],
+    val_items: Sequence[Item],
+    cfg: TrainConfig,
+    out: str | Path | None = None,
+    log: Callable[[str], None] = print,
+) -> TrainReport:
+    """Train ``observer.net`` in place and keep the weights of the epoch with the lowest validation loss.
+
+    Each epoch shuffles the training items with ``numpy.random.default_rng(cfg.seed)`` (one
+    Generator for the run), steps Adam on the mean per-step error of each batch with gradient
+    clipping, then measures the validation loss. When ``out`` is given, the best checkpoint so
+    far is written there (atomically) after every epoch, so an interrupted run keeps its progress.
+    With no validation items the training loss selects the epoch.
+    """
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    net = observer.net
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    report = TrainReport(len(train_items), len(val_items))
+    workers = cfg.loader_workers
+    with torch_threads(cfg.threads):
+        val0 = mean_loss(observer, val_items or train_items, cfg.batch_size, workers)
+        report.history.append({"epoch": 0, "train_loss": float("nan"), "val_loss": val0, "seconds": 0.0, "batches": 0})
+        report.best_val_loss = val0
+        best_state = copy.deepcopy(net.state_dict())
+        log(f"epoch 0/{cfg.epochs}: validation loss {val0:.4f} (untrained)")
+        for epoch in range(1, cfg.epochs + 1):
+            t0 = time.perf_counter()
+            order = rng.permutation(len(train_items))
+            if cfg.max_batches:
+                order = order[: cfg.max_batches * cfg.batch_size]
+            n_batches = -(-len(order) // cfg.batch_size)
+            net.train()
+            total, count = 0.0, 0
+            batches = _batches(observer, train_items, order, cfg.batch_size, workers)
+            for batch in track(batches, total=n_batches, description=f"epoch {epoch}/{cfg.epochs}"):
+                errors = observer.step_errors(batch)
+                loss = errors.mean()
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+                opt.step()
+                total += float(errors.detach().sum())
+                count += int(errors.numel())
+            train_loss = total / max(count, 1)
+            val = mean_loss(observer, val_items, cfg.batch_size, workers) if val_items else train_loss
+            seconds = time.perf_counter() - t0
+            report.history.append(
+                {"epoch": epoch, "train_loss": train_loss, "val_loss": val, "seconds": seconds, "batches": n_batches}
+            )
+            log(f"epoch {epoch}/{cfg.epochs}: train loss {train_loss:.4f}, validation loss {val:.4f} ({seconds:.1f} s)")
+            if val < report.best_val_loss:
+                report.best_epoch, report.best_val_loss = epoch, val
+                best_state = copy.deepcopy(net.state_dict())
+                if out is not None:
+                    observer.save(out, cfg, _metrics(report))
+    net.load_state_dict(best_state)
+    net.eval()
+    if out is not None and report.best_epoch == 0:
+        observer.save(out, cfg, _metrics(report))
+    return report
+
+
+def _metrics(report: TrainReport) -> dict[str, Any]:
+    return {
+        "n_train": report.n_train,
+        "n_val": report.n_val,
+        "best_epoch": report.best_epoch,
+        "best_val_loss": report.best_val_loss,
+        "history": [dict(h) for h in report.history],
+    }
+
+
+def fit_episodes(observer: LearnedObserver, episodes: Sequence[Episode], cfg: TrainConfig,
+                 log: Callable[[str], None] = lambda _: None) -> TrainReport:
+    """Train on in-memory episodes, split 80/20 by sorted id (what ``Observer.fit`` calls)."""
+    ordered = sorted(episodes, key=lambda e: e.id)
+    if cfg.max_episodes:
+        ordered = ordered[: cfg.max_episodes]
+    tr, va = split([e.id for e in ordered])
+    return run_training(observer, [ordered[i] for i in tr], [ordered[i] for i in va], cfg, None, log)
+
+
+def train(
+    observer: str,
+    background: str | Path,
+    out: str | Path,
+    config: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> TrainReport:
+    """Train the learned observer ``observer`` on the episodes under ``background``; write ``out``.
+
+    Args:
+        observer: a learned observer name (``bc-mlp``, ``bc-rnn``, ``video-rnn``).
+        background: a folder of episode files (searched recursively) or a manifest.csv.
+        out: the checkpoint file to write.
+        config: a TOML config (``baselines/NAME.toml``); defaults when None.
+        overrides: ``[train]`` fields to override (e.g. ``{"epochs": 1}``).
+        log: where progress lines go.
+
+    Raises:
+        BibInputError: bad config, no episodes, or an unreadable episode file.
+    """
+    model_cfg, train_cfg = load_config(observer, config)
+    if overrides:
+        values = {k: v for k, v in vars(train_cfg).items()}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        train_cfg = config_from_dict(TrainConfig, values, "train options")
+    files = episode_files(background)
+    if train_cfg.max_episodes:
+        files = files[: train_cfg.max_episodes]
+    tr, va = split([i for i, _ in files])
+    if not tr:
+        raise BibInputError(f"{background}: too few episodes to train on ({len(files)})")
+    val_files = [files[i][1] for i in va]
+    if train_cfg.max_val_episodes:
+        val_files = val_files[: train_cfg.max_val_episodes]
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    obs = learned_class(observer)(model_cfg)
+    log(f"{observer}: {len(tr)} training and {len(val_files)} validation episodes from {background}; "
+        f"{sum(p.numel() for p in obs.net.parameters())} parameters")
+    report = run_training(obs, [files[i][1] for i in tr], val_files, train_cfg, out, log)
+    log(f"best epoch {report.best_epoch}: validation loss {report.best_val_loss:.4f}; checkpoint {out}")
+    return report

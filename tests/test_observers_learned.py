@@ -1,0 +1,246 @@
+"""Learned observers (bc-mlp, bc-rnn, video-rnn): inputs, variable-length context, training, checkpoints, CLI."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from bib.cli import main
+from bib.episode import save_episode
+from bib.errors import BibInputError
+from bib.observers.bc import BCMLPObserver, BCRNNObserver
+from bib.observers.encoders import (
+    DYNAMIC_CHANNELS,
+    SYMBOLIC_CHANNELS,
+    collate,
+    encode_episode,
+    frame_states,
+    symbolic_states,
+)
+from bib.observers.learned import TrainConfig, read_checkpoint, torch_threads
+from bib.observers.nets import StateEncoder, packed_last
+from bib.observers.registry import make_observer
+from bib.observers.training import load_config, run_training, split
+from bib.observers.video_rnn import VideoRNNObserver
+from bib.tasks import make_unit
+
+os.environ.setdefault("BIB_NO_PROGRESS", "1")
+
+TINY = {"embed": 16, "symbolic_hidden": 32, "context_hidden": 8, "policy": [32], "dropout": 0.0}
+TINY_VIDEO = {"embed": 16, "symbolic_hidden": 32, "rnn_hidden": 8, "unet_channels": [4, 8]}
+FAST = {"batch_size": 8, "lr": 3e-3, "loader_workers": 0}
+CH = {n: i for i, n in enumerate(SYMBOLIC_CHANNELS)}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny tensors run fastest (and steadiest on a shared machine) on one thread."""
+    with torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    """12 single-object and 4 agent-blocked-instrumental background episodes."""
+    eps = [make_unit("single-object", i, 5)[0] for i in range(12)]
+    eps += [make_unit("agent-blocked-instrumental", i, 5)[0] for i in range(4)]
+    return eps
+
+
+def cli(argv: list[str]) -> int:
+    """Run ``bib`` with ``argv``; its exit code."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    return exc.value.code
+
+
+def tiny(cls, **kw):
+    return cls(**(TINY_VIDEO if cls is VideoRNNObserver else TINY), **kw)
+
+
+def test_symbolic_states_follow_the_path_key_and_lock(episodes):
+    trial = next(t for ep in episodes for t in ep.trials if t.unlock_step() is not None)
+    s = symbolic_states(trial)
+    assert s.shape == (len(trial.path), len(SYMBOLIC_CHANNELS), 10, 10)
+    for i, (x, y) in enumerate(trial.path):
+        assert s[i, CH["agent"]].sum() == 1 and s[i, CH["agent"], y, x] == 1
+    pickup, unlock = trial.pickup_step(), trial.unlock_step()
+    kx, ky = trial.layout.key
+    assert s[pickup - 1, CH["key"], ky, kx] == 1 and s[pickup:, CH["key"]].sum() == 0
+    assert s[unlock - 1, CH["barrier"]].sum() == len(trial.layout.barriers)
+    assert s[unlock:, CH["barrier"]].sum() == 0 and s[unlock:, CH["lock"]].sum() == 0
+    carrying = s[:, CH["carrying"]].sum(axis=(1, 2))
+    assert list(carrying) == [1.0 if pickup <= i < unlock else 0.0 for i in range(len(trial.path))]
+
+
+def test_factored_symbolic_encoder_equals_the_dense_mlp(episodes):
+    obs = tiny(BCMLPObserver)
+    enc: StateEncoder = obs.net.encoder
+    batch = collate([obs.encode(ep) for ep in episodes[10:14]])
+    dense = batch.dense(torch.arange(batch.n_states)).flatten(1)
+    with torch.no_grad():
+        want = enc.head(enc.first(dense))
+        got = enc(batch)
+    assert torch.allclose(got, want, atol=1e-5)
+    assert len(DYNAMIC_CHANNELS) == 8
+
+
+def test_frames_input_renders_each_step(episodes):
+    trial = episodes[0].trials[0]
+    frames = frame_states(trial, image_size=84, cell_px=8)
+    assert frames.shape == (len(trial.path), 3, 84, 84) and frames.dtype == np.uint8
+    assert all((frames[i] != frames[i + 1]).any() for i in range(len(frames) - 1))  # the agent moves
+    obs = BCRNNObserver(input="frames", **TINY)
+    s = obs.surprise(episodes[0])
+    assert s.shape == (episodes[0].test.n_steps,) and np.all(np.isfinite(s))
+
+
+@pytest.mark.parametrize("cls", [BCMLPObserver, BCRNNObserver, VideoRNNObserver])
+def test_surprise_has_one_value_per_test_step(cls, episodes):
+    obs = tiny(cls)
+    out = obs.surprise_many(episodes)
+    assert [len(s) for s in out] == [ep.test.n_steps for ep in episodes]
+    assert all(np.all(np.isfinite(s)) and np.all(s >= 0) for s in out)
+    # batching does not change the values
+    np.testing.assert_allclose(obs.surprise(episodes[3]), out[3], rtol=1e-5, atol=1e-6)
+
+
+def test_packed_last_takes_the_true_last_states_whatever_the_padding():
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    x = torch.randn(1, 5, 3)
+    padded = torch.cat([x, torch.randn(1, 7, 3) * 9], dim=1)  # garbage in the padding
+    with torch.no_grad():
+        short = packed_last(rnn, x, torch.tensor([5]))
+        long = packed_last(rnn, padded, torch.tensor([5]))
+        out, (h_n, _) = rnn(x)  # unpadded run: independent reference
+        naive = rnn(padded)[0][:, -1]  # what BIB's BC-RNN read
+    torch.testing.assert_close(long, short)
+    torch.testing.assert_close(short, torch.cat([h_n[-2], h_n[-1]], dim=1))
+    torch.testing.assert_close(short[:, :4], out[:, -1, :4])  # forward: after the last real step
+    torch.testing.assert_close(short[:, 4:], out[:, 0, 4:])  # backward: after the first step
+    assert not torch.allclose(naive, short)
+
+
+def test_bc_rnn_context_of_an_episode_does_not_depend_on_its_batch(episodes):
+    obs = tiny(BCRNNObserver)
+    short = min(episodes, key=lambda e: max(t.n_steps for t in e.trials))
+    long = max(episodes, key=lambda e: max(t.n_steps for t in e.trials))
+    assert max(t.n_steps for t in long.trials) > max(t.n_steps for t in short.trials)
+    with torch.no_grad():
+        alone = collate([obs.encode(short)])
+        mixed = collate([obs.encode(long), obs.encode(short)])
+        assert mixed.ctx_index.shape[1] > alone.ctx_index.shape[1]  # more padding
+        ctx_alone = obs.net.character(alone, obs.net.encoder(alone))[0]
+        ctx_mixed = obs.net.character(mixed, obs.net.encoder(mixed))[1]
+    torch.testing.assert_close(ctx_mixed, ctx_alone, atol=1e-6, rtol=1e-5)
+    np.testing.assert_allclose(obs.surprise_many([long, short])[1], obs.surprise(short), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls", [BCRNNObserver, VideoRNNObserver])
+def test_training_reduces_the_loss(cls, episodes):
+    obs = tiny(cls)
+    cfg = TrainConfig(epochs=8, **{**FAST, "lr": 1e-2})
+    report = run_training(obs, episodes, episodes, cfg, log=lambda _: None)
+    first, last = report.history[0]["val_loss"], report.best_val_loss
+    assert last < 0.8 * first, (first, last)
+    assert report.best_epoch >= 1
+
+
+def test_training_is_deterministic_for_a_seed(episodes):
+    def trained(seed: int) -> dict[str, torch.Tensor]:
+        obs = tiny(BCRNNObserver, seed=seed)
+        run_training(obs, episodes[:10], episodes[10:], TrainConfig(epochs=2, seed=seed, **FAST), log=lambda _: None)
+        return obs.net.state_dict()
+
+    a, b, c = trained(3), trained(3), trained(4)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_split_is_every_fifth_by_sorted_id():
+    train, val = split([f"e{i:02d}" for i in range(10)])
+    assert val == [4, 9] and train == [0, 1, 2, 3, 5, 6, 7, 8]
+
+
+def test_checkpoint_round_trip_gives_identical_surprise(tmp_path, episodes):
+    obs = tiny(BCRNNObserver, head="nll")
+    run_training(obs, episodes[:8], episodes[8:], TrainConfig(epochs=1, **FAST), log=lambda _: None)
+    ckpt = tmp_path / "bc.pt"
+    obs.save(ckpt, TrainConfig(), {"note": "test"})
+    loaded = make_observer("bc-rnn", ckpt)
+    assert loaded.config == obs.config and loaded.metrics == {"note": "test"}
+    for a, b in zip(obs.surprise_many(episodes), loaded.surprise_many(episodes)):
+        np.testing.assert_array_equal(a, b)
+    raw = read_checkpoint(ckpt)
+    assert raw["config"]["observer"] == "bc-rnn" and raw["config"]["model"]["head"] == "nll"
+    with pytest.raises(BibInputError, match="checkpoint is for observer 'bc-rnn', not 'bc-mlp'"):
+        make_observer("bc-mlp", ckpt)
+
+
+class _Payload:
+    """Any pickled class instance: weights_only loading must refuse it."""
+
+    def __reduce__(self):
+        return (print, ("this would have run",))
+
+
+def test_checkpoint_with_a_pickled_object_is_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.pt"
+    torch.save({"state_dict": {}, "config": {"format": "bib.checkpoint/1", "observer": "bc-rnn"}, "x": _Payload()}, bad)
+    with pytest.raises(BibInputError, match=r"bad\.pt: refused to load checkpoint \(weights_only\)"):
+        make_observer("bc-rnn", bad)
+    assert "would have run" not in capsys.readouterr().out
+    junk = tmp_path / "junk.pt"
+    torch.save({"weights": torch.zeros(2)}, junk)
+    with pytest.raises(BibInputError, match="not a bib checkpoint"):
+        read_checkpoint(junk)
+
+
+def test_baseline_configs_load_and_bad_fields_are_named(tmp_path):
+    root = Path(__file__).resolve().parents[1] / "baselines"
+    for name in ("bc-mlp", "bc-rnn", "video-rnn"):
+        model, train = load_config(name, root / f"{name}.toml")
+        assert train.epochs >= 1 and model.input == "symbolic"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[model]\nembedd = 3\n')
+    with pytest.raises(BibInputError, match=r"bad\.toml: \[model\]: unknown field 'embedd'"):
+        load_config("bc-rnn", bad)
+    bad.write_text('[train]\nepochs = "many"\n')
+    with pytest.raises(BibInputError, match=r"\[train\]: field 'epochs' expects int"):
+        load_config("bc-rnn", bad)
+    bad.write_text('observer = "bc-mlp"\n')
+    with pytest.raises(BibInputError, match="config is for observer 'bc-mlp', not 'bc-rnn'"):
+        load_config("bc-rnn", bad)
+
+
+def test_cli_train_then_score(tmp_path, episodes, capsys):
+    bg = tmp_path / "bg"
+    bg.mkdir()
+    for ep in episodes:
+        save_episode(ep, bg / f"{ep.id}.json")
+    cfg = tmp_path / "tiny.toml"
+    model = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in TINY.items())
+    cfg.write_text(f'observer = "bc-rnn"\n[model]\n{model}\n[train]\nbatch_size = 4\nloader_workers = 1\n')
+    ckpt = tmp_path / "ck" / "bc-rnn.pt"
+    assert cli(["train", "--observer", "bc-rnn", "--background", str(bg), "--out", str(ckpt),
+                "--config", str(cfg), "--epochs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "13 training and 3 validation episodes" in err and "epoch 1/1: train loss" in err
+    assert read_checkpoint(ckpt)["config"]["metrics"]["n_train"] == 13
+    evals = tmp_path / "eval"
+    evals.mkdir()
+    for ep in make_unit("instrumental-no-barrier", 0, 1):
+        save_episode(ep, evals / f"{ep.id}.json")
+    results = tmp_path / "results.csv"
+    assert cli(["score", "--observer", "bc-rnn", "--checkpoint", str(ckpt), "--episodes", str(evals), "--out", str(results)]) == 0
+    rows = list(csv.DictReader(results.open()))
+    assert sorted(r["episode_id"] for r in rows) == ["instrumental-no-barrier-000000-expected", "instrumental-no-barrier-000000-unexpected"]
+    capsys.readouterr()
+    assert cli(["score", "--observer", "bc-rnn", "--episodes", str(evals), "--out", str(results)]) == 2
+    assert "needs --checkpoint" in capsys.readouterr().err
