@@ -155,10 +155,13 @@ def dumps(ep: Episode) -> str:
     return f'{head}, "trials": [\n  {body}\n]}}\n'
 
 
-def save_episode(ep: Episode, path: str | os.PathLike[str]) -> str:
-    """Write ``ep`` to ``path`` atomically; return the text written."""
+def save_episode(ep: Episode, path: str | os.PathLike[str], durable: bool = True) -> str:
+    """Write ``ep`` to ``path`` atomically; return the text written.
+
+    ``durable=False`` skips the fsync (for bulk builds that verify files by hash on resume).
+    """
     text = dumps(ep)
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, durable=durable)
     return text
 
 

@@ -83,8 +83,13 @@ class RenderSettings:
         return width * self.cell_px, height * self.cell_px
 
 
-def _timeline(trial: Trial, settings: RenderSettings) -> tuple[np.ndarray, np.ndarray, float | None, float | None]:
-    """Knot times and cells of the agent's motion, plus the pickup and unlock times."""
+def agent_timeline(trial: Trial, settings: RenderSettings) -> tuple[np.ndarray, np.ndarray, float | None, float | None]:
+    """Knot times and cells of the agent's motion, plus the pickup and unlock times.
+
+    Returns ``(times, cells, t_pickup, t_unlock)``: the agent is at ``cells[i]`` (float x, y)
+    at ``times[i]`` seconds after motion starts and moves linearly in between; the times of
+    the key pickup and of the unlock are None when they do not happen.
+    """
     unlock = trial.unlock_step()
     pickup = trial.pickup_step()
     times = [0.0]
@@ -107,7 +112,7 @@ def _timeline(trial: Trial, settings: RenderSettings) -> tuple[np.ndarray, np.nd
 
 def motion_frames(trial: Trial, settings: RenderSettings) -> int:
     """Number of frames of the moving part: ``ceil(T * fps) + 1``."""
-    times = _timeline(trial, settings)[0]
+    times = agent_timeline(trial, settings)[0]
     return math.ceil(times[-1] * settings.fps - 1e-9) + 1
 
 
@@ -187,7 +192,7 @@ def trial_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterat
     """Yield the frames of one trial (each a fresh uint8 ``H x W x 3`` array), streaming."""
     s = settings or RenderSettings()
     painter = _Painter(trial, s)
-    times, cells, t_pickup, t_unlock = _timeline(trial, s)
+    times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
     total = times[-1]
     n = motion_frames(trial, s)
     ts = np.minimum(np.arange(n) / s.fps, total)

@@ -40,7 +40,7 @@ from bib.errors import BibInputError
 from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
-from bib.render.frames import RenderSettings, _timeline, motion_frames
+from bib.render.frames import RenderSettings, agent_timeline, motion_frames
 from bib.world.dynamics import AgentState, action_between, move_legal, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
 
@@ -107,7 +107,7 @@ class FrameState:
 def frame_states(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS) -> Iterator[FrameState]:
     """One state per frame of :func:`bib.render.frames.trial_frames` (same count, same timing)."""
     s = settings
-    times, cells, t_pickup, t_unlock = _timeline(trial, s)
+    times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
     n = motion_frames(trial, s)
     ts = np.minimum(np.arange(n) / s.fps, times[-1])
     xs = np.interp(ts, times, cells[:, 0])

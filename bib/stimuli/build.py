@@ -65,7 +65,7 @@ def build_unit(job: Job) -> list[dict[str, object]]:
     rows = []
     for ep in make_unit(job.task, job.index, job.seed):
         rel = f"episodes/{ep.id}.json"
-        text = save_episode(ep, root / rel)
+        text = save_episode(ep, root / rel, durable=False)  # verified by hash on resume
         video_rel = ""
         if job.video:
             video_rel = f"videos/{ep.id}{CODECS[job.codec]}"
