@@ -1,0 +1,130 @@
+"""Learned observers: scoring throughput (episodes/s) and the bc-rnn training-time estimate for the full background set.
+
+Run: .venv/bin/python benchmarks/observers_learned.py [--pairs N] [--background N]
+
+Scoring: the same episode files as ``benchmarks/observers.py`` (its ``make_set``: ``--pairs`` pairs
+of every registered evaluation condition, read from disk as ``bib score`` does), scored through
+``score_refs`` with 1 and 2 worker processes by ``bc-mlp``, ``bc-rnn`` and ``video-rnn`` at their
+``baselines/*.toml`` configs (symbolic input; target >= 50 episodes/s), then with
+``input = "frames"`` (84 x 84 rendered frames) on 1 worker. The checkpoints are untrained
+(weights do not change the cost). Reference: ``closest-object`` on the same files in the same
+process (``ratio`` = learned rate / closest-object rate).
+
+Training: one epoch of ``bc-rnn`` at ``baselines/bc-rnn.toml`` on ``--background`` episodes per
+background task (80/20 split, validation included), timed in wall-clock and CPU seconds; the
+full-set estimate scales the per-episode time to 28,000 episodes x the configured epochs.
+The load average is printed because the VM is shared: wall-clock rates drop with other jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("BIB_NO_PROGRESS", "1")
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_BACKGROUND = 28_000
+
+
+def _observers_benchmark():
+    """``benchmarks/observers.py`` as a module (for ``make_set`` and ``time_observer``)."""
+    spec = importlib.util.spec_from_file_location("bench_observers", ROOT / "benchmarks" / "observers.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def untrained_checkpoint(name: str, out: Path, **model) -> Path:
+    """An untrained checkpoint of ``name`` at its baseline config (plus ``model`` overrides)."""
+    import dataclasses
+
+    from bib.observers.learned import learned_class
+    from bib.observers.training import load_config
+
+    cfg, train = load_config(name, ROOT / "baselines" / f"{name}.toml")
+    obs = learned_class(name)(dataclasses.replace(cfg, **model))
+    path = out / f"{name}-{'-'.join(f'{k}{v}' for k, v in model.items()) or 'default'}.pt"
+    obs.save(path, train)
+    return path
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def training_estimate(root: Path, per_task: int) -> None:
+    """Time one bc-rnn epoch on a generated background subset and extrapolate to the full set."""
+    from bib.episode import save_episode
+    from bib.observers.learned import learned_class
+    from bib.observers.training import episode_files, load_config, run_training, split
+    from bib.tasks import REGISTRY, make_unit
+
+    bg = root / "background"
+    bg.mkdir()
+    tasks = sorted(t for t, s in REGISTRY.items() if s.kind == "background")
+    for task in tasks:
+        for i in range(per_task):
+            ep = make_unit(task, i, 7)[0]
+            save_episode(ep, bg / f"{ep.id}.json")
+    files = episode_files(bg)
+    tr, va = split([i for i, _ in files])
+    model, train = load_config("bc-rnn", ROOT / "baselines" / "bc-rnn.toml")
+    train.epochs = 1
+    obs = learned_class("bc-rnn")(model)
+    t0, c0 = time.perf_counter(), cpu_seconds()
+    report = run_training(obs, [files[i][1] for i in tr], [files[i][1] for i in va], train, log=lambda _: None)
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    epoch = report.history[1]
+    n = len(files)
+    print(f"bc-rnn training: {len(tr)} train + {len(va)} validation episodes ({', '.join(tasks)}), "
+          f"1 epoch {epoch['seconds']:.1f} s wall (whole run incl. untrained validation {wall:.1f} s, {cpu:.1f} s CPU incl. loader)")
+    _, full_train = load_config("bc-rnn", ROOT / "baselines" / "bc-rnn.toml")
+    per_episode = epoch["seconds"] / n
+    est = per_episode * FULL_BACKGROUND * full_train.epochs + per_episode * 0.2 * FULL_BACKGROUND  # + untrained validation
+    cpu_est = cpu / (n * 1.2) * FULL_BACKGROUND * (full_train.epochs + 0.2)
+    print(f"estimate for the full {FULL_BACKGROUND} episodes x {full_train.epochs} epochs (baselines/bc-rnn.toml): "
+          f"{est / 60:.0f} min wall at this load, {cpu_est / 60:.0f} CPU-min over 2 processes "
+          f"(target < 60 min on 2 cores): {'PASS' if est < 3600 else 'FAIL'} at this load")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=20, help="pairs per evaluation condition (default 20)")
+    parser.add_argument("--background", type=int, default=150, help="episodes per background task for the epoch timing (default 150)")
+    args = parser.parse_args()
+    bench = _observers_benchmark()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        refs = bench.make_set(root / "set", args.pairs)
+        print(f"{len(refs)} evaluation episodes ({args.pairs} pairs per condition)")
+        ref = {w: bench.time_observer("closest-object", refs, w) for w in (1, 2)}
+        for w in (1, 2):
+            print(f"{'closest-object':28s} workers={w}: {ref[w]:8.1f} episodes/s (reference)")
+        for name in ("bc-mlp", "bc-rnn", "video-rnn"):
+            ckpt = untrained_checkpoint(name, root)
+            for w in (1, 2):
+                rate = bench.time_observer(name, refs, w, ckpt)
+                verdict = "PASS" if rate >= 50 else "FAIL"
+                print(f"{name + ' (symbolic)':28s} workers={w}: {rate:8.1f} episodes/s, {rate / ref[w]:.2f}x reference "
+                      f"(target >= 50: {verdict})")
+        frame_refs = refs[: max(len(refs) // 4, 2)]
+        for name in ("bc-rnn", "video-rnn"):
+            ckpt = untrained_checkpoint(name, root, input="frames")
+            rate = bench.time_observer(name, frame_refs, 1, ckpt)
+            print(f"{name + ' (frames 84x84)':28s} workers=1: {rate:8.1f} episodes/s on {len(frame_refs)} episodes")
+        training_estimate(root, args.background)
+    print(f"load average {os.getloadavg()[0]:.1f}; peak memory (this process): "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
