@@ -1,0 +1,185 @@
+"""OpenAI-compatible chat-completions client (standard library only): timeout, retries, bounded concurrency, cache.
+
+Any local server that speaks ``POST <base>/chat/completions`` works (vLLM, llama.cpp, Ollama).
+Each prompt is one user message. Transport failures (timeout, refused connection, HTTP 429 and
+5xx, a body that is not a chat completion) are retried with exponential backoff up to
+``retries`` times and then raised as :class:`EndpointError` with a short ``reason``; a request
+never waits longer than ``timeout`` seconds per attempt, so a run cannot hang. At most
+``concurrency`` requests are in flight per client. Answers are cached by
+``sha256(model, prompt, sampling settings, sample label)``: in memory, and as one JSON file per
+answer under ``cache_dir`` when given (atomic writes), so a rerun replays a run exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+
+from bib.io import atomic_write_text
+
+
+class EndpointError(Exception):
+    """A request that failed after its retries; ``reason`` is ``timeout``, ``connection``, ``http-<code>`` or ``bad-response``."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+class ChatClient:
+    """A chat-completions client (see the module docstring).
+
+    Args:
+        endpoint: base URL such as ``http://127.0.0.1:8000/v1`` (``/chat/completions`` is
+            appended unless already there).
+        model: model name sent with every request.
+        temperature: sampling temperature (the paper: 0.7).
+        top_p: nucleus sampling (the paper: 0.95).
+        max_tokens: answer length cap, or None for the server default.
+        timeout: seconds per attempt (connect and every read).
+        retries: extra attempts after a transport failure.
+        backoff: first retry delay in seconds (doubled each time, capped at 8 s).
+        concurrency: requests in flight at most.
+        cache_dir: folder of cached answers, or None for memory only.
+    """
+
+    def __init__(
+        self,
+        endpoint: str,
+        model: str,
+        *,
+        temperature: float = 0.7,
+        top_p: float = 0.95,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        concurrency: int = 4,
+        cache_dir: str | Path | None = None,
+    ) -> None:
+        base = endpoint.rstrip("/")
+        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.model = model
+        self.sampling = {"temperature": temperature, "top_p": top_p}
+        if max_tokens is not None:
+            self.sampling["max_tokens"] = max_tokens
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.slots = threading.BoundedSemaphore(max(1, concurrency))
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.memory: dict[str, str] = {}
+        self.lock = threading.Lock()
+        self.stats = {"requests": 0, "cache_hits": 0, "failures": 0, "retries": 0}
+
+    def key(self, prompt: str, sample: str = "") -> str:
+        """The cache key of a prompt (with the model, sampling settings and sample label)."""
+        blob = json.dumps({"model": self.model, "prompt": prompt, "sampling": self.sampling, "sample": sample},
+                          sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _cached(self, key: str) -> str | None:
+        with self.lock:
+            if key in self.memory:
+                return self.memory[key]
+        if self.cache_dir is not None:
+            path = self.cache_dir / f"{key}.json"
+            if path.is_file():
+                try:
+                    text = json.loads(path.read_text(encoding="utf-8"))["content"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    return None
+                with self.lock:
+                    self.memory[key] = text
+                return text
+        return None
+
+    def _store(self, key: str, text: str) -> None:
+        with self.lock:
+            self.memory[key] = text
+        if self.cache_dir is not None:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.cache_dir / f"{key}.json", json.dumps({"model": self.model, "content": text}) + "\n")
+
+    def complete(self, prompt: str, sample: str = "") -> str:
+        """The model's answer to a single-turn ``prompt`` (cached); EndpointError after the retries."""
+        key = self.key(prompt, sample)
+        hit = self._cached(key)
+        if hit is not None:
+            with self.lock:
+                self.stats["cache_hits"] += 1
+            return hit
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.sampling}
+        body["seed"] = int(key[:8], 16)
+        data = json.dumps(body).encode()
+        last = EndpointError("connection")
+        for attempt in range(1 + self.retries):
+            if attempt:
+                with self.lock:
+                    self.stats["retries"] += 1
+                time.sleep(min(self.backoff * 2 ** (attempt - 1), 8.0))
+            try:
+                with self.slots:
+                    with self.lock:
+                        self.stats["requests"] += 1
+                    text = self._post(data)
+            except EndpointError as exc:
+                last = exc
+                if exc.reason.startswith("http-4") and exc.reason != "http-429":
+                    break  # a client error will not go away
+                continue
+            self._store(key, text)
+            return text
+        with self.lock:
+            self.stats["failures"] += 1
+        raise last
+
+    def _post(self, data: bytes) -> str:
+        req = urllib.request.Request(self.url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        deadline = time.monotonic() + self.timeout
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the user's endpoint
+                chunks = []
+                while True:
+                    if time.monotonic() > deadline:
+                        raise EndpointError("timeout", f"no complete answer within {self.timeout:g} s")
+                    chunk = resp.read(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+        except urllib.error.HTTPError as exc:
+            raise EndpointError(f"http-{exc.code}", str(exc.reason)) from None
+        except (TimeoutError, socket.timeout):
+            raise EndpointError("timeout", f"no answer within {self.timeout:g} s") from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
+                raise EndpointError("timeout", f"no answer within {self.timeout:g} s") from None
+            raise EndpointError("connection", str(exc.reason)) from None
+        except (ConnectionError, OSError) as exc:
+            raise EndpointError("connection", str(exc)) from None
+        try:
+            payload = json.loads(b"".join(chunks).decode("utf-8"))
+            content = payload["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise EndpointError("bad-response", "not a chat completion") from None
+        if not isinstance(content, str):
+            raise EndpointError("bad-response", "message content is not text")
+        return content
+
+
+@lru_cache(maxsize=16)
+def _client(endpoint: str, model: str, frozen: tuple) -> ChatClient:
+    return ChatClient(endpoint, model, **dict(frozen))
+
+
+def client_for(endpoint: str, model: str, **options) -> ChatClient:
+    """One shared client per (endpoint, model, options) in this process, so threads share its semaphore and cache."""
+    return _client(endpoint, model, tuple(sorted(options.items())))

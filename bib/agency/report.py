@@ -1,0 +1,106 @@
+"""``bib agency report``: the tables of a run folder plus matplotlib figures.
+
+Figures (under ``<run>/plots/``, each titled with the command that made the run): accuracy vs
+size and vs density (navigation), transform p-values (perturbations), key-room rates (keys) and
+probe accuracies against their baselines (when ``probes.json`` exists).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bib.agency.tables import by_size_density, read_run, write_tables
+from bib.io import ensure_dir
+
+
+def _save(fig, path: Path) -> None:
+    import io
+
+    from bib.io import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def make_report(folder: str | Path) -> tuple[str, list[Path]]:
+    """Write tables and figures for a run folder; return ``(markdown tables, figure paths)``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    folder = Path(folder)
+    text = write_tables(folder)
+    frame, meta = read_run(folder)
+    title = meta.get("command") or "bib agency run"
+    pdir = ensure_dir(folder / "plots")
+    figures: list[Path] = []
+    if ((frame.task == "navigation") & (frame.variant == "base")).any():
+        table = by_size_density(frame)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+        for d in table.columns:
+            axes[0].plot(table.index, table[d], marker="o", label=f"d={d:g}")
+        for s in table.index:
+            axes[1].plot(table.columns, table.loc[s], marker="o", label=f"{s}x{s}")
+        axes[0].set(xlabel="grid size", ylabel="per-action accuracy", ylim=(0, 1.02))
+        axes[1].set(xlabel="obstacle density")
+        axes[0].legend(fontsize=7)
+        axes[1].legend(fontsize=7)
+        fig.suptitle(f"{meta.get('agent', '')}: accuracy vs size and density\n{title}", fontsize=8)
+        figures.append(pdir / "accuracy.png")
+        _save(fig, figures[-1])
+        plt.close(fig)
+    tests = folder / "tables" / "transform_tests.csv"
+    if tests.is_file():
+        t = pd.read_csv(tests, index_col=0)
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        metrics = list(dict.fromkeys(t["metric"]))
+        names = list(dict.fromkeys(t["transform"]))
+        width = 0.8 / len(metrics)
+        for i, m in enumerate(metrics):
+            sub = t[t["metric"] == m].set_index("transform").reindex(names)
+            ax.bar(np.arange(len(names)) + i * width, sub.p, width, label=m)
+        ax.axhline(0.05, color="k", ls="--", lw=0.8)
+        ax.set(xticks=np.arange(len(names)) + width * (len(metrics) - 1) / 2, xticklabels=names,
+               ylabel="Wilcoxon p (two-sided)", ylim=(0, 1))
+        ax.legend(fontsize=7)
+        ax.set_title(f"transform vs base\n{title}", fontsize=8)
+        figures.append(pdir / "transforms.png")
+        _save(fig, figures[-1])
+        plt.close(fig)
+    keys = folder / "tables" / "key_rooms.csv"
+    if keys.is_file():
+        k = pd.read_csv(keys, index_col=0)
+        labels = [f"{a}\n{b}" for a, b in zip(k.task, k.variant)]
+        cols = ["success", "pickup", "key_cell_visit", "toward_key_share"]
+        fig, ax = plt.subplots(figsize=(8, 3.5))
+        width = 0.8 / len(cols)
+        for i, c in enumerate(cols):
+            ax.bar(np.arange(len(k)) + i * width, k[c].fillna(0), width, label=c)
+        ax.set(xticks=np.arange(len(k)) + width * (len(cols) - 1) / 2, xticklabels=labels, ylim=(0, 1.02))
+        ax.tick_params(axis="x", labelsize=7)
+        ax.legend(fontsize=7)
+        ax.set_title(f"key rooms\n{title}", fontsize=8)
+        figures.append(pdir / "keys.png")
+        _save(fig, figures[-1])
+        plt.close(fig)
+    probes = folder / "probes.json"
+    if probes.is_file():
+        rows = json.loads(probes.read_text(encoding="utf-8"))["rows"]
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        x = np.arange(len(rows))
+        ax.bar(x - 0.2, [r["accuracy"] for r in rows], 0.4, label="held-out accuracy")
+        ax.bar(x + 0.2, [r["baseline"] for r in rows], 0.4, label="majority / chance baseline")
+        ax.set(xticks=x, xticklabels=[r["probe"] for r in rows], ylim=(0, 1.02))
+        ax.tick_params(axis="x", labelsize=7)
+        ax.legend(fontsize=7)
+        ax.set_title(f"probes\n{title}", fontsize=8)
+        figures.append(pdir / "probes.png")
+        _save(fig, figures[-1])
+        plt.close(fig)
+    return text, figures

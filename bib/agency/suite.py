@@ -1,0 +1,177 @@
+"""The three suites (``navigation``, ``perturbations``, ``keys``): jobs, parallel rollouts, results on disk.
+
+A job is one grid (regenerated from ``(task, index, seed)``) with its variants (``base``, the
+transforms, or ``no-key``); each variant gets ``rollouts`` rollouts from its own seeded stream,
+so results are the same for any worker count. Local agents run in worker processes
+(:func:`bib.parallel.map_ordered`); the endpoint agent runs in threads sharing one client (its
+semaphore bounds the requests in flight).
+
+Outputs under ``out``: ``grids.csv`` (one row per grid variant, :func:`bib.agency.metrics.grid_metrics`
+plus key columns), ``rollouts.jsonl`` (every rollout: actions, cells, step kinds, invalid reasons),
+``run.json`` (command, settings, invalid-answer summary) and the tables of :mod:`bib.agency.tables`.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from bib.agency.agents import AgentSpec, check_spec, make_agents
+from bib.agency.env import Grid, action_names, load_grid, run_rollouts, with_layout
+from bib.agency.keys import jaccard, key_columns, visited
+from bib.agency.metrics import grid_metrics
+from bib.agency.transforms import TRANSFORMS, transform
+from bib.errors import BibInputError
+from bib.io import atomic_write_text, ensure_dir
+from bib.parallel import map_ordered
+from bib.progress import track
+
+SUITES = ("navigation", "perturbations", "keys")
+KEY_TASKS = ("key-door", "key-no-door", "two-path-key")
+DEFAULTS = {"navigation": (10, 10), "perturbations": (10, 10), "keys": (100, 1)}
+"""Suite -> (grids, rollouts): grids per (size, density) cell for navigation suites, per task for keys."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One grid and its variants, for one agent."""
+
+    task: str
+    index: int
+    seed: int
+    variants: tuple[str, ...]
+    rollouts: int
+    spec: AgentSpec
+    meg: bool = True
+
+
+def jobs_for(suite: str, spec: AgentSpec, grids: int | None = None, rollouts: int | None = None,
+             seed: int = 0, meg: bool = True) -> list[Job]:
+    """The jobs of a suite (``grids``/``rollouts`` default to :data:`DEFAULTS`)."""
+    if suite not in SUITES:
+        raise BibInputError(f"--suite: expected one of {', '.join(SUITES)}, got {suite!r}")
+    g, r = DEFAULTS[suite]
+    g, r = grids or g, rollouts or r
+    if g < 1 or r < 1:
+        raise BibInputError(f"--grids and --rollouts must be >= 1, got {g} and {r}")
+    if suite == "keys":
+        return [Job(task, i, seed, ("base", "no-key") if task == "two-path-key" else ("base",), r, spec, meg)
+                for task in KEY_TASKS for i in range(g)]
+    variants = ("base",) if suite == "navigation" else ("base", *TRANSFORMS)
+    return [Job("navigation", i, seed, variants, r, spec, meg) for i in range(30 * g)]
+
+
+def _variant(grid: Grid, name: str) -> Grid:
+    if name == "base":
+        return grid
+    if name == "no-key":
+        return with_layout(grid, replace(grid.layout, key=None), name)
+    return with_layout(grid, transform(grid.layout, name), name)
+
+
+def _rollout_record(grid: Grid, r: int, ro) -> dict:
+    return {"grid": grid.id, "rollout": r, "success": ro.success, "actions": action_names(ro.actions),
+            "cells": [list(c) for c in ro.cells], "kinds": ro.kinds,
+            "reasons": [x for x in ro.reasons if x]}
+
+
+def run_job(job: Job) -> tuple[list[dict], list[dict]]:
+    """Roll out every variant of one grid: ``(rows, rollout records)``."""
+    base = load_grid(job.task, job.index, job.seed)
+    key_cell = base.layout.key
+    rows, records, cells = [], [], {}
+    for v, name in enumerate(job.variants):
+        grid = _variant(base, name)
+        stream = np.random.default_rng([job.seed, zlib.crc32(job.task.encode()), job.index, v])
+        agents = make_agents(job.spec, job.rollouts, stream, tag=grid.id)
+        rollouts = run_rollouts(agents, grid)
+        row = grid_metrics(grid, rollouts, meg=job.meg)
+        kc = key_cell if name in ("base", "no-key") else None
+        row.update(key_columns(grid, rollouts, kc))
+        reasons = Counter(x for ro in rollouts for x in ro.reasons if x)
+        row["invalid_reasons"] = ";".join(f"{k}={n}" for k, n in sorted(reasons.items()))
+        cells[name] = visited(rollouts)
+        rows.append(row)
+        records += [_rollout_record(grid, i, ro) for i, ro in enumerate(rollouts)]
+    if "no-key" in cells:
+        rows[0]["jaccard_no_key"] = jaccard(cells["base"], cells["no-key"])
+    return rows, records
+
+
+def run_suite(
+    suite: str,
+    spec: AgentSpec,
+    out: str | Path,
+    *,
+    grids: int | None = None,
+    rollouts: int | None = None,
+    seed: int = 0,
+    workers: int = 1,
+    meg: bool = True,
+    command: str = "",
+) -> list[dict]:
+    """Run a suite and write its results under ``out``; returns the per-grid rows.
+
+    Args:
+        suite: ``navigation``, ``perturbations`` or ``keys``.
+        spec: the agent.
+        out: output folder.
+        grids: grids per design cell (navigation suites) or per key task.
+        rollouts: rollouts per grid variant.
+        seed: base seed of the grids and rollouts.
+        workers: processes (local agents) or threads (endpoint agent).
+        meg: also compute MEG (the slowest metric).
+        command: the command line, recorded in ``run.json``.
+    """
+    check_spec(spec)
+    if workers < 1:
+        raise BibInputError(f"--workers must be >= 1, got {workers}")
+    jobs = jobs_for(suite, spec, grids, rollouts, seed, meg)
+    out = ensure_dir(out)
+    if spec.name == "endpoint":
+        pool = ThreadPoolExecutor(max_workers=workers)
+        results = pool.map(run_job, jobs)
+    else:
+        pool = None
+        results = map_ordered(run_job, jobs, workers=workers)
+    rows: list[dict] = []
+    lines: list[str] = []
+    try:
+        for job_rows, records in track(results, total=len(jobs), description=f"agency {suite}"):
+            rows += job_rows
+            lines += [json.dumps(r, separators=(",", ":")) for r in records]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    from bib.agency.tables import write_tables
+
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    atomic_write_text(out / "grids.csv", frame.to_csv(index=False))
+    atomic_write_text(out / "rollouts.jsonl", "\n".join(lines) + "\n")
+    steps = sum(len(json.loads(x)["kinds"]) for x in lines)
+    reasons: Counter[str] = Counter()
+    for x in lines:
+        reasons.update(json.loads(x)["reasons"])
+    meta = {
+        "command": command,
+        "suite": suite,
+        "agent": spec.label,
+        "spec": {k: v for k, v in asdict(spec).items() if k != "options"},
+        "seed": seed,
+        "grids": len({r["grid"].split("/")[0] for r in rows}),
+        "rollouts": len(lines),
+        "steps": steps,
+        "invalid_steps": int(sum(reasons.values())),
+        "invalid_reasons": dict(sorted(reasons.items())),
+    }
+    atomic_write_text(out / "run.json", json.dumps(meta, indent=2) + "\n")
+    write_tables(out)
+    return rows

@@ -1,0 +1,230 @@
+"""The text agent and the chat-completions client against small HTTP servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from bib.agency.agents import AgentSpec
+from bib.agency.endpoint import ChatClient, EndpointError
+from bib.agency.env import INVALID, Grid, load_grid, run_rollouts
+from bib.agency.suite import run_suite
+from bib.agency.text import TextGridAgent, grid_text, parse_action, prompt
+from bib.tasks.agent_grids import GOAL
+from bib.world.dynamics import AgentState
+from bib.world.grid import Agent, GridObject, Layout, border_walls
+
+
+def oracle_answer(text: str) -> str:
+    """Read the grid back from the prompt text and answer a shortest-path move (BFS from G, or from K first)."""
+    block = text.split("Current grid state:\n\n", 1)[1].split("\n\n")[0].strip("\n").splitlines()[1:]
+    cells = {}
+    for line in block:
+        row, *syms = line.split()
+        for col, s in enumerate(syms):
+            cells[(int(row), col)] = s
+    start = next(c for c, s in cells.items() if s == "A")
+    blocked = "#" if "Carrying key: True" in text else "#D"
+    for target in ("G", "K"):  # the goal, or first the key when a locked door cuts the goal off
+        goal = next(c for c, s in cells.items() if s == target)
+        dist = {goal: 0}
+        queue = deque([goal])
+        while queue:
+            r, c = queue.popleft()
+            for n in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                if cells.get(n, "#") not in blocked and n not in dist:
+                    dist[n] = dist[(r, c)] + 1
+                    queue.append(n)
+        if start in dist:
+            break
+    r, c = start
+    for name, n in (("UP", (r - 1, c)), ("DOWN", (r + 1, c)), ("LEFT", (r, c - 1)), ("RIGHT", (r, c + 1))):
+        if dist.get(n, 10**9) == dist[start] - 1:
+            return json.dumps({"action": name})
+    raise AssertionError("no move")
+
+
+class Server:
+    """A loopback chat-completions server whose behaviour is a function of the prompt."""
+
+    def __init__(self, behaviour: str, delay: float = 0.0) -> None:
+        self.behaviour = behaviour
+        self.delay = delay
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies: list[dict] = []
+        lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # silence
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with lock:
+                    outer.requests += 1
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                    outer.bodies.append(body)
+                try:
+                    if outer.behaviour == "stall":
+                        time.sleep(2.0)
+                    time.sleep(outer.delay)
+                    if outer.behaviour == "http-500":
+                        outer.done(lock)
+                        self.send_response(500)
+                        self.end_headers()
+                        return
+                    content = {
+                        "oracle": lambda: oracle_answer(body["messages"][0]["content"]),
+                        "stall": lambda: '{"action": "UP"}',
+                        "garbage": lambda: "I would probably go up, maybe.",
+                        "illegal": lambda: '{"action": "JUMP"}',
+                        "not-json": lambda: "",
+                    }[outer.behaviour]()
+                    payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
+                    if outer.behaviour == "not-json":
+                        payload = "<html>oops</html>"
+                    data = payload.encode()
+                    outer.done(lock)  # before answering: the client frees its slot only after reading
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def done(self, lock: threading.Lock) -> None:
+        with lock:
+            self.in_flight -= 1
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _layout() -> Layout:
+    walls = border_walls(5, 4)
+    return Layout(5, 4, walls=walls, objects=(GridObject(GOAL, "flag", (1, 2, 3), (3, 1)),),
+                  agents=(Agent("a", "pentagon", (1, 2, 3), (1, 2)),), moves=4)
+
+
+def test_grid_text_reproduces_the_papers_example() -> None:
+    text = grid_text(_layout(), AgentState((1, 2)))
+    assert text == "  0 1 2 3 4\n0 # # # # #\n1 # _ _ G #\n2 # A _ _ #\n3 # # # # #"
+    grid = load_grid("key-door", 0, 0)
+    p = prompt(grid.layout, grid.start)
+    assert "D" in grid_text(grid.layout, grid.start) and "K" in grid_text(grid.layout, grid.start)
+    assert "Carrying key: False" in p and '{"action": "<UP|DOWN|LEFT|RIGHT>"}' in p
+    assert "least amount of steps possible" in p
+    wide = grid_text(load_grid("navigation", 29, 0).layout, load_grid("navigation", 29, 0).start)
+    assert wide.splitlines()[0].endswith(" 13 14") and wide.splitlines()[-1].startswith("14")
+
+
+@pytest.mark.parametrize(("answer", "action", "reason"), [
+    ('{"action": "UP"}', 0, ""),
+    ('Thinking... the goal is left. {"action":"left"}', 6, ""),
+    ('{"action": "DOWN"} then {"action": "RIGHT"}', 2, ""),
+    ('{"action": "JUMP"}', None, "illegal-move"),
+    ("go up", None, "garbage"),
+    ('{"action": ', None, "garbage"),
+    ("", None, "garbage"),
+])
+def test_parse_action(answer: str, action, reason: str) -> None:
+    assert parse_action(answer) == (action, reason)
+
+
+def test_text_agent_through_the_endpoint_follows_the_grid_and_caches(tmp_path) -> None:
+    with Server("oracle") as srv:
+        client = ChatClient(srv.url, "tiny", timeout=5, retries=0, cache_dir=tmp_path / "cache")
+        for task, index in (("navigation", 23), ("key-door", 2), ("two-path-key", 1)):
+            grid = load_grid(task, index, 0)
+            ros = run_rollouts([TextGridAgent(client.complete, sample=f"{grid.id}/0")], grid)
+            assert ros[0].success and all(ros[0].optimal), task  # the text encodes the grid faithfully
+        first = srv.requests
+        assert srv.bodies[0]["model"] == "tiny" and srv.bodies[0]["messages"][0]["role"] == "user"
+        # a fresh client on the same cache folder replays without a single request
+        again = ChatClient(srv.url, "tiny", timeout=5, retries=0, cache_dir=tmp_path / "cache")
+        grid = load_grid("navigation", 23, 0)
+        ros = run_rollouts([TextGridAgent(again.complete, sample=f"{grid.id}/0")], grid)
+        assert ros[0].success and srv.requests == first and again.stats["cache_hits"] == ros[0].n_steps
+
+
+@pytest.mark.parametrize(("behaviour", "reason"), [
+    ("stall", "timeout"), ("garbage", "garbage"), ("illegal", "illegal-move"),
+    ("http-500", "http-500"), ("not-json", "bad-response"),
+])
+def test_endpoint_failures_are_invalid_steps_and_bounded(behaviour: str, reason: str) -> None:
+    grid = _short_grid()
+    with Server(behaviour) as srv:
+        client = ChatClient(srv.url, "m", timeout=0.3, retries=1, backoff=0.01)
+        agent = TextGridAgent(client.complete, sample="s", retries=1)
+        (ro,) = run_rollouts([agent], grid)
+    assert ro.kinds == ["invalid"] * grid.max_steps and ro.actions == [INVALID] * grid.max_steps
+    assert ro.reasons == [reason] * grid.max_steps and not ro.success
+    # bounded: (1 + agent retries) asks per step; transport failures also get (1 + client retries) requests
+    per_ask = 2 if reason in ("timeout", "http-500", "bad-response") else 1
+    assert srv.requests == grid.max_steps * 2 * per_ask
+
+
+def _short_grid() -> Grid:
+    return next(g for g in (load_grid("navigation", i, 0) for i in range(60)) if g.optimal_length <= 2)
+
+
+def test_client_errors_name_the_reason() -> None:
+    client = ChatClient("http://127.0.0.1:9/v1", "m", timeout=0.5, retries=0)
+    with pytest.raises(EndpointError) as err:
+        client.complete("hi")
+    assert err.value.reason == "connection"
+    assert ChatClient("http://h/v1/chat/completions", "m").url == "http://h/v1/chat/completions"
+
+
+def test_endpoint_suite_bounds_concurrency_and_summarises_failures(tmp_path) -> None:
+    with Server("oracle", delay=0.05) as srv:
+        spec = AgentSpec("endpoint", endpoint=srv.url, model="tiny", temperature=0.7,
+                         options={"timeout": 5.0, "retries": 0, "concurrency": 2, "cache_dir": str(tmp_path / "c")})
+        rows = run_suite("keys", spec, tmp_path / "run", grids=2, rollouts=1, workers=4, meg=False)
+        assert srv.max_in_flight <= 2 and srv.requests > 0
+    assert all(r["success"] == 1.0 for r in rows)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["agent"] == "endpoint:tiny" and meta["invalid_steps"] == 0
+    with Server("garbage") as srv:
+        spec = AgentSpec("endpoint", endpoint=srv.url, model="bad",
+                         options={"timeout": 2.0, "retries": 0, "concurrency": 2})
+        run_suite("keys", spec, tmp_path / "bad", grids=1, rollouts=1, workers=2, meg=False)
+    meta = json.loads((tmp_path / "bad" / "run.json").read_text())
+    assert meta["invalid_steps"] == meta["steps"] > 0 and set(meta["invalid_reasons"]) == {"garbage"}
+    assert "Invalid steps" in (tmp_path / "bad" / "tables.md").read_text()
+
+
+def test_sampling_labels_separate_rollouts_and_revisits() -> None:
+    calls: list[str] = []
+
+    def complete(text: str, sample: str = "") -> str:
+        calls.append(sample)
+        return '{"action": "LEFT"}'
+
+    lay = _layout()
+    agent = TextGridAgent(complete, sample="g/3")
+    state = AgentState((1, 2))
+    assert agent.act(lay, state) == 6 and agent.act(lay, state) == 6
+    assert calls == ["g/3/v0/t0", "g/3/v1/t0"]
+    np.testing.assert_equal(len(set(calls)), 2)
