@@ -114,3 +114,12 @@ def test_console_script_has_help_and_no_traceback(tmp_path):
     bad.write_text("{")
     proc = subprocess.run(cmd + ["render", str(bad), "--out", str(tmp_path / "o.mp4")], capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "m.json: malformed JSON" in proc.stderr
+
+
+def test_second_task_into_the_same_folder_keeps_the_first(tmp_path, capsys):
+    out = tmp_path / "mixed"
+    run(capsys, "generate", "--task", "single-object", "--n", "2", "--out", str(out))
+    code, text, _ = run(capsys, "generate", "--task", "no-navigation", "--n", "1", "--out", str(out))
+    assert code == 0 and text.startswith("3 episodes in")
+    assert [r["task"] for r in read_manifest(out)] == ["single-object", "single-object", "no-navigation"]
+    assert run(capsys, "validate", str(out))[0] == 0

@@ -121,18 +121,29 @@ def _row_ok(out: Path, row: dict[str, str], job: Job) -> bool:
     return True
 
 
-def _intact_units(out: Path, jobs: Sequence[Job]) -> dict[str, list[dict[str, str]]]:
-    """Rows of units already complete on disk (files present, matching their hashes, seeds and settings)."""
+def _intact_units(out: Path, jobs: Sequence[Job]) -> tuple[dict[str, list[dict[str, str]]], list[dict[str, str]]]:
+    """Split the existing manifest: rows of this build's units that are complete on disk (files
+    present, matching their hashes, seeds and settings), and rows of other units (e.g. another
+    task generated into the same folder earlier) whose episode files are intact, kept as they are.
+    """
     by_unit: dict[str, list[dict[str, str]]] = {}
     for row in read_manifest(out, strict=False):
         unit = row["pair_id"] or row["episode_id"]
         by_unit.setdefault(unit, []).append(row)
     need = {j.unit_id: (j, 2 if get_task(j.task).kind == "evaluation" else 1) for j in jobs}
-    return {
+    done = {
         unit: rows
         for unit, rows in by_unit.items()
         if unit in need and len(rows) == need[unit][1] and all(_row_ok(out, r, need[unit][0]) for r in rows)
     }
+    others = [
+        r
+        for unit, rows in by_unit.items()
+        if unit not in need
+        for r in rows
+        if row_is_intact(out, r, bool(r["video_path"]))
+    ]
+    return done, others
 
 
 def build(
@@ -180,8 +191,8 @@ def build(
         for task, n in units
         for i in range(n if limit is None else min(n, limit))
     ]
-    done = _intact_units(root, jobs)
-    kept_rows = [r for rows in done.values() for r in rows]
+    done, others = _intact_units(root, jobs)
+    kept_rows = others + [r for rows in done.values() for r in rows]
     write_manifest(root, kept_rows)  # drop rows whose files are missing or changed
     todo = [j for j in jobs if j.unit_id not in done]
     built: dict[str, list[dict[str, object]]] = {}
@@ -191,7 +202,7 @@ def build(
             built[job.unit_id] = rows
             manifest.write(format_rows(rows, header=False))
             manifest.flush()
-    final = [row for j in jobs for row in (done.get(j.unit_id) or built[j.unit_id])]
+    final = others + [row for j in jobs for row in (done.get(j.unit_id) or built[j.unit_id])]
     write_manifest(root, final)
     return BuildSummary(out=root, built=len(todo), kept=len(done), episodes=len(final))
 
