@@ -19,27 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bib.conditions import CONDITIONS, FAMILIES
 from bib.errors import BibInputError
 from bib.io import atomic_open, atomic_write_text
-
-CONDITIONS: tuple[str, ...] = (
-    "preference",
-    "multi-agent",
-    "inaccessible-goal",
-    "efficiency-path",
-    "efficiency-time",
-    "efficiency-irrational",
-    "instrumental-no-barrier",
-    "instrumental-inconsequential",
-    "instrumental-blocking",
-)
-"""The nine evaluation conditions, in BIB's table order."""
-
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "efficiency": ("efficiency-path", "efficiency-time", "efficiency-irrational"),
-    "instrumental": ("instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking"),
-}
-"""Families whose average BIB reports (the unweighted mean of the condition accuracies)."""
 
 READOUTS = ("max", "mean")
 RESULTS_HEADER = ["episode_id", "surprise"]
