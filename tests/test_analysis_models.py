@@ -133,6 +133,12 @@ def test_zero_look_on_log_scale_is_an_error() -> None:
         model_rows(table, ["preference"], "log", "t.csv")
 
 
+def test_missing_look_without_the_missing_step_is_an_error() -> None:
+    table = _table([("a", "preference", 1, "test", "expected", "NA", ""), ("a", "preference", 2, "test", "unexpected", 4.0, "")])
+    with pytest.raises(BibInputError, match=r"missing looks reach the model; add the 'missing' exclusion step \(line 2\)"):
+        analyze(ImportResult(table, pd.DataFrame(), "t.csv"), AnalysisSpec(exclusions=Exclusions(steps=["min_look"])))
+
+
 def test_task_left_with_one_outcome_after_exclusions_is_an_error() -> None:
     table = _table([("a", "preference", 1, "test", "expected", 5.0, ""), ("a", "preference", 2, "test", "unexpected", 1.0, "")])
     with pytest.raises(BibInputError, match=r"task preference: no participant has both test outcomes after exclusions"):

@@ -34,9 +34,16 @@ def model_rows(kept: pd.DataFrame, tasks: list[str], scale: str, source: str) ->
     """The kept test trials of ``tasks`` with ``y`` (log seconds or seconds) and the 0/1 ``unexpected``.
 
     Raises:
-        BibInputError: a zero looking time on the log scale (its log is not finite).
+        BibInputError: a missing looking time (no ``missing`` exclusion step), or a zero one on the
+            log scale (its log is not finite).
     """
     rows = kept[(kept["phase"] == "test") & kept["task"].isin(tasks)].copy()
+    missing = rows["looking_time_s"].isna()
+    if missing.any():
+        raise BibInputError(
+            f"{source}: column looking_time_s: missing looks reach the model; add the 'missing' exclusion "
+            f"step ({rows_text(rows.loc[missing, ROW].tolist())})"
+        )
     if scale == "log":
         zero = rows["looking_time_s"] <= 0
         if zero.any():
