@@ -72,12 +72,12 @@ def fit_beta(
     weights: np.ndarray,
     *,
     expected: float | None = None,
-    tol: float = 1e-13,
+    tol: float = 1e-10,
     max_iter: int = 200,
 ) -> BetaFit:
     """Maximise ``L(beta) = sum W log pi_beta`` over ``beta in R u {+-inf}``.
 
-    A safeguarded Newton iteration on ``L'`` (exact ``L''`` from forward-mode derivatives) inside
+    A safeguarded Newton iteration in ``log beta`` (exact ``L'``, ``L''`` from forward-mode derivatives) inside
     a bracket that is expanded geometrically; ``L`` is concave when ``W`` is a policy's exact
     occupancy. The limits ``+-inf`` are evaluated exactly (:func:`limit_log_policy`).
 
@@ -86,7 +86,7 @@ def fit_beta(
         utility: ``U[S]``.
         weights: ``W[H, S, A]`` (a policy's occupancy or trajectory frequencies).
         expected: ``E_pi[sum U]`` when ``W`` is exact; lets the search stop at once for (anti-)optimal policies.
-        tol: stop when the Newton decrement ``L'^2 / |L''|`` is below ``tol * (1 + |L|)``.
+        tol: stop when the next Newton step ``|L' / L''|`` is below ``tol * |beta|`` (or ``L`` cannot improve).
         max_iter: cap on backward passes.
 
     Returns:
@@ -125,9 +125,10 @@ def fit_beta(
             lo = b
         else:
             hi = b
-        if h < 0 and g * g / -h <= tol * (1.0 + abs(val)):
+        if h < 0 and (abs(g / h) <= tol * b or g * g / -h <= 1e-15 * (1.0 + abs(val))):
             break
-        newton = b - g / h if h < 0 else math.inf
+        hx = b * b * h + b * g  # Newton in log(beta): L varies over orders of magnitude of beta
+        newton = b * math.exp(max(min(-b * g / hx, 3.0), -3.0)) if hx < 0 else (b - g / h if h < 0 else math.inf)
         if hi == math.inf:
             if b >= b_max:
                 break
