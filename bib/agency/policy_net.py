@@ -16,6 +16,8 @@ JSON config and load with ``weights_only=True``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -190,9 +192,24 @@ def checkpoint_meta(path: str | Path) -> dict:
     return json.loads(blob["config"]).get("meta", {})
 
 
+@contextmanager
+def torch_threads(n: int = 1) -> Iterator[None]:
+    """Run the block with ``n`` torch threads (small models: more threads only contend), then restore."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 @lru_cache(maxsize=8)
 def load_cached(path: str | None) -> PolicyNet:
-    """:func:`load` once per process (``None``: the shipped :data:`DEFAULT_CHECKPOINT`)."""
+    """:func:`load` once per process (``None``: the shipped :data:`DEFAULT_CHECKPOINT`).
+
+    Also sets this process to one torch thread: rollouts call the small network one batch at a
+    time, where extra threads only contend (parallelism comes from worker processes).
+    """
     torch.set_num_threads(1)
     return load(path or DEFAULT_CHECKPOINT)
 

@@ -36,7 +36,10 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
 
     folder = Path(folder)
     text = write_tables(folder)
-    frame, meta = read_run(folder)
+    if (folder / "grids.csv").is_file():
+        frame, meta = read_run(folder)
+    else:
+        frame, meta = pd.DataFrame({"task": [], "variant": []}), {}
     title = meta.get("command") or "bib agency run"
     pdir = ensure_dir(folder / "plots")
     figures: list[Path] = []
@@ -91,7 +94,9 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
         plt.close(fig)
     probes = folder / "probes.json"
     if probes.is_file():
-        rows = json.loads(probes.read_text(encoding="utf-8"))["rows"]
+        payload = json.loads(probes.read_text(encoding="utf-8"))
+        rows = payload["rows"]
+        title = payload.get("command") or title
         fig, ax = plt.subplots(figsize=(7, 3.5))
         x = np.arange(len(rows))
         ax.bar(x - 0.2, [r["accuracy"] for r in rows], 0.4, label="held-out accuracy")

@@ -79,27 +79,39 @@ def _md(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def write_tables(folder: str | Path) -> str:
-    """Write ``tables/*.csv`` and ``tables.md`` for a run folder; return the markdown."""
+    """Write ``tables/*.csv`` and ``tables.md`` for a run folder (a suite run, probes, or both); return the markdown."""
     folder = Path(folder)
-    frame, meta = read_run(folder)
-    tdir = ensure_dir(folder / "tables")
-    sections = [f"# Agency results: {meta.get('agent', '?')}, suite {meta.get('suite', '?')}",
-                f"Made by: `{meta.get('command') or 'bib agency run'}`"]
-    if meta.get("invalid_steps"):
-        sections.append(f"Invalid steps: {meta['invalid_steps']} of {meta['steps']} ({meta['invalid_reasons']}).")
-    tables: dict[str, pd.DataFrame] = {"summary": summary(frame)}
-    if ((frame.task == "navigation") & (frame.variant == "base")).any():
-        for m in ("accuracy", "success", "jsd"):
-            tables[f"{m}_by_size_density"] = by_size_density(frame, m)
-        tables["by_distance"] = by_distance(frame)
-    if frame.variant.isin(["rotate", "reflect", "transpose", "swap"]).any():
-        tables["transform_tests"] = pd.DataFrame(paired_tests(frame.to_dict("records")))
-    keys = key_summary(frame.to_dict("records"))
-    if keys:
-        tables["key_rooms"] = pd.DataFrame(keys)
     probes = folder / "probes.json"
+    tables: dict[str, pd.DataFrame] = {}
+    if (folder / "grids.csv").is_file() or not probes.is_file():
+        frame, meta = read_run(folder)
+        tables["summary"] = summary(frame)
+        if ((frame.task == "navigation") & (frame.variant == "base")).any():
+            for m in ("accuracy", "success", "jsd"):
+                tables[f"{m}_by_size_density"] = by_size_density(frame, m)
+            tables["by_distance"] = by_distance(frame)
+        if frame.variant.isin(["rotate", "reflect", "transpose", "swap"]).any():
+            tables["transform_tests"] = pd.DataFrame(paired_tests(frame.to_dict("records")))
+        keys = key_summary(frame.to_dict("records"))
+        if keys:
+            tables["key_rooms"] = pd.DataFrame(keys)
+    else:
+        meta = {}
+    sections = []
+    if meta:
+        sections += [f"# Agency results: {meta.get('agent', '?')}, suite {meta.get('suite', '?')}",
+                     f"Made by: `{meta.get('command') or 'bib agency run'}`"]
+        if meta.get("invalid_steps"):
+            sections.append(f"Invalid steps: {meta['invalid_steps']} of {meta['steps']} ({meta['invalid_reasons']}).")
     if probes.is_file():
-        tables["probes"] = pd.DataFrame(json.loads(probes.read_text(encoding="utf-8"))["rows"])
+        payload = json.loads(probes.read_text(encoding="utf-8"))
+        sections.append(f"Probes made by: `{payload.get('command') or 'bib agency probe'}` "
+                        f"({payload.get('steps')} steps on {payload.get('grids')} grids)")
+        keep = ["probe", "accuracy", "baseline", "balanced_accuracy", "chance_balanced", "optimal_on_decoded",
+                "error_recovery", "exact", "prefix_1", "prefix_3", "prefix_5", "train_rows", "test_rows"]
+        rows = pd.DataFrame(payload["rows"])
+        tables["probes"] = rows[[c for c in keep if c in rows.columns]]
+    tdir = ensure_dir(folder / "tables")
     for name, table in tables.items():
         atomic_write_text(tdir / f"{name}.csv", table.to_csv())
         sections.append(f"## {name.replace('_', ' ')}\n\n{_md(table)}")

@@ -88,4 +88,34 @@ def register(app: typer.Typer) -> None:
                                "command": f"bib agency train-policy --out {out} --grids {grids} --epochs {epochs} --seed {seed}"})
         typer.echo(f"wrote {out} ({len(x)} training states)")
 
+    @sub.command()
+    def probe(
+        out: Path = typer.Option(..., "--out", help="Folder for probes.json (a run folder: the report shows both)."),
+        checkpoint: Path = typer.Option(None, "--checkpoint", help="policy-net checkpoint (default: the shipped one)."),
+        grids: int = typer.Option(2, "--grids", help="Navigation grids per size x density cell."),
+        rollouts: int = typer.Option(5, "--rollouts", help="Rollouts per grid."),
+        layers: str = typer.Option("1,2", "--layers", help="Plan-probe decoder depths (1-4), comma-separated."),
+        map_epochs: int = typer.Option(5, "--map-epochs", help="Cognitive-map probe epochs."),
+        plan_epochs: int = typer.Option(20, "--plan-epochs", help="Plan probe epochs."),
+        seed: int = typer.Option(0, "--seed", help="Seed of grids, rollouts, split and training."),
+    ) -> None:
+        """Cognitive-map, decoded-map consistency and plan probes on the policy network's activations."""
+        from bib.agency.policy_net import load
+        from bib.agency.probes import run_probes
+        from bib.agency.tables import write_tables
+
+        try:
+            depths = tuple(int(v) for v in layers.split(","))
+        except ValueError:
+            raise BibInputError(f"--layers: expected comma-separated integers, got {layers!r}") from None
+        if not all(1 <= d <= 4 for d in depths) or grids < 1 or rollouts < 1:
+            raise BibInputError("--layers must lie in 1..4, --grids and --rollouts >= 1")
+        from bib.agency.policy_net import DEFAULT_CHECKPOINT
+
+        model = load(checkpoint or DEFAULT_CHECKPOINT)
+        command = "bib " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["agency"] else ""
+        run_probes(model, out, grids=grids, rollouts=rollouts, layers=depths, map_epochs=map_epochs,
+                   plan_epochs=plan_epochs, seed=seed, command=command)
+        typer.echo(write_tables(out).rstrip())
+
     app.add_typer(sub, name="agency")
