@@ -305,3 +305,32 @@ def test_bad_policy() -> None:
         known_utility_meg(mdp, pol)
     with pytest.raises(ValueError, match=r"policy\[s=0\]: probabilities sum to 0.9"):
         known_utility_meg(mdp, np.array([[0.4, 0.5], [0.5, 0.5], [0.5, 0.5]]))
+
+
+def test_bad_sparse_and_successor_transitions() -> None:
+    succ = np.zeros((2, 2, 1), dtype=np.int64)
+    succ[1, 1, 0] = 5
+    with pytest.raises(BibInputError, match=r"transitions\[s=1, a=1, k=0\]: successor 5 out of range 0..1"):
+        TabularMDP((succ, np.ones((2, 2, 1))), None, 2)
+    with pytest.raises(BibInputError, match=r"sparse matrix must have shape \[S\*A, S\], got \(5, 2\)"):
+        TabularMDP(sp.csr_matrix(np.ones((5, 2)) / 2), None, 2)
+    m = np.full((4, 2), 0.5)
+    m[3] = [1.5, -0.5]
+    with pytest.raises(BibInputError, match=r"transitions\[s=1, a=1, s'=1\]: negative probability -0.5"):
+        TabularMDP(sp.csr_matrix(m), None, 2)
+    mdp = random_mdp(0)
+    with pytest.raises(BibInputError, match="do not broadcast"):
+        soft_value_iteration(mdp, np.array([1.0, 2.0, 3.0]), np.zeros((2, mdp.n_states)))
+    with pytest.raises(BibInputError, match="this MDP has no utility"):
+        known_utility_meg(mdp.with_utility(None), random_policy(mdp, 0))
+
+
+def test_predictive_accuracy_limits_match_large_beta() -> None:
+    T = np.zeros((2, 2, 2))
+    T[:, 0, 0] = T[:, 1, 1] = 1.0
+    chain = TabularMDP(T, np.array([0.0, 1.0]), horizon=4)
+    pol = np.array([[0.1, 0.9], [0.1, 0.9]])
+    acc = predictive_accuracy(chain, pol, np.array([40.0, np.inf, -np.inf]))
+    assert acc[1] == -np.inf and acc[2] == -np.inf  # the policy sometimes takes the non-optimal action
+    best = known_utility_meg(chain, pol)
+    assert math.isfinite(best.beta) and best.meg == pytest.approx(3 * (math.log(2) + 0.1 * math.log(0.1) + 0.9 * math.log(0.9)))

@@ -102,7 +102,10 @@ def fit_beta(
     best = (float(o0.value[0]), 0.0)
     eps = _tolerance(mdp, u)
     iters = 1
-    fit = lambda value, beta: BetaFit(value, beta, g0, float(o0.soft_return[0]), vmax, iters)  # noqa: E731
+
+    def fit(value: float, beta: float) -> BetaFit:
+        return BetaFit(value, beta, g0, float(o0.soft_return[0]), vmax, iters)
+
     if vmax - vmin <= eps or g0 == 0.0:
         return fit(*best)
     sgn = 1.0 if g0 > 0 else -1.0

@@ -195,10 +195,6 @@ def _to_csr(transitions) -> tuple[sp.csr_matrix, int, int]:
         if T.ndim != 3 or T.shape[0] != T.shape[2]:
             raise BibInputError(f"transitions: expected a dense array [S, A, S], got shape {T.shape}")
         S, A, _ = T.shape
-        bad = np.argwhere(~np.isfinite(T))
-        if bad.size:
-            s, a, s2 = bad[0]
-            raise BibInputError(f"transitions[s={s}, a={a}, s'={s2}]: not finite ({T[s, a, s2]})")
         _check_probs(T)
         csr = sp.csr_matrix(T.reshape(S * A, S))
     if A < 1 or S < 1:

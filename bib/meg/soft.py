@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bib.errors import BibInputError
 from bib.meg.mdp import TabularMDP
 
 
@@ -41,14 +42,14 @@ def _batch(mdp: TabularMDP, utility: np.ndarray | None, beta: float | np.ndarray
         if u.ndim == 1:
             u = mdp.require_utility(u)[None, :]
         elif u.ndim != 2 or u.shape[1] != mdp.n_states:
-            raise ValueError(f"utility: expected shape [S] or [B, S] with S={mdp.n_states}, got {u.shape}")
+            raise BibInputError(f"utility: expected shape [S] or [B, S] with S={mdp.n_states}, got {u.shape}")
     b = np.atleast_1d(np.asarray(beta, dtype=np.float64))
     if b.ndim != 1 or not np.all(np.isfinite(b)):
-        raise ValueError("beta: expected a finite scalar or 1-D array")
+        raise BibInputError("beta: expected a finite scalar or 1-D array")
     batched = np.ndim(beta) == 1 or (utility is not None and np.ndim(utility) == 2)
     n = max(u.shape[0], b.shape[0])
     if u.shape[0] not in (1, n) or b.shape[0] not in (1, n):
-        raise ValueError(f"utility batch {u.shape[0]} and beta batch {b.shape[0]} do not broadcast")
+        raise BibInputError(f"utility batch {u.shape[0]} and beta batch {b.shape[0]} do not broadcast")
     u = np.ascontiguousarray(np.broadcast_to(u, (n, mdp.n_states)).T)
     return u, np.broadcast_to(b, (n,)).copy(), batched
 
