@@ -25,6 +25,15 @@ def ensure_dir(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", durable: bool = True, **kwargs) -> Iterator[IO]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
@@ -46,6 +55,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", durable: bool = T
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -116,3 +116,12 @@ def test_other_generic_rules(episode):
 def test_loads_rejects_top_level_list():
     with pytest.raises(BibInputError, match="top level"):
         loads("[]", "y.json")
+
+
+def test_written_files_get_the_usual_mode(episode, tmp_path):
+    import stat
+
+    mask = os.umask(0)
+    os.umask(mask)
+    save_episode(episode, tmp_path / "e.json")
+    assert stat.S_IMODE((tmp_path / "e.json").stat().st_mode) == 0o666 & ~mask
