@@ -16,6 +16,7 @@ STEPS: list[tuple[str, str]] = [
     ("observers: inverse planner scores and evaluates a few pairs of every condition", "bib.observers.demo:run"),
     ("learned observers: train a small bc-rnn, score and evaluate pairs", "bib.observers.learned_demo:run"),
     ("meg: CliffWorld MEG tables and the MEG of an efficiency pair's agents", "bib.meg.demo:run"),
+    ("agency: policy network and noisy planner on a small navigation suite", "bib.agency.demo:run"),
 ]
 
 

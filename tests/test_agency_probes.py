@@ -148,3 +148,17 @@ def test_probe_cli_writes_probes_json_and_report(tmp_path, monkeypatch, tiny_mod
     assert (tmp_path / "p" / "plots" / "probes.png").is_file() and "map-mlp" in res.output
     with pytest.raises(BibInputError, match="--layers"):
         CliRunner().invoke(app, ["agency", "probe", "--out", str(tmp_path), "--layers", "9"], catch_exceptions=False)
+
+
+def test_shipped_checkpoint_loads_safely_and_navigates_open_rooms() -> None:
+    from bib.agency.metrics import grid_metrics
+    from bib.agency.policy_net import DEFAULT_CHECKPOINT, checkpoint_meta
+    from bib.agency.env import run_rollouts
+
+    model = load(DEFAULT_CHECKPOINT)  # weights_only=True inside
+    assert "bib agency train-policy" in checkpoint_meta(DEFAULT_CHECKPOINT)["command"]
+    for index in (0, 6, 12, 36):  # open rooms (density 0) of sizes 7, 9, 11, 9: greedy moves are all optimal
+        grid = load_grid("navigation", index, 0)
+        ros = run_rollouts([PolicyNetAgent(model, np.random.default_rng(0), temperature=0)], grid)
+        row = grid_metrics(grid, ros, meg=False)
+        assert row["accuracy"] == 1.0 and row["success"] == 1.0

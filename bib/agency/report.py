@@ -26,6 +26,21 @@ def _save(fig, path: Path) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _bars(plt, labels: list[str], series: dict[str, np.ndarray], title: str, line: float | None = None):
+    """A grouped bar chart on [0, 1]: one group per label, one bar per series."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series.items()):
+        ax.bar(np.arange(len(labels)) + i * width, values, width, label=name)
+    if line is not None:
+        ax.axhline(line, color="k", ls="--", lw=0.8)
+    ax.set(xticks=np.arange(len(labels)) + width * (len(series) - 1) / 2, xticklabels=labels, ylim=(0, 1.02))
+    ax.tick_params(axis="x", labelsize=7)
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=8)
+    return fig
+
+
 def make_report(folder: str | Path) -> tuple[str, list[Path]]:
     """Write tables and figures for a run folder; return ``(markdown tables, figure paths)``."""
     import matplotlib
@@ -61,34 +76,18 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
     tests = folder / "tables" / "transform_tests.csv"
     if tests.is_file():
         t = pd.read_csv(tests, index_col=0)
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        metrics = list(dict.fromkeys(t["metric"]))
         names = list(dict.fromkeys(t["transform"]))
-        width = 0.8 / len(metrics)
-        for i, m in enumerate(metrics):
-            sub = t[t["metric"] == m].set_index("transform").reindex(names)
-            ax.bar(np.arange(len(names)) + i * width, sub.p, width, label=m)
-        ax.axhline(0.05, color="k", ls="--", lw=0.8)
-        ax.set(xticks=np.arange(len(names)) + width * (len(metrics) - 1) / 2, xticklabels=names,
-               ylabel="Wilcoxon p (two-sided)", ylim=(0, 1))
-        ax.legend(fontsize=7)
-        ax.set_title(f"transform vs base\n{title}", fontsize=8)
+        series = {m: t[t["metric"] == m].set_index("transform").reindex(names)["p"].to_numpy()
+                  for m in dict.fromkeys(t["metric"])}
+        fig = _bars(plt, names, series, f"transform vs base (Wilcoxon p, two-sided)\n{title}", line=0.05)
         figures.append(pdir / "transforms.png")
         _save(fig, figures[-1])
         plt.close(fig)
     keys = folder / "tables" / "key_rooms.csv"
     if keys.is_file():
         k = pd.read_csv(keys, index_col=0)
-        labels = [f"{a}\n{b}" for a, b in zip(k.task, k.variant)]
-        cols = ["success", "pickup", "key_cell_visit", "toward_key_share"]
-        fig, ax = plt.subplots(figsize=(8, 3.5))
-        width = 0.8 / len(cols)
-        for i, c in enumerate(cols):
-            ax.bar(np.arange(len(k)) + i * width, k[c].fillna(0), width, label=c)
-        ax.set(xticks=np.arange(len(k)) + width * (len(cols) - 1) / 2, xticklabels=labels, ylim=(0, 1.02))
-        ax.tick_params(axis="x", labelsize=7)
-        ax.legend(fontsize=7)
-        ax.set_title(f"key rooms\n{title}", fontsize=8)
+        series = {c: k[c].fillna(0).to_numpy() for c in ("success", "pickup", "key_cell_visit", "toward_key_share")}
+        fig = _bars(plt, [f"{a}\n{b}" for a, b in zip(k.task, k.variant)], series, f"key rooms\n{title}")
         figures.append(pdir / "keys.png")
         _save(fig, figures[-1])
         plt.close(fig)
@@ -96,15 +95,9 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
     if probes.is_file():
         payload = json.loads(probes.read_text(encoding="utf-8"))
         rows = payload["rows"]
-        title = payload.get("command") or title
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        x = np.arange(len(rows))
-        ax.bar(x - 0.2, [r["accuracy"] for r in rows], 0.4, label="held-out accuracy")
-        ax.bar(x + 0.2, [r["baseline"] for r in rows], 0.4, label="majority / chance baseline")
-        ax.set(xticks=x, xticklabels=[r["probe"] for r in rows], ylim=(0, 1.02))
-        ax.tick_params(axis="x", labelsize=7)
-        ax.legend(fontsize=7)
-        ax.set_title(f"probes\n{title}", fontsize=8)
+        series = {"held-out accuracy": [r["accuracy"] for r in rows],
+                  "majority baseline": [r["baseline"] for r in rows]}
+        fig = _bars(plt, [r["probe"] for r in rows], series, f"probes\n{payload.get('command') or title}")
         figures.append(pdir / "probes.png")
         _save(fig, figures[-1])
         plt.close(fig)
