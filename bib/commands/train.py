@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="Checkpoint file to write (state dict + JSON config)."),
         config: Path = typer.Option(None, "--config", help="TOML config, e.g. baselines/bc-rnn.toml (default: built-in defaults)."),
         epochs: int = typer.Option(None, "--epochs", min=1, help="Override [train] epochs."),
-        max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use only the first N episodes by id (0 = all)."),
+        max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use N episodes spread evenly over the id-sorted set (0 = all)."),
         seed: int = typer.Option(None, "--seed", help="Override [train] seed."),
     ) -> None:
         """Train on an 80/20 split (by sorted episode id), printing validation loss per epoch.

@@ -61,7 +61,7 @@ class TrainConfig:
         weight_decay: Adam weight decay.
         grad_clip: gradient-norm clipping threshold.
         seed: seeds ``torch.manual_seed`` and the numpy Generator that shuffles episodes.
-        max_episodes: use only the first N episodes (by sorted id) of the background set; 0 = all.
+        max_episodes: use N episodes spread evenly over the id-sorted background set; 0 = all.
         max_batches: stop each epoch after N batches; 0 = a full pass.
         max_val_episodes: validate on the first N validation episodes; 0 = all.
         threads: torch intra-op threads during training (0 = torch's default).

@@ -21,7 +21,7 @@ def run(root: Path) -> None:
     from bib.observers.bc import BCRNNObserver
     from bib.observers.learned import TrainConfig
     from bib.observers.scoring import score
-    from bib.observers.training import episode_files, run_training, split
+    from bib.observers.training import run_training, split
     from bib.tasks import REGISTRY, make_unit
 
     out = ensure_dir(root / "learned")
@@ -35,7 +35,7 @@ def run(root: Path) -> None:
         for i in range(PAIRS):
             for ep in make_unit(task, i, SEED):
                 save_episode(ep, evaluation / f"{ep.id}.json")
-    files = episode_files(background)
+    files = [(r.id, r.path) for r in find_episodes(background).refs]
     tr, va = split([i for i, _ in files])
     obs = BCRNNObserver(**SMALL)
     cfg = TrainConfig(epochs=3, batch_size=8, lr=3e-3, loader_workers=0)

@@ -108,7 +108,7 @@ def _double_conv(c_in: int, c_out: int) -> nn.Sequential:
 
 
 class UNet(nn.Module):
-    """A small U-Net: two down-sampling levels, a conditioned bottleneck, sigmoid output.
+    """A small U-Net: two down-sampling levels, a conditioned bottleneck, a linear output.
 
     The condition vector (the agent embedding) is projected to the bottleneck channels and added
     at every bottleneck position. Odd sizes (a 10 x 10 grid, 21 px) are handled by resizing on
@@ -125,12 +125,14 @@ class UNet(nn.Module):
         self.dec2 = _double_conv(2 * c2 + c2, c2)
         self.dec1 = _double_conv(c2 + c1, c1)
         self.out = nn.Conv2d(c1, c_out, 1)
+        nn.init.zeros_(self.out.weight)  # starts as the zero map (a residual predictor starts by copying)
+        nn.init.zeros_(self.out.bias)
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
-        """``x`` [N, C, H, W], ``cond`` [N, cond] -> [N, c_out, H, W] in (0, 1)."""
+        """``x`` [N, C, H, W], ``cond`` [N, cond] -> [N, c_out, H, W]."""
         s1 = self.enc1(x)
         s2 = self.enc2(F.max_pool2d(s1, 2))
         m = self.mid(F.max_pool2d(s2, 2)) + self.cond(cond)[:, :, None, None]
         u2 = self.dec2(torch.cat([F.interpolate(m, size=s2.shape[-2:], mode="nearest"), s2], dim=1))
         u1 = self.dec1(torch.cat([F.interpolate(u2, size=s1.shape[-2:], mode="nearest"), s1], dim=1))
-        return torch.sigmoid(self.out(u1))
+        return self.out(u1)

@@ -9,7 +9,6 @@ contiguous, so a plain first-80% cut would leave whole tasks out of training).
 from __future__ import annotations
 
 import copy
-import csv
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,8 @@ import torch
 
 from bib.episode import Episode, load_episode
 from bib.errors import BibInputError
+from bib.evaluation import find_episodes
+from bib.io import ensure_dir
 from bib.observers.encoders import Batch, collate
 from bib.observers.learned import LearnedObserver, TrainConfig, config_from_dict, learned_class, torch_threads
 from bib.progress import track
@@ -30,36 +31,14 @@ Item = Path | Episode
 """A training item: an episode file (loaded when its batch is built) or an episode in memory."""
 
 
-def episode_files(path: str | Path) -> list[tuple[str, Path]]:
-    """``(episode id, file)`` of every episode under ``path``, sorted by id.
+def subset(items: Sequence[Any], n: int) -> list[Any]:
+    """``n`` items spread evenly over ``items`` (all of them when ``n`` is 0 or too large), in order.
 
-    Args:
-        path: a folder searched recursively for ``*.json`` episode files (the id is the file
-            name without ``.json``, as ``bib generate`` writes them), or a ``manifest.csv``.
-
-    Raises:
-        BibInputError: no episodes found, a missing manifest column, or an id found twice.
+    Background ids are grouped by task, so an even spread keeps every task's share.
     """
-    p = Path(path)
-    pairs: list[tuple[str, Path]] = []
-    if p.is_file() and p.suffix == ".csv":
-        with p.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            missing = {"episode_id", "episode_path"} - set(reader.fieldnames or [])
-            if missing:
-                raise BibInputError(f"{p}: manifest lacks column(s) {', '.join(sorted(missing))}")
-            pairs = [(row["episode_id"], p.parent / row["episode_path"]) for row in reader]
-    elif p.is_dir():
-        pairs = [(f.stem, f) for f in p.rglob("*.json") if not f.name.startswith(".")]
-    else:
-        raise BibInputError(f"{p}: not a folder or a manifest.csv")
-    if not pairs:
-        raise BibInputError(f"{p}: no episode files (*.json) found")
-    pairs.sort(key=lambda t: t[0])
-    for (a, fa), (b, fb) in zip(pairs, pairs[1:]):
-        if a == b:
-            raise BibInputError(f"{p}: episode id {a!r} appears twice ({fa} and {fb})")
-    return pairs
+    if n <= 0 or n >= len(items):
+        return list(items)
+    return [items[int(i)] for i in np.unique(np.linspace(0, len(items) - 1, n).round().astype(int))]
 
 
 def split(ids: Sequence[Any]) -> tuple[list[int], list[int]]:
@@ -244,9 +223,7 @@ def _metrics(report: TrainReport) -> dict[str, Any]:
 def fit_episodes(observer: LearnedObserver, episodes: Sequence[Episode], cfg: TrainConfig,
                  log: Callable[[str], None] = lambda _: None) -> TrainReport:
     """Train on in-memory episodes, split 80/20 by sorted id (what ``Observer.fit`` calls)."""
-    ordered = sorted(episodes, key=lambda e: e.id)
-    if cfg.max_episodes:
-        ordered = ordered[: cfg.max_episodes]
+    ordered = subset(sorted(episodes, key=lambda e: e.id), cfg.max_episodes)
     tr, va = split([e.id for e in ordered])
     return run_training(observer, [ordered[i] for i in tr], [ordered[i] for i in va], cfg, None, log)
 
@@ -263,7 +240,8 @@ def train(
 
     Args:
         observer: a learned observer name (``bc-mlp``, ``bc-rnn``, ``video-rnn``).
-        background: a folder of episode files (searched recursively) or a manifest.csv.
+        background: a folder searched recursively (episode files and manifests) or a manifest.csv,
+            read by :func:`bib.evaluation.find_episodes` as ``bib score`` does.
         out: the checkpoint file to write.
         config: a TOML config (``baselines/NAME.toml``); defaults when None.
         overrides: ``[train]`` fields to override (e.g. ``{"epochs": 1}``).
@@ -277,19 +255,17 @@ def train(
         values = {k: v for k, v in vars(train_cfg).items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
         train_cfg = config_from_dict(TrainConfig, values, "train options")
-    files = episode_files(background)
-    if train_cfg.max_episodes:
-        files = files[: train_cfg.max_episodes]
-    tr, va = split([i for i, _ in files])
+    refs = subset(find_episodes(background).refs, train_cfg.max_episodes)
+    tr, va = split([r.id for r in refs])
     if not tr:
-        raise BibInputError(f"{background}: too few episodes to train on ({len(files)})")
-    val_files = [files[i][1] for i in va]
+        raise BibInputError(f"{background}: too few episodes to train on ({len(refs)})")
+    val_files = [refs[i].path for i in va]
     if train_cfg.max_val_episodes:
         val_files = val_files[: train_cfg.max_val_episodes]
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(Path(out).parent)
     obs = learned_class(observer)(model_cfg)
     log(f"{observer}: {len(tr)} training and {len(val_files)} validation episodes from {background}; "
         f"{sum(p.numel() for p in obs.net.parameters())} parameters")
-    report = run_training(obs, [files[i][1] for i in tr], val_files, train_cfg, out, log)
+    report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log)
     log(f"best epoch {report.best_epoch}: validation loss {report.best_val_loss:.4f}; checkpoint {out}")
     return report

@@ -4,7 +4,10 @@ frame of the test trial; surprise of a step = pixel MSE between the predicted an
 BIB released no Video-RNN code (its Fig. 7 gives only the architecture), so the sizes here are ours:
 each familiarization trial's frames go through the state encoder and a GRU (packed, true last
 state), the trial summaries are averaged into the agent embedding, and the U-Net takes the current
-test frame with the embedding added at its bottleneck. The default input is the symbolic grid
+test frame with the embedding added at its bottleneck and predicts the change to the next frame
+(residual: prediction = current frame + U-Net output, the output layer starting at zero, so an
+untrained model predicts "nothing moves"; a sigmoid-output version collapsed to a constant frame
+in our first run). The default input is the symbolic grid
 (the "pixels" are grid channels; fast); ``input = "frames"`` predicts rendered 84 x 84 frames as
 BIB's Video-RNN did, at a much lower throughput (see ``baselines/README.md``).
 """
@@ -55,7 +58,8 @@ class VideoRNNNet(nn.Module):
     def step_errors(self, batch: Batch) -> torch.Tensor:
         """Per-query pixel MSE ``[Q]`` of the predicted next frame."""
         ctx = self.context(batch)
-        pred = self.unet(batch.dense(batch.query_index), ctx[batch.query_episode])
+        current = batch.dense(batch.query_index)
+        pred = current + self.unet(current, ctx[batch.query_episode])
         target = batch.dense(batch.query_index + 1)
         return ((pred - target) ** 2).flatten(1).mean(dim=1)
 
