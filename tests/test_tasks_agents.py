@@ -12,9 +12,9 @@ from bib.tasks.agents import (
     InstrumentalAgent,
     IrrationalAgent,
     RationalAgent,
-    _moves_from,
     cost_to_go,
     is_optimal_path,
+    optimal_moves,
     optimal_cost,
     reachable_locked,
     rollout,
@@ -73,15 +73,27 @@ def random_key_layouts(n: int, seed: int = 0) -> list[Layout]:
     return out
 
 
-def test_moves_match_move_legal():
-    for lay in random_key_layouts(10):
-        for unlocked in (False, True):
-            moves = _moves_from(lay.width, lay.height, lay.moves, lay.blocked(unlocked))
-            for cell in lay.free_cells(unlocked):
-                want = {(cell[0] + dx, cell[1] + dy) for a, (dx, dy) in enumerate(
-                    [(0, -1), (1, -1), (1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1)])
-                    if move_legal(lay, cell, a, unlocked)}
-                assert {t for t, _ in moves[cell]} == want
+def test_optimal_moves_match_forward_search_through_step():
+    checked = 0
+    for lay in random_key_layouts(12, seed=3):
+        goal = lay.object("A").cell
+        states = [AgentState(lay.agent.home), AgentState(lay.key, True, False), AgentState(lay.agent.home, True, True)]
+        for state in states:
+            if not lay.is_free(state.cell, state.unlocked) or (not state.unlocked and state.has_key
+                                                                 and adjacent_to_lock(lay, state.cell)):
+                continue
+            here = reference_cost(lay, goal, state)
+            want = []
+            if np.isfinite(here):
+                for a in range(STAY):
+                    if move_legal(lay, state.cell, a, state.unlocked):
+                        nxt, _ = step(lay, state, a)
+                        cost = np.sqrt(2) if a % 2 else 1.0
+                        if abs(cost + reference_cost(lay, goal, nxt) - here) < 1e-9:
+                            want.append(a)
+            assert optimal_moves(lay, state, goal) == want
+            checked += bool(want)
+    assert checked >= 5
 
 
 def test_key_lock_cost_matches_forward_search():

@@ -11,9 +11,12 @@ import pytest
 from bib.episode import dumps, loads
 from bib.render.frames import BARRIER, RenderSettings, episode_frames, trial_frames
 from bib.tasks import make_unit, validate_episode, validate_pair
+from bib.tasks.agents import optimal_cost
 from bib.tasks.common import make_trial
 from bib.tasks.instrumental import sample_enclosure
-from bib.world.planning import is_shortest, reachable, shortest_path
+from bib.stimuli.stats import closest_object_credit
+from bib.world.dynamics import AgentState
+from bib.world.planning import is_shortest, reachable, shortest_cost, shortest_path
 
 CONDITIONS = ["instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking"]
 SEEDS = [0, 1, 2]
@@ -133,3 +136,41 @@ def test_deterministic():
     a = make_unit("instrumental-blocking", 5, 2)
     b = make_unit("instrumental-blocking", 5, 2)
     assert [dumps(x) for x in a] == [dumps(x) for x in b]
+
+
+def nearest_costs(trial) -> tuple[float, float]:
+    """(key, object) shortest-path costs from home with the test's barriers closed (as bib stats measures)."""
+    lay = trial.layout
+    home = lay.agent.home
+    return shortest_cost(lay, home, lay.key), shortest_cost(lay, home, lay.object("A").cell)
+
+
+def closest_rule(condition: str, n: int) -> tuple[float, list[tuple[float, float]], list]:
+    """Mean closest-target credit over units 0..n-1 (seed 20211206), each unexpected test's (key, object)
+    costs, and the units."""
+    units = [make_unit(condition, i, 20211206) for i in range(n)]
+    rule = float(np.mean([closest_object_credit(e, u) for e, u in units]))
+    return rule, [nearest_costs(u.test) for _, u in units], units
+
+
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_nearer_target_is_stratified_so_the_closest_target_rule_is_at_chance(condition):
+    rule, costs, units = closest_rule(condition, 24)
+    assert rule == 0.5
+    for _, u in units:  # the key is a detour where it is not needed: reaching it is not on the way to A
+        lay, key = u.test.layout, u.test.layout.key
+        obj = lay.object("A").cell
+        via_key = shortest_cost(lay, lay.agent.home, key) + optimal_cost(lay, obj, AgentState(key, True, False))
+        assert via_key > optimal_cost(lay, obj) + 1e-9
+    for i, (key, obj) in enumerate(costs):
+        if condition == "instrumental-blocking":
+            assert key <= obj + 1e-9  # the object, reachable once the ring opens, is never the nearer target
+        else:
+            assert (key < obj - 1e-9) if i % 2 == 0 else (key > obj + 1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("condition", CONDITIONS)
+def test_closest_target_rule_near_chance_on_200_pairs(condition):
+    rule, _, _ = closest_rule(condition, 200)
+    assert 0.4 <= rule <= 0.6

@@ -139,3 +139,20 @@ def test_path_cost_rejects_jumps():
     assert path_cost([(0, 0), (1, 1), (2, 1)]) == pytest.approx(1 + math.sqrt(2))
     with pytest.raises(ValueError, match="not adjacent"):
         path_cost([(0, 0), (2, 0)])
+
+
+@given(layouts)
+def test_grid_graph_moves_match_move_legal(case):
+    from bib.world.planning import layout_graph
+
+    walls, _, _, moves = case
+    layout = Layout(SIZE, SIZE, walls=walls | {(SIZE, 0), (-1, 2)}, barriers=frozenset({(3, 3)}), moves=moves)
+    for unlocked in (False, True):
+        graph = layout_graph(layout, unlocked)
+        for cell in layout.free_cells(unlocked):
+            want = [a for a in range(STAY) if move_legal(layout, cell, a, unlocked)]
+            assert list(np.flatnonzero(graph.legal[cell[1], cell[0]])) == want
+            i = graph.index(cell)
+            assert [(a, graph.cell(i + off)) for a, off, _ in graph.steps[i]] == \
+                [(a, (cell[0] + ACTIONS[a][0], cell[1] + ACTIONS[a][1])) for a in want]
+    assert reachable(layout, (SIZE, 0)) == frozenset()

@@ -18,18 +18,16 @@ so meg and agency can query them at any state.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from bib.episode import Event
-from bib.world.dynamics import ACTION_NAMES, ACTIONS, STAY, AgentState, action_between, action_cost, move_legal, step
+from bib.world.dynamics import ACTION_NAMES, STAY, AgentState, action_between, action_cost, move_legal, step
 from bib.world.grid import Cell, Layout
-from bib.world.planning import TOL
+from bib.world.planning import INF, TOL, distance_list, grid_graph, reachable
 
 State = tuple[Cell, bool, bool]
 """A key/lock planning state ``(cell, has_key, unlocked)``."""
@@ -47,8 +45,88 @@ class GridAgent(Protocol):
 # ---------------------------------------------------------------- planning in (cell, has_key, unlocked)
 
 
-def _key(state: AgentState) -> State:
-    return (state.cell, state.has_key, state.unlocked)
+Static = tuple[int, int, int, frozenset[Cell], frozenset[Cell], "Cell | None", "Cell | None"]
+EDGE = ((0, 1), (0, -1), (1, 0), (-1, 0))
+
+
+class KeyLockValues:
+    """Cost-to-go of one layout's static content and goal, by mode, over flat cells (``y * width + x``).
+
+    Attributes:
+        locked: the :class:`bib.world.planning.GridGraph` with the lock closed; ``unlocked``: with only walls.
+        free: cost-to-go without the key; ``holding``: with the key, lock closed; ``opened``: lock open.
+        key: flat index of the key (None without one); ``lock_side``: flat cells sharing an edge with the lock.
+    """
+
+    __slots__ = ("locked", "unlocked", "free", "holding", "opened", "key", "lock_side", "has_key")
+
+    def __init__(self, static: Static, goal: Cell) -> None:
+        width, height, moves, walls, barriers, lock, key = static
+        locked_blocked = walls | barriers | (frozenset({lock}) if lock is not None else frozenset())
+        self.locked = grid_graph(width, height, moves, locked_blocked)
+        self.unlocked = grid_graph(width, height, moves, walls)
+        self.has_key = key is not None
+        self.free = distance_list(width, height, moves, locked_blocked, goal)
+        self.holding = self.opened = [INF] * (width * height)
+        self.key = self.locked.index(key) if key is not None else None
+        sides = [] if lock is None else [self.locked.index((lock[0] + dx, lock[1] + dy)) for dx, dy in EDGE]
+        self.lock_side = frozenset(i for i in sides if i is not None)
+        if key is None:
+            return
+        # from the last mode back: unlocked, holding the key (independent of where the key lies), without it
+        self.opened = distance_list(width, height, moves, walls, goal)
+        self.holding = _holding(width, height, moves, walls, barriers, lock, goal)
+        k = self.key
+        if k is not None and key not in locked_blocked:
+            at_key = (self.opened if k in self.lock_side else self.holding)[k]
+            if at_key < INF:
+                # two sources, the goal (0) and the key (its value): the better of the two fields
+                from_key = distance_list(width, height, moves, locked_blocked, key)
+                self.free = [min(d, at_key + e) for d, e in zip(self.free, from_key)]
+
+    def value(self, index: int | None, has_key: bool, unlocked: bool) -> float:
+        """Cost-to-go of the state ``(flat cell, has_key, unlocked)`` (``inf`` when cut off or impossible)."""
+        if index is None:
+            return INF
+        if not has_key:
+            return INF if unlocked else self.free[index]
+        if not self.has_key:
+            return INF
+        return self.opened[index] if unlocked else self.holding[index]
+
+    def after(self, index: int, has_key: bool, unlocked: bool) -> tuple[bool, bool]:
+        """The key/lock mode after arriving on flat cell ``index`` (as :func:`bib.world.dynamics.step`)."""
+        if not has_key and index == self.key:
+            has_key = True
+        if has_key and not unlocked and index in self.lock_side:
+            unlocked = True
+        return has_key, unlocked
+
+
+@lru_cache(maxsize=1024)
+def _holding(width: int, height: int, moves: int, walls: frozenset[Cell], barriers: frozenset[Cell],
+             lock: Cell | None, goal: Cell) -> list[float]:
+    """Cost-to-go holding the key with the lock closed: arriving next to the lock opens it, so those
+    cells are sources worth their unlocked cost, and the goal itself is a source worth 0."""
+    locked_blocked = walls | barriers | (frozenset({lock}) if lock is not None else frozenset())
+    locked = grid_graph(width, height, moves, locked_blocked)
+    opened = distance_list(width, height, moves, walls, goal)
+    sides = [] if lock is None else [locked.index((lock[0] + dx, lock[1] + dy)) for dx, dy in EDGE]
+    src = [(c, opened[c]) for c in sides if c is not None and locked.cell(c) not in locked_blocked and opened[c] < INF]
+    g = locked.index(goal)
+    if g is not None and goal not in locked_blocked:
+        src.append((g, 0.0))
+    return locked.costs(src)
+
+
+def _static(layout: Layout) -> Static:
+    return (layout.width, layout.height, layout.moves, layout.walls, layout.barriers, layout.lock, layout.key)
+
+
+@lru_cache(maxsize=2048)
+def key_lock_values(static: Static, goal: Cell) -> KeyLockValues:
+    """The cached :class:`KeyLockValues` of a layout's static content and a goal cell."""
+    return KeyLockValues(static, goal)
 
 
 def cost_to_go(layout: Layout, goal: Cell) -> dict[State, float]:
@@ -62,128 +140,51 @@ def cost_to_go(layout: Layout, goal: Cell) -> dict[State, float]:
     value of the state arriving there creates (the lock open). Cached on the layout's static
     content, so agents' homes and objects do not matter.
     """
-    static = (layout.width, layout.height, layout.moves, layout.walls, layout.barriers, layout.lock, layout.key)
-    return _cost_to_go(static, goal)
+    return _cost_to_go(_static(layout), goal)
 
 
 @lru_cache(maxsize=256)
-def _moves_from(width: int, height: int, moves: int, blocked: frozenset[Cell]) -> dict[Cell, tuple[tuple[Cell, float], ...]]:
-    """Legal moves (target, cost) from every free cell of a grid with ``blocked`` cells.
-
-    The same rule as :func:`bib.world.dynamics.move_legal` (checked against it in the tests),
-    written with set look-ups because it runs for every new layout.
-    """
-
-    def free(c: Cell) -> bool:
-        return 0 <= c[0] < width and 0 <= c[1] < height and c not in blocked
-
-    out = {}
-    for y in range(height):
-        for x in range(width):
-            if not free((x, y)):
-                continue
-            targets = []
-            for a in range(STAY):
-                dx, dy = ACTIONS[a]
-                if not free((x + dx, y + dy)):
-                    continue
-                if dx and dy and (moves == 4 or not free((x + dx, y)) or not free((x, y + dy))):
-                    continue
-                targets.append(((x + dx, y + dy), action_cost(a)))
-            out[(x, y)] = tuple(targets)
-    return out
-
-
-Static = tuple[int, int, int, frozenset[Cell], frozenset[Cell], "Cell | None", "Cell | None"]
-INF = float("inf")
-
-
-def _dijkstra(graph: dict[Cell, tuple[tuple[Cell, float], ...]], sources: dict[Cell, float]) -> dict[Cell, float]:
-    """Multi-source Dijkstra: the least ``source value + path cost`` to every cell that reaches a source.
-
-    Moves are symmetric (legality and cost), so the forward move lists serve as reverse edges.
-    """
-    dist: dict[Cell, float] = {}
-    heap = [(d, c) for c, d in sources.items()]
-    heapq.heapify(heap)
-    while heap:
-        d, c = heapq.heappop(heap)
-        if c in dist:
-            continue
-        dist[c] = d
-        for n, w in graph[c]:
-            if n not in dist:
-                heapq.heappush(heap, (d + w, n))
-    return dist
-
-
-@lru_cache(maxsize=2048)
-def _field(width: int, height: int, moves: int, blocked: frozenset[Cell], goal: Cell) -> dict[Cell, float]:
-    """Shortest-path cost to ``goal`` from every cell that reaches it on a grid with ``blocked`` cells."""
-    graph = _moves_from(width, height, moves, blocked)
-    return _dijkstra(graph, {goal: 0.0} if goal in graph else {})
-
-
-@lru_cache(maxsize=2048)
 def _cost_to_go(static: Static, goal: Cell) -> dict[State, float]:
-    """Cost-to-go by mode, from the last mode back: unlocked, holding the key, without the key.
-
-    With the key and the lock closed, arriving next to the lock opens it, so those cells are
-    sources worth their unlocked cost; without the key, arriving on the key is a source worth the
-    cost-to-go of the state it creates. Having the key (or the lock open) only adds moves, so a
-    source's value never exceeds what moving on from it in the current mode would cost.
-    """
-    width, height, moves, walls, barriers, lock, key = static
-    locked_blocked = walls | barriers | (frozenset({lock}) if lock is not None else frozenset())
-    v_n = _field(width, height, moves, locked_blocked, goal)
-    if key is None:
-        return {(c, False, False): d for c, d in v_n.items()}
-    locked = _moves_from(width, height, moves, locked_blocked)
-    v_u = _field(width, height, moves, walls, goal)
-    lock_side = set() if lock is None else {(lock[0] + dx, lock[1] + dy) for dx, dy in ((0, 1), (0, -1), (1, 0), (-1, 0))}
-    src = {c: v_u[c] for c in lock_side if c in locked and c in v_u}
-    if goal in locked:
-        src[goal] = 0.0
-    v_k = _dijkstra(locked, src)
-    src = {goal: 0.0} if goal in locked else {}
-    at_key = (v_u if key in lock_side else v_k).get(key)
-    if at_key is not None and key in locked:
-        src[key] = min(src.get(key, INF), at_key)
-    v_n = _dijkstra(locked, src)
-    out = {(c, True, True): d for c, d in v_u.items()}
-    out.update({(c, True, False): d for c, d in v_k.items()})
-    out.update({(c, False, False): d for c, d in v_n.items()})
+    """The dict view of :func:`key_lock_values` (modes as in :class:`KeyLockValues`)."""
+    v = key_lock_values(static, goal)
+    cell = v.locked.cell
+    out: dict[State, float] = {}
+    if v.has_key:
+        out.update({(cell(i), True, True): d for i, d in enumerate(v.opened) if d < INF})
+        out.update({(cell(i), True, False): d for i, d in enumerate(v.holding) if d < INF})
+    out.update({(cell(i), False, False): d for i, d in enumerate(v.free) if d < INF})
     return out
 
 
 def optimal_cost(layout: Layout, goal: Cell, state: AgentState | None = None) -> float:
     """Cost of an optimal key/lock-space path from ``state`` (default: the agent at home) to ``goal``."""
     s = state or AgentState(layout.agent.home)
-    return cost_to_go(layout, goal).get(_key(s), float("inf"))
+    v = key_lock_values(_static(layout), goal)
+    return v.value(v.locked.index(s.cell), s.has_key, s.unlocked)
 
 
 def optimal_moves(layout: Layout, state: AgentState, goal: Cell) -> list[int]:
     """The actions from ``state`` that lie on some optimal path to ``goal`` (``[STAY]`` on it, ``[]`` if cut off)."""
     if state.cell == goal:
         return [STAY]
-    cost = cost_to_go(layout, goal)
-    here = cost.get(_key(state))
-    if here is None:
+    v = key_lock_values(_static(layout), goal)
+    i = v.locked.index(state.cell)
+    here = v.value(i, state.has_key, state.unlocked)
+    if here == INF:
         return []
+    graph = v.unlocked if state.unlocked else v.locked
     best = []
-    for a in range(STAY):
-        if move_legal(layout, state.cell, a, state.unlocked):
-            nxt, _ = step(layout, state, a)
-            there = cost.get(_key(nxt))
-            if there is not None and abs(action_cost(a) + there - here) < TOL:
-                best.append(a)
+    for a, off, w in graph.steps[i]:
+        n = i + off
+        there = v.value(n, *v.after(n, state.has_key, state.unlocked))
+        if there < INF and abs(w + there - here) < TOL:
+            best.append(a)
     return best
 
 
 def reachable_locked(layout: Layout, start: Cell) -> frozenset[Cell]:
-    """Cells reachable from ``start`` while the lock stays closed (what
-    :func:`bib.world.planning.reachable` gives), from the cached planner (moves are symmetric)."""
-    return frozenset(s[0] for s in cost_to_go(replace(layout, key=None), start))
+    """Cells reachable from ``start`` while the lock stays closed (:func:`bib.world.planning.reachable`)."""
+    return reachable(layout, start)
 
 
 def is_optimal_path(layout: Layout, path: Sequence[Cell]) -> bool:

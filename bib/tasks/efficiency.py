@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,14 +46,17 @@ MIN_DETOUR = 0.5
 # ---------------------------------------------------------------- layouts
 
 
+_border = lru_cache(maxsize=16)(border_walls)
+
+
 def inner_walls(layout: Layout) -> frozenset[Cell]:
     """The walls of a layout that are not its border ring (here: the efficiency barrier)."""
-    return layout.walls - border_walls(layout.width, layout.height)
+    return layout.walls - _border(layout.width, layout.height)
 
 
 def without_inner_walls(layout: Layout) -> Layout:
     """``layout`` with only its border walls (the barrier removed)."""
-    return Layout(layout.width, layout.height, border_walls(layout.width, layout.height), layout.barriers,
+    return Layout(layout.width, layout.height, _border(layout.width, layout.height), layout.barriers,
                   layout.lock, layout.key, layout.objects, layout.agents, layout.moves)
 
 
@@ -65,6 +69,11 @@ def _symmetry(rng: np.random.Generator, size: int = GRID) -> Callable[[Cell], Ce
         return (size - 1 - x if fx else x, size - 1 - y if fy else y)
 
     return f
+
+
+def _pick(rng: np.random.Generator, options: range) -> int:
+    """A uniform element of ``options`` (the draw ``rng.choice`` makes, without building an array)."""
+    return options[int(rng.integers(len(options)))]
 
 
 class _Scene:
@@ -83,8 +92,8 @@ class _Scene:
 
     def sample(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
         """A home left of the barrier and an object right of it, both within its rows."""
-        home = (int(rng.choice(self.left)), int(rng.choice(self.rows)))
-        obj = (int(rng.choice(self.right)), int(rng.choice(self.rows)))
+        home = (_pick(rng, self.left), _pick(rng, self.rows))
+        obj = (_pick(rng, self.right), _pick(rng, self.rows))
         return self.f(home), self.f(obj)
 
 

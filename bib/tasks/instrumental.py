@@ -12,6 +12,13 @@ Test (a fresh layout of the same kind):
   barrier no longer blocks; expected -> object, unexpected -> key.
 - ``instrumental-blocking``: expected: the ring blocks and the agent goes to the key;
   unexpected: the same ring with one side removed (not blocking), the agent goes to the key.
+
+The test key is placed so that a closest-target cue ("the agent that walks to a target farther
+than the nearest one is the unexpected one", :mod:`bib.stimuli.stats`) is at chance: in
+no-barrier and inconsequential the key is strictly nearer home than the object in even-numbered
+units and strictly farther in odd ones (which is visible in the layout, so the index tells an
+observer nothing it cannot see); in blocking the expected agent walks to the only reachable
+target, so the key is never farther than the object once the ring is open.
 """
 
 from __future__ import annotations
@@ -35,9 +42,12 @@ from bib.tasks.common import (
     sample_looks,
 )
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
+from bib.world.dynamics import AgentState, adjacent_to_lock
 from bib.world.grid import Agent, Cell, Layout
+from bib.world.planning import TOL, distance_field
 
 SIDES = ("top", "bottom", "left", "right")
+_INTERIOR = frozenset(interior())
 
 
 @dataclass(frozen=True)
@@ -71,14 +81,14 @@ def sample_enclosure(rng: np.random.Generator, sizes: tuple[int, ...] = (1, 2), 
     Ring cells on the border are dropped (the border walls close those sides). The lock is a
     ring cell sharing an edge with an inside cell and with an interior cell outside the ring.
     """
-    w, h = (int(rng.choice(sizes)) for _ in range(2))
+    w, h = (int(sizes[int(rng.integers(len(sizes)))]) for _ in range(2))
     if around is None:
         x0, y0 = int(rng.integers(1, GRID - w)), int(rng.integers(1, GRID - h))
     else:
         x0 = int(rng.integers(max(1, around[0] - w + 1), min(around[0], GRID - 1 - w) + 1))
         y0 = int(rng.integers(max(1, around[1] - h + 1), min(around[1], GRID - 1 - h) + 1))
     inside = frozenset((x, y) for x in range(x0, x0 + w) for y in range(y0, y0 + h))
-    free = set(interior())
+    free = _INTERIOR
     x1, y1 = x0 + w - 1, y0 + h - 1
     sides = {
         "top": frozenset((x, y0 - 1) for x in range(x0 - 1, x1 + 2)),
@@ -100,6 +110,13 @@ def sample_enclosure(rng: np.random.Generator, sizes: tuple[int, ...] = (1, 2), 
     return Enclosure(inside, ring - {lock}, lock, {k: v - {lock} for k, v in sides.items()})
 
 
+def _key_cells(layout: Layout, enc: Enclosure) -> list[Cell]:
+    """Where the key may lie: outside the ring, reachable from home while locked, not on home, not next to the lock."""
+    home = layout.agent.home
+    lock_side = {(enc.lock[0] + dx, enc.lock[1] + dy) for dx, dy in ((0, 1), (0, -1), (1, 0), (-1, 0))}
+    return [c for c in sorted(reachable_locked(layout, home) - {home}) if c not in lock_side]
+
+
 def _enclosed_object_layout(rng: np.random.Generator, agent: Agent, look) -> tuple[Layout, Enclosure]:
     """The object locked in an enclosure, the key outside, the agent at home outside."""
     for _ in range(30):
@@ -108,10 +125,8 @@ def _enclosed_object_layout(rng: np.random.Generator, agent: Agent, look) -> tup
             continue
         obj = sample_cells(rng, sorted(enc.inside), 1)[0]
         base = empty_layout(barriers=enc.ring, lock=enc.lock, objects=(place(look, "A", obj),), agents=(agent,))
-        outside = sorted(reachable_locked(base, agent.home) - {agent.home})
-        lock_side = {(enc.lock[0] + dx, enc.lock[1] + dy) for dx, dy in ((0, 1), (0, -1), (1, 0), (-1, 0))}
-        candidates = [c for c in outside if c not in lock_side]
-        if obj in outside or not candidates:
+        candidates = _key_cells(base, enc)
+        if obj in reachable_locked(base, agent.home) or not candidates:
             continue
         lay = replace(base, key=candidates[int(rng.integers(len(candidates)))])
         if np.isfinite(optimal_cost(lay, obj)):
@@ -138,6 +153,83 @@ def _test_trial(rng: np.random.Generator, layout: Layout, goal: str, blocks: boo
     return make_trial(layout, path, goal, "test")
 
 
+TEST_TRIES = 30
+"""Test layouts drawn per unit (keeping its familiarization and its nearer-target stratum) before the
+whole unit is rejected."""
+
+
+def key_nearer(layout: Layout, key: Cell | None = None) -> bool | None:
+    """Whether the key (at ``key``, default the layout's) is nearer home than object ``A``.
+
+    Distances are shortest-path costs from the agent's home with the layout's barriers closed,
+    as the closest-target cue of :mod:`bib.stimuli.stats` measures them. True when the key is
+    strictly nearer, False when strictly farther, None on a tie (or when neither is reachable).
+    """
+    dist = distance_field(layout, layout.agent.home)
+    k, o = key if key is not None else layout.key, layout.object("A").cell
+    dk, do = dist[k[1], k[0]], dist[o[1], o[0]]  # type: ignore[index]
+    if abs(dk - do) < TOL or (np.isinf(dk) and np.isinf(do)):
+        return None
+    return bool(dk < do)
+
+
+def key_is_detour(layout: Layout, key: Cell) -> bool:
+    """True when a key at ``key`` lies on no optimal route from home to object ``A``.
+
+    The route is the key/lock planner's: walking to the key (shortest path, barriers closed) and
+    going on from there holding it costs more than the best plan from home, so an agent that
+    walks to the key is not on its way to the object (by foot or through the lock).
+    """
+    lay = replace(layout, key=key)
+    obj = lay.object("A").cell
+    to_key = distance_field(lay, lay.agent.home)[key[1], key[0]]
+    onwards = optimal_cost(lay, obj, AgentState(key, True, adjacent_to_lock(lay, key)))
+    return bool(to_key + onwards > optimal_cost(lay, obj) + TOL)
+
+
+def _shown(rng: np.random.Generator, condition: str, lay: Layout, enc: Enclosure) -> Layout:
+    """The layout with the barrier as the test shows it to the closest-target cue: no barrier
+    (no-barrier) or one side open (inconsequential, and blocking's unexpected outcome)."""
+    if condition == "instrumental-no-barrier":
+        return replace(lay, barriers=frozenset(), lock=None)
+    return replace(lay, barriers=enc.opened(rng))
+
+
+def _test_trials(rng: np.random.Generator, condition: str, agent: Agent, look, want_key_nearer: bool) -> list[Trial]:
+    """The expected and unexpected test trials, with the key placed so that which target is nearer
+    home (in the layout with the barrier open) is what the unit's stratum asks.
+
+    In no-barrier and inconsequential, the key is strictly nearer than the object when
+    ``want_key_nearer`` and strictly farther otherwise, so "the agent goes to the nearer target"
+    is right on half the pairs. In blocking the expected agent goes to the only reachable target
+    (the key), so that cue could only ever call the unexpected outcome correctly, when the opened
+    ring lets the object be nearer; there the key is never farther than the object. In all three
+    the key is a detour (:func:`key_is_detour`) in the layout where it is not needed, so walking
+    to it is never also the best way to the object.
+    """
+    for _ in range(TEST_TRIES):
+        try:
+            closed, enc = _enclosed_object_layout(rng, agent, look)
+            shown = _shown(rng, condition, closed, enc)
+            want = (True, None) if condition == "instrumental-blocking" else (want_key_nearer,)
+            fits = [c for c in _key_cells(closed, enc) if key_nearer(shown, c) in want]
+            key = None
+            while fits and key is None:  # uniform over the fitting cells where the key is a detour
+                c = fits.pop(int(rng.integers(len(fits))))
+                key = c if key_is_detour(shown, c) else None
+            if key is None:
+                continue
+            closed, shown = replace(closed, key=key), replace(shown, key=key)
+            if not np.isfinite(optimal_cost(closed, closed.object("A").cell)):
+                continue
+            if condition == "instrumental-blocking":
+                return [_test_trial(rng, closed, "key", True), _test_trial(rng, shown, "key", False)]
+            return [_test_trial(rng, shown, "A", False), _test_trial(rng, shown, "key", False)]
+        except LayoutRejected:
+            continue
+    raise LayoutRejected(f"no test layout in {TEST_TRIES} draws")
+
+
 def _generator(condition: str):
     """The generator of one instrumental condition."""
 
@@ -145,17 +237,9 @@ def _generator(condition: str):
         home = sample_cells(rng, interior(), 1)[0]
         agent = sample_agent(rng, "agent-0", home)
         look = sample_looks(rng, 1)[0]
+        want_key_nearer = unit.index % 2 == 0  # stratified: any run of units is balanced to within one
         fam = _familiarization(rng, agent, look)
-        lay, enc = _enclosed_object_layout(rng, agent, look)
-        if condition == "instrumental-no-barrier":
-            lay = replace(lay, barriers=frozenset(), lock=None)
-            tests = [_test_trial(rng, lay, "A", False), _test_trial(rng, lay, "key", False)]
-        elif condition == "instrumental-inconsequential":
-            lay = replace(lay, barriers=enc.opened(rng))
-            tests = [_test_trial(rng, lay, "A", False), _test_trial(rng, lay, "key", False)]
-        else:
-            opened = replace(lay, barriers=enc.opened(rng))
-            tests = [_test_trial(rng, lay, "key", True), _test_trial(rng, opened, "key", False)]
+        tests = _test_trials(rng, condition, agent, look, want_key_nearer)
         return [make_episode(unit, [*fam, t], outcome=o, paired=True) for t, o in zip(tests, ("expected", "unexpected"))]
 
     return make

@@ -1,19 +1,168 @@
-"""Exact shortest paths (step cost 1 orthogonal, sqrt 2 diagonal), optimal action sets, reachability."""
+"""Exact shortest paths (step cost 1 orthogonal, sqrt 2 diagonal), optimal action sets, reachability.
+
+Every function here reads a :class:`GridGraph`: the legal moves of one grid (size, move set and
+blocked cells) as a numpy table plus per-cell move lists, built once per distinct set of blocked
+cells and cached, so planning never re-checks :func:`bib.world.dynamics.move_legal` move by move.
+"""
 
 from __future__ import annotations
 
 import heapq
-from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
 
-from bib.world.dynamics import ACTIONS, STAY, action_between, action_cost, move_legal
+from bib.world.dynamics import ACTIONS, STAY, action_between, action_cost
 from bib.world.grid import Cell, Layout
 
 TOL = 1e-9
 """Tolerance when comparing path costs (sums of 1 and sqrt 2 on small grids)."""
+
+INF = float("inf")
+_COSTS: tuple[float, ...] = tuple(action_cost(a) for a in range(STAY))
+
+Step = tuple[int, int, float]
+"""One legal move out of a cell: ``(action, flat offset of the target, cost)``."""
+
+
+class GridGraph:
+    """The legal moves of a ``width x height`` grid with ``blocked`` cells (same rule as ``move_legal``).
+
+    Cells are numbered ``y * width + x`` ("flat" indices).
+
+    Attributes:
+        width: number of columns.
+        height: number of rows.
+        masks: read-only int ``[height, width]``: bit ``a`` set when king move ``a`` is legal from the
+            cell (blocked cells have none).
+        steps: per flat cell, the legal moves as ``(action, target offset, cost)``, in action order.
+        cells: per flat index, its cell ``(x, y)``.
+    """
+
+    __slots__ = ("width", "height", "masks", "steps", "cells")
+
+    def __init__(self, width: int, height: int, moves: int, blocked: frozenset[Cell]) -> None:
+        self.width, self.height = width, height
+        free = np.zeros((height + 2, width + 2), dtype=np.int64)  # one ring of padding: off-grid is not free
+        free[1:-1, 1:-1] = 1
+        inside = [c for c in blocked if 0 <= c[0] < width and 0 <= c[1] < height]
+        if inside:
+            xy = np.array(inside)
+            free[xy[:, 1] + 1, xy[:, 0] + 1] = 0
+        around = np.zeros((height, width), dtype=np.int64)  # bit a: the cell action a leads to is free
+        for a, (dx, dy) in enumerate(ACTIONS[:STAY]):
+            around |= free[1 + dy : 1 + dy + height, 1 + dx : 1 + dx + width] << a
+        masks = _LEGAL_BY_NEIGHBOURS[moves][around] * free[1:-1, 1:-1]
+        masks.flags.writeable = False
+        self.masks = masks
+        table = _steps_by_mask(width)
+        self.steps: tuple[tuple[Step, ...], ...] = tuple([table[m] for m in masks.ravel().tolist()])
+        self.cells: tuple[Cell, ...] = tuple((x, y) for y in range(height) for x in range(width))
+
+    @property
+    def legal(self) -> np.ndarray:
+        """Bool ``[height, width, 8]``: action ``a`` (a king move) is legal from the cell."""
+        return (self.masks[:, :, None] >> np.arange(STAY) & 1).astype(bool)
+
+    def index(self, cell: Cell) -> int | None:
+        """Flat index of ``cell`` (None when it lies off the grid)."""
+        x, y = cell
+        return y * self.width + x if 0 <= x < self.width and 0 <= y < self.height else None
+
+    def cell(self, index: int) -> Cell:
+        """The cell of a flat index."""
+        return self.cells[index]
+
+    def costs(self, sources: Iterable[tuple[int, float]]) -> list[float]:
+        """Multi-source Dijkstra: for every flat cell, the least ``source value + path cost`` to a source.
+
+        Moves are symmetric (legality and cost), so this is also the cost from each cell to the
+        best source. Cells that reach no source hold ``inf``.
+        """
+        return dijkstra(self.steps, sources)
+
+
+def _legal_by_neighbours(moves: int) -> np.ndarray:
+    """For each 8-bit mask of free neighbours (bit ``a``: the target of action ``a``), the legal actions.
+
+    A move needs its target free; a diagonal also needs both orthogonal cells it passes free (no
+    corner cutting) and ``moves == 8``.
+    """
+    out = np.zeros(1 << STAY, dtype=np.int64)
+    for around in range(1 << STAY):
+        for a, (dx, dy) in enumerate(ACTIONS[:STAY]):
+            passes = [ACTIONS.index((dx, 0)), ACTIONS.index((0, dy))] if dx and dy else []
+            if around >> a & 1 and all(around >> p & 1 for p in passes) and not (passes and moves == 4):
+                out[around] |= 1 << a
+    return out
+
+
+_LEGAL_BY_NEIGHBOURS = {m: _legal_by_neighbours(m) for m in (4, 8)}
+
+
+@lru_cache(maxsize=64)
+def _steps_by_mask(width: int) -> list[tuple[Step, ...]]:
+    """For each 8-bit mask of legal actions, the moves ``(action, flat offset, cost)`` it allows."""
+    offsets = [dy * width + dx for dx, dy in ACTIONS[:STAY]]
+    return [tuple((a, offsets[a], _COSTS[a]) for a in range(STAY) if m >> a & 1) for m in range(1 << STAY)]
+
+
+@lru_cache(maxsize=4096)
+def grid_graph(width: int, height: int, moves: int, blocked: frozenset[Cell]) -> GridGraph:
+    """The cached :class:`GridGraph` of a grid (one per distinct blocked set)."""
+    return GridGraph(width, height, moves, blocked)
+
+
+def layout_graph(layout: Layout, unlocked: bool = False) -> GridGraph:
+    """The :class:`GridGraph` of ``layout`` with the lock closed (or open when ``unlocked``)."""
+    return grid_graph(layout.width, layout.height, layout.moves, layout.blocked(unlocked))
+
+
+def dijkstra(steps: Sequence[Sequence[Step]], sources: Iterable[tuple[int, float]]) -> list[float]:
+    """Multi-source Dijkstra over flat cells with move lists ``steps`` (see :class:`GridGraph`).
+
+    Args:
+        steps: per flat cell, its legal moves ``(action, target offset, cost)``.
+        sources: ``(flat cell, starting value)`` pairs (values >= 0).
+
+    Returns:
+        The least ``value + path cost`` from a source to every cell (``inf`` where none reaches).
+    """
+    dist = [INF] * len(steps)
+    heap = []
+    for i, d in sources:
+        if d < dist[i]:
+            dist[i] = d
+            heap.append((d, i))
+    heapq.heapify(heap)
+    done = [False] * len(steps)
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        d, i = pop(heap)
+        if done[i]:
+            continue
+        done[i] = True
+        for _, off, w in steps[i]:
+            n = i + off
+            nd = d + w
+            if nd < dist[n]:
+                dist[n] = nd
+                push(heap, (nd, n))
+    return dist
+
+
+@lru_cache(maxsize=8192)
+def distance_list(width: int, height: int, moves: int, blocked: frozenset[Cell], goal: Cell) -> list[float]:
+    """Shortest-path cost from every flat cell to ``goal`` (``inf`` if blocked, off-grid or cut off); cached.
+
+    Treat the result as read-only.
+    """
+    graph = grid_graph(width, height, moves, blocked)
+    g = graph.index(goal)
+    if g is None or goal in blocked:
+        return [INF] * (width * height)
+    return graph.costs([(g, 0.0)])
 
 
 def distance_field(layout: Layout, goal: Cell, unlocked: bool = False) -> np.ndarray:
@@ -27,33 +176,19 @@ def distance_field(layout: Layout, goal: Cell, unlocked: bool = False) -> np.nda
 
 @lru_cache(maxsize=8192)
 def _distance_field(width: int, height: int, moves: int, blocked: frozenset[Cell], goal: Cell) -> np.ndarray:
-    probe = Layout(width=width, height=height, walls=blocked, moves=moves)
-    dist = np.full((height, width), np.inf)
-    if not probe.is_free(goal):
-        dist.flags.writeable = False
-        return dist
-    dist[goal[1], goal[0]] = 0.0
-    heap: list[tuple[float, Cell]] = [(0.0, goal)]
-    while heap:
-        d, cell = heapq.heappop(heap)
-        if d > dist[cell[1], cell[0]] + TOL:
-            continue
-        for a in range(STAY):
-            if not move_legal(probe, cell, a):
-                continue
-            dx, dy = ACTIONS[a]
-            nxt = (cell[0] + dx, cell[1] + dy)
-            nd = d + action_cost(a)
-            if nd < dist[nxt[1], nxt[0]] - TOL:
-                dist[nxt[1], nxt[0]] = nd
-                heapq.heappush(heap, (nd, nxt))
+    dist = np.array(distance_list(width, height, moves, blocked, goal), dtype=float).reshape(height, width)
     dist.flags.writeable = False
     return dist
 
 
+def _distances(layout: Layout, goal: Cell, unlocked: bool) -> list[float]:
+    return distance_list(layout.width, layout.height, layout.moves, layout.blocked(unlocked), goal)
+
+
 def shortest_cost(layout: Layout, start: Cell, goal: Cell, unlocked: bool = False) -> float:
     """Cost of a shortest path from ``start`` to ``goal`` (``inf`` when unreachable)."""
-    return float(distance_field(layout, goal, unlocked)[start[1], start[0]])
+    i = layout_graph(layout, unlocked).index(start)
+    return INF if i is None else _distances(layout, goal, unlocked)[i]
 
 
 def optimal_actions(layout: Layout, goal: Cell, unlocked: bool = False) -> np.ndarray:
@@ -62,38 +197,34 @@ def optimal_actions(layout: Layout, goal: Cell, unlocked: bool = False) -> np.nd
     At the goal only stay is optimal; cells that cannot reach the goal have no optimal action.
     """
     dist = distance_field(layout, goal, unlocked)
-    out = np.zeros((layout.height, layout.width, len(ACTIONS)), dtype=bool)
-    for y in range(layout.height):
-        for x in range(layout.width):
-            d = dist[y, x]
-            if not np.isfinite(d):
-                continue
-            if d == 0.0:
-                out[y, x, STAY] = True
-                continue
-            for a in range(STAY):
-                if move_legal(layout, (x, y), a, unlocked):
-                    dx, dy = ACTIONS[a]
-                    if abs(action_cost(a) + dist[y + dy, x + dx] - d) < TOL:
-                        out[y, x, a] = True
+    legal = layout_graph(layout, unlocked).legal
+    h, w = dist.shape
+    padded = np.full((h + 2, w + 2), np.inf)
+    padded[1:-1, 1:-1] = dist
+    finite = np.isfinite(dist)
+    out = np.zeros((h, w, len(ACTIONS)), dtype=bool)
+    moving = finite & (dist != 0.0)
+    with np.errstate(invalid="ignore"):
+        for a, (dx, dy) in enumerate(ACTIONS[:STAY]):
+            there = padded[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w]
+            out[:, :, a] = moving & legal[:, :, a] & (np.abs(_COSTS[a] + there - dist) < TOL)
+    out[:, :, STAY] = finite & (dist == 0.0)
     return out
 
 
 def optimal_actions_at(layout: Layout, cell: Cell, goal: Cell, unlocked: bool = False) -> list[int]:
     """The optimal actions from one ``cell`` towards ``goal`` (``[STAY]`` at the goal, ``[]`` if unreachable)."""
-    dist = distance_field(layout, goal, unlocked)
-    d = dist[cell[1], cell[0]]
-    if not np.isfinite(d):
+    graph = layout_graph(layout, unlocked)
+    i = graph.index(cell)
+    if i is None:
+        return []
+    dist = _distances(layout, goal, unlocked)
+    d = dist[i]
+    if d == INF:
         return []
     if d == 0.0:
         return [STAY]
-    best = []
-    for a in range(STAY):
-        if move_legal(layout, cell, a, unlocked):
-            dx, dy = ACTIONS[a]
-            if abs(action_cost(a) + dist[cell[1] + dy, cell[0] + dx] - d) < TOL:
-                best.append(a)
-    return best
+    return [a for a, off, w in graph.steps[i] if abs(w + dist[i + off] - d) < TOL]
 
 
 def shortest_path(
@@ -108,16 +239,17 @@ def shortest_path(
     Among optimal moves, ``rng`` picks uniformly at each step; without it the first in action
     order is taken. Returns None when ``goal`` is unreachable.
     """
-    if not np.isfinite(shortest_cost(layout, start, goal, unlocked)):
+    graph = layout_graph(layout, unlocked)
+    i = graph.index(start)
+    dist = _distances(layout, goal, unlocked)
+    if i is None or dist[i] == INF:
         return None
     path = [start]
-    cell = start
-    while cell != goal:
-        options = optimal_actions_at(layout, cell, goal, unlocked)
-        a = options[int(rng.integers(len(options)))] if rng is not None and len(options) > 1 else options[0]
-        dx, dy = ACTIONS[a]
-        cell = (cell[0] + dx, cell[1] + dy)
-        path.append(cell)
+    while dist[i] != 0.0:
+        d, here = dist[i], graph.steps[i]
+        options = [off for _, off, w in here if abs(w + dist[i + off] - d) < TOL]
+        i += options[int(rng.integers(len(options)))] if rng is not None and len(options) > 1 else options[0]
+        path.append(graph.cell(i))
     return path
 
 
@@ -134,20 +266,29 @@ def path_cost(path: Sequence[Cell]) -> float:
 
 def reachable(layout: Layout, start: Cell, unlocked: bool = False) -> frozenset[Cell]:
     """Every cell an agent at ``start`` can reach by legal moves (``start`` included if free)."""
-    if not layout.is_free(start, unlocked):
+    return _reachable(layout.width, layout.height, layout.moves, layout.blocked(unlocked), start)
+
+
+@lru_cache(maxsize=4096)
+def _reachable(width: int, height: int, moves: int, blocked: frozenset[Cell], start: Cell) -> frozenset[Cell]:
+    graph = grid_graph(width, height, moves, blocked)
+    i = graph.index(start)
+    if i is None or start in blocked:
         return frozenset()
-    seen = {start}
-    queue = deque([start])
-    while queue:
-        cell = queue.popleft()
-        for a in range(STAY):
-            if move_legal(layout, cell, a, unlocked):
-                dx, dy = ACTIONS[a]
-                nxt = (cell[0] + dx, cell[1] + dy)
-                if nxt not in seen:
-                    seen.add(nxt)
-                    queue.append(nxt)
-    return frozenset(seen)
+    seen = {i}
+    frontier = [i]
+    steps = graph.steps
+    while frontier:
+        nxt = []
+        for c in frontier:
+            for _, off, _ in steps[c]:
+                n = c + off
+                if n not in seen:
+                    seen.add(n)
+                    nxt.append(n)
+        frontier = nxt
+    cells = graph.cells
+    return frozenset(cells[c] for c in seen)
 
 
 def is_shortest(layout: Layout, path: Sequence[Cell], unlocked: bool = False) -> bool:
