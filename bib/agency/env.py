@@ -23,7 +23,7 @@ import numpy as np
 from bib.tasks import make_unit
 from bib.tasks.agent_grids import GOAL, navigation_design
 from bib.tasks.agents import cost_to_go, optimal_moves
-from bib.world.dynamics import ACTIONS, AgentState, move_legal, step
+from bib.world.dynamics import AgentState, move_legal, step
 from bib.world.grid import Cell, Layout
 
 MOVES: tuple[int, ...] = (6, 2, 0, 4)
@@ -196,7 +196,3 @@ def action_names(actions: list[int]) -> list[str]:
     names = {a: n for a, n in zip(MOVES, MOVE_NAMES)}
     return [names.get(a, "INVALID" if a == INVALID else f"A{a}") for a in actions]
 
-
-def delta(action: int) -> tuple[int, int]:
-    """``(dx, dy)`` of an ACTIONS index."""
-    return ACTIONS[action]

@@ -31,6 +31,7 @@ from torch import nn
 
 from bib.agency.env import MOVE_INDEX, MOVES, load_grid, run_rollouts
 from bib.agency.policy_net import PAD, READOUTS, PolicyNet, PolicyNetAgent, encode, torch_threads
+from bib.world.dynamics import ACTIONS
 from bib.world.grid import Cell
 
 MAP_CLASSES: tuple[str, ...] = ("agent", "goal", "wall", "open", "padding")
@@ -215,7 +216,7 @@ def consistency(steps: Steps, test: np.ndarray, probs: np.ndarray, ids: np.ndarr
         a = int(steps.actions[i])
         good = False
         if a in MOVE_INDEX and agent in dist and agent != goal:
-            dx, dy = {6: (-1, 0), 2: (1, 0), 0: (0, -1), 4: (0, 1)}[a]
+            dx, dy = ACTIONS[a]
             good = dist.get((agent[0] + dx, agent[1] + dy), -1) == dist[agent] - 1
         total += 1
         on_decoded += good
