@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from bib.conditions import CONDITIONS
 from bib.errors import BibInputError
 
 #: Canonical CSV columns, in order.
@@ -25,18 +26,8 @@ COLUMNS: tuple[str, ...] = (
 OPTIONAL: tuple[str, ...] = ("lab", "order", "trial_error")
 REQUIRED: tuple[str, ...] = tuple(c for c in COLUMNS if c not in OPTIONAL)
 
-#: Evaluation condition ids of DESIGN.md ("Tasks and conditions").
-CONDITION_IDS: tuple[str, ...] = (
-    "preference",
-    "multi-agent",
-    "inaccessible-goal",
-    "efficiency-path",
-    "efficiency-time",
-    "efficiency-irrational",
-    "instrumental-no-barrier",
-    "instrumental-inconsequential",
-    "instrumental-blocking",
-)
+#: Evaluation condition ids of DESIGN.md ("Tasks and conditions"): the values ``task`` may take.
+CONDITION_IDS: tuple[str, ...] = CONDITIONS
 PHASES: tuple[str, ...] = ("familiarization", "test")
 OUTCOMES: tuple[str, ...] = ("expected", "unexpected")
 #: ``trial_error`` values meaning "no error" (case-insensitive); any other non-empty text is an error.
