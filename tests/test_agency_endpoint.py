@@ -206,6 +206,7 @@ def test_endpoint_suite_bounds_concurrency_and_summarises_failures(tmp_path) -> 
     assert all(r["success"] == 1.0 for r in rows)
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["agent"] == "endpoint:tiny" and meta["invalid_steps"] == 0
+    assert meta["endpoint"]["requests"] == srv.requests == meta["steps"] and meta["endpoint"]["failures"] == 0
     with Server("garbage") as srv:
         spec = AgentSpec("endpoint", endpoint=srv.url, model="bad",
                          options={"timeout": 2.0, "retries": 0, "concurrency": 2})

@@ -135,6 +135,9 @@ def run_suite(
     jobs = jobs_for(suite, spec, grids, rollouts, seed, meg)
     out = ensure_dir(out)
     if spec.name == "endpoint":
+        from bib.agency.text import shared_client
+
+        before = dict(shared_client(spec).stats)  # the client is shared per process: report this run's part
         pool = ThreadPoolExecutor(max_workers=workers)
         results = pool.map(run_job, jobs)
     else:
@@ -172,6 +175,10 @@ def run_suite(
         "invalid_steps": int(sum(reasons.values())),
         "invalid_reasons": dict(sorted(reasons.items())),
     }
+    if spec.name == "endpoint":
+        after = shared_client(spec).stats
+        meta["endpoint"] = {"url": spec.endpoint, "model": spec.model,
+                            **{k: after[k] - before.get(k, 0) for k in after}}
     atomic_write_text(out / "run.json", json.dumps(meta, indent=2) + "\n")
     write_tables(out)
     return rows
