@@ -229,3 +229,19 @@ def test_sampling_labels_separate_rollouts_and_revisits() -> None:
     assert agent.act(lay, state) == 6 and agent.act(lay, state) == 6
     assert calls == ["g/3/v0/t0", "g/3/v1/t0"]
     np.testing.assert_equal(len(set(calls)), 2)
+
+
+def test_cli_endpoint_run_caches_under_out(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from bib.cli import app
+
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    with Server("oracle") as srv:
+        res = CliRunner().invoke(app, ["agency", "run", "--endpoint", srv.url, "--model", "tiny", "--suite", "keys",
+                                       "--grids", "1", "--no-meg", "--timeout", "5", "--retries", "0",
+                                       "--workers", "2", "--out", str(tmp_path / "llm")])
+    assert res.exit_code == 0, res.output
+    assert "| key-door | base | 1 | 1 | 1.000 | 1.000 | 1.000 |" in res.output
+    assert len(list((tmp_path / "llm" / "cache").glob("*.json"))) == srv.requests > 0
+    assert srv.bodies[0]["temperature"] == 0.7 and srv.bodies[0]["top_p"] == 0.95
