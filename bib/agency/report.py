@@ -16,7 +16,8 @@ from bib.agency.tables import by_size_density, read_run, write_tables
 from bib.io import ensure_dir
 
 
-def _save(fig, path: Path) -> None:
+def _save(plt, fig, path: Path, figures: list[Path]) -> None:
+    """Write ``fig`` to ``path`` atomically, close it and note the path in ``figures``."""
     import io
 
     from bib.io import atomic_write_bytes
@@ -24,6 +25,8 @@ def _save(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     atomic_write_bytes(path, buf.getvalue())
+    plt.close(fig)
+    figures.append(path)
 
 
 def _bars(plt, labels: list[str], series: dict[str, np.ndarray], title: str, line: float | None = None):
@@ -70,9 +73,7 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
         axes[0].legend(fontsize=7)
         axes[1].legend(fontsize=7)
         fig.suptitle(f"{meta.get('agent', '')}: accuracy vs size and density\n{title}", fontsize=8)
-        figures.append(pdir / "accuracy.png")
-        _save(fig, figures[-1])
-        plt.close(fig)
+        _save(plt, fig, pdir / "accuracy.png", figures)
     tests = folder / "tables" / "transform_tests.csv"
     if tests.is_file():
         t = pd.read_csv(tests, index_col=0)
@@ -80,17 +81,13 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
         series = {m: t[t["metric"] == m].set_index("transform").reindex(names)["p"].to_numpy()
                   for m in dict.fromkeys(t["metric"])}
         fig = _bars(plt, names, series, f"transform vs base (Wilcoxon p, two-sided)\n{title}", line=0.05)
-        figures.append(pdir / "transforms.png")
-        _save(fig, figures[-1])
-        plt.close(fig)
+        _save(plt, fig, pdir / "transforms.png", figures)
     keys = folder / "tables" / "key_rooms.csv"
     if keys.is_file():
         k = pd.read_csv(keys, index_col=0)
         series = {c: k[c].fillna(0).to_numpy() for c in ("success", "pickup", "key_cell_visit", "toward_key_share")}
         fig = _bars(plt, [f"{a}\n{b}" for a, b in zip(k.task, k.variant)], series, f"key rooms\n{title}")
-        figures.append(pdir / "keys.png")
-        _save(fig, figures[-1])
-        plt.close(fig)
+        _save(plt, fig, pdir / "keys.png", figures)
     probes = folder / "probes.json"
     if probes.is_file():
         payload = json.loads(probes.read_text(encoding="utf-8"))
@@ -98,7 +95,5 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
         series = {"held-out accuracy": [r["accuracy"] for r in rows],
                   "majority baseline": [r["baseline"] for r in rows]}
         fig = _bars(plt, [r["probe"] for r in rows], series, f"probes\n{payload.get('command') or title}")
-        figures.append(pdir / "probes.png")
-        _save(fig, figures[-1])
-        plt.close(fig)
+        _save(plt, fig, pdir / "probes.png", figures)
     return text, figures
