@@ -1,16 +1,25 @@
 """Benchmark: generate the full bib-eval spec without video (2 workers), then a subset with video.
 
 Run: .venv/bin/python benchmarks/generate.py [--limit N] [--video-limit N] [--workers W] [--out DIR]
+     [--cpu-units N] [--baseline DIR]
 
-Prints the wall time of the full no-video build (target <= 60 s with 2 workers), episodes per
-second per condition (one worker, from the same run's subset), episodes per second with H.264
-video at 200 x 200 / 25 fps, and peak memory (this process and its worker processes).
+Prints, first, the CPU time per unit (``time.process_time`` in a fresh single process, best of
+``--repeats``) of ``bib.tasks.make_unit`` for every condition and the CPU time the whole spec
+projects to: this is what to compare on a shared machine, where wall time depends on the other
+jobs. With ``--baseline DIR`` (a source tree holding an older ``bib`` package, e.g.
+``mkdir /tmp/base && git archive c723bcd bib | tar -x -C /tmp/base``) the same measurement runs on
+that tree, interleaved with the current one, and the ratios are printed. Then the wall time and the
+workers' CPU time of the full no-video build (target <= 60 s with 2 workers), the load average,
+episodes per second with H.264 video at 200 x 200 / 25 fps, and peak memory (this process and its
+worker processes).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import resource
 import shutil
 import sys
@@ -23,15 +32,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class WorkerPeak(threading.Thread):
-    """Samples the peak resident memory (VmHWM) of this process's descendants from /proc.
+    """Samples the peak resident memory (VmHWM) and CPU time of this process's descendants from /proc.
 
     Pool workers are started by a forkserver, so they are grandchildren and RUSAGE_CHILDREN
-    never sees them; Linux only (reports 0 elsewhere).
+    never sees them; Linux only (reports 0 elsewhere). CPU time is each process's last sampled
+    user + system time (sampled every 0.5 s, so a worker's last half second may be missed).
     """
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.peak_kb = 0
+        self.cpu_ticks: dict[int, int] = {}
         self.stop = threading.Event()
 
     def _descendants(self) -> list[int]:
@@ -50,16 +61,58 @@ class WorkerPeak(threading.Thread):
                 mine.append(pid)
         return mine
 
+    def cpu_seconds(self) -> float:
+        """Sum of the descendants' sampled CPU time so far."""
+        return sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
+
     def run(self) -> None:
         while not self.stop.wait(0.5):
             for pid in self._descendants():
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
+                self.cpu_ticks[pid] = max(self.cpu_ticks.get(pid, 0), int(fields[11]) + int(fields[12]))
                 for line in status.splitlines():
                     if line.startswith("VmHWM:"):
                         self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+
+
+CPU_PROBE = """
+import json, sys, time
+from bib.tasks import make_unit
+n, seed, tasks = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+out = {}
+for task in tasks:
+    t0 = time.process_time()
+    for i in range(n):
+        make_unit(task, i, seed)
+    out[task] = (time.process_time() - t0) / n
+print(json.dumps(out))
+"""
+"""Runs in a fresh interpreter: CPU seconds per unit of ``make_unit`` for each task (units 0..n-1)."""
+
+
+def cpu_per_unit(tasks: list[str], n: int, seed: int, source: Path | None) -> dict[str, float]:
+    """CPU seconds per unit for each task, measured in a fresh process importing ``bib`` from ``source``
+    (None: this checkout)."""
+    env = dict(os.environ)
+    cwd = ROOT
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+        cwd = source  # so the editable install of this checkout does not shadow the tree
+    done = subprocess.run([sys.executable, "-c", CPU_PROBE, str(n), str(seed), *tasks], capture_output=True,
+                          text=True, env=env, cwd=cwd, check=True)
+    return json.loads(done.stdout)
+
+
+def loadavg() -> str:
+    """The 1-minute load average (or "n/a")."""
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "n/a"
 
 
 def main() -> None:
@@ -70,6 +123,10 @@ def main() -> None:
     parser.add_argument("--video-limit", type=int, default=3, help="pairs per condition for the video run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="output root (default: a temporary folder)")
+    parser.add_argument("--cpu-units", type=int, default=200, help="units per condition for the CPU-time probe")
+    parser.add_argument("--repeats", type=int, default=2, help="probe runs per tree (best taken)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a source tree with an older bib package to compare the CPU time against")
     args = parser.parse_args()
 
     from bib.stimuli.build import build_spec
@@ -77,7 +134,28 @@ def main() -> None:
     from bib.tasks import REGISTRY
 
     spec = load_spec(ROOT / "stimuli" / "bib-eval.toml")
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; registered tasks: {len(REGISTRY)}")
+    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; registered tasks: {len(REGISTRY)}; "
+          f"load average {loadavg()}")
+    tasks = [t.id for t in spec.tasks]
+    trees = {"current": None} | ({"baseline": args.baseline} if args.baseline else {})
+    best: dict[str, dict[str, float]] = {name: {} for name in trees}
+    for _ in range(args.repeats):
+        for name, source in trees.items():
+            for task, sec in cpu_per_unit(tasks, args.cpu_units, spec.seed, source).items():
+                best[name][task] = min(sec, best[name].get(task, float("inf")))
+    print(f"CPU time per unit of make_unit (one process, {args.cpu_units} units per condition, best of "
+          f"{args.repeats}; load average {loadavg()}):")
+    for task in tasks:
+        line = f"  {task:30s} {1000 * best['current'][task]:6.1f} ms"
+        if args.baseline:
+            b = best["baseline"][task]
+            line += f"   baseline {1000 * b:6.1f} ms   x{b / best['current'][task]:.2f}"
+        print(line)
+    for name in trees:
+        total = sum(best[name][t] * n for t, n in spec.units)
+        print(f"  projected CPU for the full spec ({name}): {total:.1f} s = {total / args.workers:.1f} s on "
+              f"{args.workers} workers (generation and validation only)")
+
     root = args.out or Path(tempfile.mkdtemp(prefix="bib-bench-"))
     sampler = WorkerPeak()
     sampler.start()
@@ -88,16 +166,21 @@ def main() -> None:
             t0 = time.perf_counter()
             s = build_spec(one, root / "per-condition" / task.id, workers=1, limit=20, record=False)
             per_condition.append((task.id, s.episodes / (time.perf_counter() - t0)))
-        print("one worker, 20 pairs per condition (no video):")
+        print("one worker, 20 pairs per condition (no video), wall clock:")
         for task_id, rate in per_condition:
             print(f"  {task_id:30s} {rate:7.1f} episodes/s")
 
-        t0 = time.perf_counter()
+        t0, cpu0, main0 = time.perf_counter(), sampler.cpu_seconds(), time.process_time()
+        load0 = loadavg()
         full = build_spec(spec, root / "full", workers=args.workers, limit=args.limit)
         wall = time.perf_counter() - t0
+        time.sleep(0.6)  # one more sample of the workers' CPU time
+        cpu = sampler.cpu_seconds() - cpu0 + time.process_time() - main0
         units = sum(n if args.limit is None else min(n, args.limit) for _, n in spec.units)
         print(f"bib-eval without video, {args.workers} workers: {full.episodes} episodes ({units} pairs) in {wall:.1f} s "
-              f"= {full.episodes / wall:.0f} episodes/s (target <= 60 s for the full spec)")
+              f"= {full.episodes / wall:.0f} episodes/s (target <= 60 s for the full spec); CPU time of the main "
+              f"and worker processes {cpu:.1f} s ({cpu / args.workers:.1f} s per worker); load average {load0} "
+              f"before, {loadavg()} after")
 
         t0 = time.perf_counter()
         rerun = build_spec(spec, root / "full", workers=args.workers, limit=args.limit)

@@ -103,7 +103,7 @@ class KeyLockValues:
         return has_key, unlocked
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=512)
 def _holding(width: int, height: int, moves: int, walls: frozenset[Cell], barriers: frozenset[Cell],
              lock: Cell | None, goal: Cell) -> list[float]:
     """Cost-to-go holding the key with the lock closed: arriving next to the lock opens it, so those
@@ -123,7 +123,7 @@ def _static(layout: Layout) -> Static:
     return (layout.width, layout.height, layout.moves, layout.walls, layout.barriers, layout.lock, layout.key)
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=512)
 def key_lock_values(static: Static, goal: Cell) -> KeyLockValues:
     """The cached :class:`KeyLockValues` of a layout's static content and a goal cell."""
     return KeyLockValues(static, goal)

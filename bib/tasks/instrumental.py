@@ -177,14 +177,16 @@ def key_is_detour(layout: Layout, key: Cell) -> bool:
     """True when a key at ``key`` lies on no optimal route from home to object ``A``.
 
     The route is the key/lock planner's: walking to the key (shortest path, barriers closed) and
-    going on from there holding it costs more than the best plan from home, so an agent that
-    walks to the key is not on its way to the object (by foot or through the lock).
+    going on from there holding it costs more than walking to the object, so an agent that walks
+    to the key is not on its way to the object (by foot or through the lock). Without the key the
+    planner can only walk, or fetch the key, so those are the two plans to compare; the cost of
+    going on while holding the key does not depend on where the key lay.
     """
-    lay = replace(layout, key=key)
+    lay = layout if layout.key is not None else replace(layout, key=key)
     obj = lay.object("A").cell
-    to_key = distance_field(lay, lay.agent.home)[key[1], key[0]]
+    from_home = distance_field(lay, lay.agent.home)
     onwards = optimal_cost(lay, obj, AgentState(key, True, adjacent_to_lock(lay, key)))
-    return bool(to_key + onwards > optimal_cost(lay, obj) + TOL)
+    return bool(from_home[key[1], key[0]] + onwards > from_home[obj[1], obj[0]] + TOL)
 
 
 def _shown(rng: np.random.Generator, condition: str, lay: Layout, enc: Enclosure) -> Layout:

@@ -58,7 +58,7 @@ class GridGraph:
         self.masks = masks
         table = _steps_by_mask(width)
         self.steps: tuple[tuple[Step, ...], ...] = tuple([table[m] for m in masks.ravel().tolist()])
-        self.cells: tuple[Cell, ...] = tuple((x, y) for y in range(height) for x in range(width))
+        self.cells = _cells(width, height)
 
     @property
     def legal(self) -> np.ndarray:
@@ -102,13 +102,19 @@ _LEGAL_BY_NEIGHBOURS = {m: _legal_by_neighbours(m) for m in (4, 8)}
 
 
 @lru_cache(maxsize=64)
+def _cells(width: int, height: int) -> tuple[Cell, ...]:
+    """Every cell of a grid in flat order (shared by all graphs of that size)."""
+    return tuple((x, y) for y in range(height) for x in range(width))
+
+
+@lru_cache(maxsize=64)
 def _steps_by_mask(width: int) -> list[tuple[Step, ...]]:
     """For each 8-bit mask of legal actions, the moves ``(action, flat offset, cost)`` it allows."""
     offsets = [dy * width + dx for dx, dy in ACTIONS[:STAY]]
     return [tuple((a, offsets[a], _COSTS[a]) for a in range(STAY) if m >> a & 1) for m in range(1 << STAY)]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def grid_graph(width: int, height: int, moves: int, blocked: frozenset[Cell]) -> GridGraph:
     """The cached :class:`GridGraph` of a grid (one per distinct blocked set)."""
     return GridGraph(width, height, moves, blocked)
@@ -152,7 +158,7 @@ def dijkstra(steps: Sequence[Sequence[Step]], sources: Iterable[tuple[int, float
     return dist
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2048)
 def distance_list(width: int, height: int, moves: int, blocked: frozenset[Cell], goal: Cell) -> list[float]:
     """Shortest-path cost from every flat cell to ``goal`` (``inf`` if blocked, off-grid or cut off); cached.
 
@@ -269,7 +275,7 @@ def reachable(layout: Layout, start: Cell, unlocked: bool = False) -> frozenset[
     return _reachable(layout.width, layout.height, layout.moves, layout.blocked(unlocked), start)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _reachable(width: int, height: int, moves: int, blocked: frozenset[Cell], start: Cell) -> frozenset[Cell]:
     graph = grid_graph(width, height, moves, blocked)
     i = graph.index(start)
