@@ -8,7 +8,7 @@ of every registered evaluation condition, read from disk as ``bib score`` does),
 ``baselines/*.toml`` configs (symbolic input; target >= 50 episodes/s), then with
 ``input = "frames"`` (84 x 84 rendered frames) on 1 worker. The checkpoints are untrained
 (weights do not change the cost). Reference: ``closest-object`` on the same files in the same
-process (``ratio`` = learned rate / closest-object rate).
+process (ratio of CPU-time rates on 1 worker, which other jobs on the shared VM do not distort).
 
 Training: one epoch of ``bc-rnn`` at ``baselines/bc-rnn.toml`` on ``--background`` episodes per
 background task (80/20 split, validation included), timed in wall-clock and CPU seconds; the
@@ -94,7 +94,7 @@ def training_estimate(root: Path, per_task: int) -> None:
           f"CPU {main_cpu:.1f} s training process + {loader_cpu:.1f} s loader process")
     epochs = load_config("bc-rnn", ROOT / "baselines" / "bc-rnn.toml")[1].epochs
     full = FULL_BACKGROUND * (epochs + 0.2)
-    wall_est = wall / passes * full
+    wall_est = report.history[1]["seconds"] / n * full  # an epoch = training + validation = n episodes
     idle_est = max(main_cpu, loader_cpu) / passes * full
     print(f"estimate for the full {FULL_BACKGROUND} episodes x {epochs} epochs (baselines/bc-rnn.toml): "
           f"{wall_est / 60:.0f} min wall at this load; {idle_est / 60:.0f} min on 2 idle cores "
@@ -115,19 +115,22 @@ def main() -> None:
         print(f"{len(refs)} evaluation episodes ({args.pairs} pairs per condition)")
         ref = {w: bench.time_observer("closest-object", refs, w) for w in (1, 2)}
         for w in (1, 2):
-            print(f"{'closest-object':28s} workers={w}: {ref[w]:8.1f} episodes/s (reference)")
+            print(f"{'closest-object':28s} workers={w}: {ref[w][0]:8.1f} episodes/s wall"
+                  + (f", {ref[w][1]:7.1f} per CPU-second" if w == 1 else "") + " (reference)")
         for name in ("bc-mlp", "bc-rnn", "video-rnn"):
             ckpt = untrained_checkpoint(name, root)
             for w in (1, 2):
-                rate = bench.time_observer(name, refs, w, ckpt)
-                verdict = "PASS" if rate >= 50 else "FAIL"
-                print(f"{name + ' (symbolic)':28s} workers={w}: {rate:8.1f} episodes/s, {rate / ref[w]:.2f}x reference "
+                wall, cpu = bench.time_observer(name, refs, w, ckpt)
+                verdict = "PASS" if wall >= 50 else "FAIL"
+                extra = f", {cpu:7.1f} per CPU-second ({cpu / ref[1][1]:.2f}x reference)" if w == 1 else ""
+                print(f"{name + ' (symbolic)':28s} workers={w}: {wall:8.1f} episodes/s wall{extra} "
                       f"(target >= 50: {verdict})")
         frame_refs = refs[: max(len(refs) // 4, 2)]
         for name in ("bc-rnn", "video-rnn"):
             ckpt = untrained_checkpoint(name, root, input="frames")
-            rate = bench.time_observer(name, frame_refs, 1, ckpt)
-            print(f"{name + ' (frames 84x84)':28s} workers=1: {rate:8.1f} episodes/s on {len(frame_refs)} episodes")
+            wall, cpu = bench.time_observer(name, frame_refs, 1, ckpt)
+            print(f"{name + ' (frames 84x84)':28s} workers=1: {wall:8.1f} episodes/s wall, {cpu:7.1f} per CPU-second "
+                  f"on {len(frame_refs)} episodes")
         training_estimate(root, args.background)
     print(f"load average {os.getloadavg()[0]:.1f}; peak memory (this process): "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

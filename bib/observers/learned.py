@@ -181,12 +181,13 @@ class LearnedObserver(BaseObserver):
         return self.net.step_errors(batch)
 
     def surprise_many(self, episodes: Sequence[Episode]) -> list[np.ndarray]:
-        """Per-step surprise of each episode, batched ``score_batch`` episodes at a time."""
+        """Per-step surprise of each episode, batched ``score_batch`` episodes at a time (4 for frames)."""
         self.net.eval()
         out: list[np.ndarray] = []
+        size = self.score_batch if self.spec.input == "symbolic" else 4
         with torch.no_grad(), torch_threads(self.threads):
-            for start in range(0, len(episodes), self.score_batch):
-                batch = collate([self.encode(ep) for ep in episodes[start : start + self.score_batch]])
+            for start in range(0, len(episodes), size):
+                batch = collate([self.encode(ep) for ep in episodes[start : start + size]])
                 errors = self.step_errors(batch).double().numpy()
                 out += np.split(errors, np.cumsum(batch.query_counts)[:-1])
         return out
