@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-BACKGROUND = 16
+BACKGROUND = 40
 """Episodes per background task."""
 PAIRS = 2
 """Pairs per evaluation condition."""
@@ -14,7 +14,7 @@ SMALL = {"embed": 32, "symbolic_hidden": 64, "context_hidden": 16, "policy": [64
 
 
 def run(root: Path) -> None:
-    """Write background episodes, train ``bc-rnn`` (small config, 3 epochs), score and evaluate pairs."""
+    """Write background episodes, train ``bc-rnn`` (small config, 4 epochs), score and evaluate pairs."""
     from bib.episode import save_episode
     from bib.evaluation import evaluate, evaluation_json, find_episodes, surprise_by_episode
     from bib.io import atomic_write_text, ensure_dir
@@ -38,7 +38,7 @@ def run(root: Path) -> None:
     files = [(r.id, r.path) for r in find_episodes(background).refs]
     tr, va = split([i for i, _ in files])
     obs = BCRNNObserver(**SMALL)
-    cfg = TrainConfig(epochs=3, batch_size=8, lr=3e-3, loader_workers=0)
+    cfg = TrainConfig(epochs=4, batch_size=16, lr=1e-2, loader_workers=0)
     ckpt = out / "bc-rnn.pt"
     report = run_training(obs, [files[i][1] for i in tr], [files[i][1] for i in va], cfg, ckpt, log=lambda _: None)
     losses = ", ".join(f"{h['val_loss']:.3f}" for h in report.history)
