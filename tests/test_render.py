@@ -9,7 +9,7 @@ import pytest
 
 from bib.episode import Trial
 from bib.errors import BibInputError
-from bib.render.frames import RenderSettings, episode_frame_count, episode_frames, frame_count, trial_frames
+from bib.render.frames import RenderSettings, episode_frame_count, episode_frames, frame_count, step_frames, trial_frames
 from bib.render.sprites import AGENT_SHAPES, OBJECT_SHAPES, alpha_mask
 from bib.tasks import make_unit
 from bib.tasks.common import empty_layout, place
@@ -100,3 +100,12 @@ def test_bad_settings_are_rejected():
         RenderSettings(fps=0)
     with pytest.raises(BibInputError, match="'speed'"):
         RenderSettings(speed=-1)
+
+
+def test_step_frames_put_the_agent_on_each_path_cell():
+    path = [(2, 2), (3, 3), (4, 3)]
+    frames = list(step_frames(_trial(path)))
+    assert len(frames) == len(path)
+    ys, xs = _where_opaque("pentagon")
+    for frame, (x, y) in zip(frames, path):
+        assert (frame[y * 20 + ys, x * 20 + xs] == (40, 90, 220)).all()

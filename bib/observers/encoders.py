@@ -194,14 +194,10 @@ def frame_states(trial: Trial, image_size: int = 84, cell_px: int = 8) -> np.nda
     """
     import cv2
 
-    from bib.render.frames import RenderSettings, _Painter
+    from bib.render.frames import RenderSettings, step_frames
 
-    painter = _Painter(trial, RenderSettings(cell_px=cell_px))
-    picked, opened = _status(trial)
     out = np.empty((len(trial.path), 3, image_size, image_size), dtype=np.uint8)
-    for i, cell in enumerate(trial.path):
-        fade = 0.0 if opened[i] else 1.0
-        img = painter.frame(np.asarray(cell, dtype=np.float64), bool(picked[i] and not opened[i]), not picked[i], fade)
+    for i, img in enumerate(step_frames(trial, RenderSettings(cell_px=cell_px))):
         if img.shape[:2] != (image_size, image_size):
             img = cv2.resize(img, (image_size, image_size), interpolation=cv2.INTER_AREA)
         out[i] = img.transpose(2, 0, 1)

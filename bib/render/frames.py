@@ -214,6 +214,21 @@ def trial_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterat
         yield painter.frame(np.array((xs[k], ys[k])), carrying, before_pickup, fade)
 
 
+def step_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:
+    """One frame per path cell: the agent standing on ``path[i]``, key and lock as after step ``i``.
+
+    The still pictures a frame-based observer sees (no pauses, no motion in between; once
+    unlocked the barrier is fully gone).
+    """
+    s = settings or RenderSettings()
+    painter = _Painter(trial, s)
+    pickup, unlock = trial.pickup_step(), trial.unlock_step()
+    for i, cell in enumerate(trial.path):
+        picked = pickup is not None and i >= pickup
+        opened = unlock is not None and i >= unlock
+        yield painter.frame(np.asarray(cell, dtype=np.float64), picked and not opened, not picked, 0.0 if opened else 1.0)
+
+
 def blank_frames(width: int, height: int, settings: RenderSettings) -> Iterator[np.ndarray]:
     """The blank shown between trials: ``round(gap * fps)`` frames of the letterbox colour."""
     w, h = settings.frame_size(width, height)
