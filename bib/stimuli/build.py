@@ -198,7 +198,7 @@ def build(
     built: dict[str, list[dict[str, object]]] = {}
     with open(root / MANIFEST, "a", encoding="utf-8", newline="") as manifest:
         results: Iterator[list[dict[str, object]]] = map_ordered(build_unit, todo, workers=workers, scheduler=scheduler)
-        for job, rows in zip(todo, track(results, total=len(todo), description="generating")):
+        for rows, job in zip(track(results, total=len(todo), description="generating"), todo):
             built[job.unit_id] = rows
             manifest.write(format_rows(rows, header=False))
             manifest.flush()
