@@ -11,7 +11,7 @@ TORCH ?= torch==2.13.0
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH)"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[test]"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[test,dask,rl]"
 	@touch $@
 
 demo: $(VENV)/.installed
