@@ -44,11 +44,11 @@ def make_set(root: Path, pairs: int, seed: int = 99) -> list:
 
 
 def clear_caches() -> None:
-    """Forget cached distance fields and observers, so every timing starts cold."""
-    from bib.observers import goal_values, scoring
+    """Forget cached graphs, distance fields, key/lock values and observers, so every timing starts cold."""
+    from bib.observers import scoring
+    from bib.world.keylock import clear_caches as clear_planning
 
-    goal_values._FIELDS.clear()
-    goal_values._legal.cache_clear()
+    clear_planning()
     scoring._OBSERVERS.clear()
 
 

@@ -20,8 +20,8 @@ from bib.tasks.agent_grids import (
     shortest_path_cells,
     two_path_layout,
 )
-from bib.tasks.agents import reachable_locked
 from bib.world.grid import Layout, border_walls
+from bib.world.planning import reachable
 
 TASKS = ("navigation", "key-door", "key-no-door", "two-path-key")
 
@@ -86,8 +86,8 @@ def test_key_door_needs_the_key_and_rules_catch_broken_rooms() -> None:
     (ep,) = make_unit("key-door", 3, base_seed=1)
     lay = ep.test.layout
     goal = lay.object("G").cell
-    assert goal not in reachable_locked(lay, lay.agent.home)
-    assert lay.key in reachable_locked(lay, lay.agent.home)
+    assert goal not in reachable(lay, lay.agent.home)
+    assert lay.key in reachable(lay, lay.agent.home)
     assert [e.type for e in ep.test.events] == ["pickup-key", "unlock"]
     # the same grid without its door breaks the key-door rule (and is no longer optimal through the key)
     broken = replace(ep, trials=(replace(ep.test, layout=replace(lay, lock=None)),))

@@ -1,4 +1,4 @@
-"""inverse-planner: exact key/lock values, legal moves, and correct ordering on hand-built pairs of every condition."""
+"""inverse-planner: Boltzmann policy, and correct ordering on hand-built pairs of every condition (values: test_world_keylock)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,11 @@ import pytest
 
 from bib.episode import Episode, Trial
 from bib.observers import make_observer
-from bib.observers.goal_values import (
-    HAS_KEY,
-    NO_KEY,
-    UNLOCKED,
-    boltzmann_log_policy,
-    distance_fields,
-    layout_goal_values,
-    legal_mask,
-)
+from bib.observers.goal_values import boltzmann_log_policy
 from bib.observers.inverse_planning import InversePlanner
 from bib.tasks.common import empty_layout, make_trial
-from bib.world.dynamics import STAY, AgentState, action_cost, adjacent_to_lock, move_legal, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
-from bib.world.planning import distance_field, shortest_path
+from bib.world.planning import layout_graph, shortest_path
 
 HEART = ("heart", (220, 40, 60))
 STAR = ("star", (40, 170, 200))
@@ -69,80 +60,6 @@ def score_pair(expected: Episode, unexpected: Episode, observer: InversePlanner 
 
 
 # ---------------------------------------------------------------- planning pieces
-
-
-def product_values(layout: Layout, goal: Cell) -> dict[AgentState, float]:
-    """Independent reference: value iteration to ``goal`` over (cell, has_key, unlocked) states via dynamics.step."""
-    states = [AgentState((x, y), hk, ul) for x in range(layout.width) for y in range(layout.height)
-              for hk, ul in ((False, False), (True, False), (True, True)) if layout.is_free((x, y), ul)]
-    value = {s: (0.0 if s.cell == goal else math.inf) for s in states}
-    for _ in range(200):
-        changed = False
-        for s in states:
-            if s.cell == goal:
-                continue
-            best = value[s]
-            for a in range(STAY):
-                if move_legal(layout, s.cell, a, s.unlocked):
-                    nxt, _ = step(layout, s, a)
-                    best = min(best, action_cost(a) + value.get(nxt, math.inf))
-            if best < value[s] - 1e-12:
-                value[s], changed = best, True
-        if not changed:
-            return value
-    raise AssertionError("value iteration did not converge")
-
-
-def key_lock_layout() -> Layout:
-    """Object A inside a barrier box with a lock on its left; key in the lower left."""
-    box = {(5, 3), (6, 3), (7, 3), (7, 4), (7, 5), (6, 5), (5, 5)}
-    return empty_layout(barriers=frozenset(box), lock=(5, 4), key=(2, 7),
-                        objects=(obj(HEART, "A", (6, 4)),), agents=(AGENT,))
-
-
-def test_goal_values_match_product_space_value_iteration() -> None:
-    lay = key_lock_layout()
-    values = layout_goal_values([lay])[0][(6, 4)]
-    ref = product_values(lay, (6, 4))
-    checked = 0
-    for s, v in ref.items():
-        # states no move can lead to (pickup and unlock happen on arrival): skip them
-        if (s.cell == lay.key and not s.has_key) or (s.has_key and not s.unlocked and adjacent_to_lock(lay, s.cell)):
-            continue
-        layer = UNLOCKED if s.unlocked else (HAS_KEY if s.has_key else NO_KEY)
-        got = values[layer, s.cell[1], s.cell[0]]
-        if math.isinf(v):
-            assert math.isinf(got)
-        else:
-            assert got == pytest.approx(v, abs=1e-9)
-            checked += 1
-    assert checked > 100
-    # from home the object needs the key: 2 -> key (5 rows down) then to the lock and in
-    assert math.isfinite(values[NO_KEY, 2, 2]) and values[NO_KEY, 2, 2] > distance_field(lay, (2, 7))[2, 2]
-
-
-def test_distance_fields_equal_foundation_fields() -> None:
-    walls = frozenset({(4, 2), (4, 3), (4, 4), (4, 5), (6, 6), (2, 5)})
-    lay = empty_layout(walls=walls, barriers=frozenset({(7, 7)}), lock=(7, 8), objects=(), agents=(AGENT,))
-    goals = [(1, 1), (8, 8), (5, 3), (4, 2)]
-    got = distance_fields([(lay, ul, g) for ul in (False, True) for g in goals])
-    want = [distance_field(lay, g, ul) for ul in (False, True) for g in goals]
-    for a, b in zip(got, want):
-        assert np.array_equal(np.isinf(a), np.isinf(b))
-        assert np.allclose(a[np.isfinite(b)], b[np.isfinite(b)], atol=1e-9)
-
-
-def test_legal_mask_equals_move_legal() -> None:
-    lay = key_lock_layout()
-    for unlocked in (False, True):
-        mask = legal_mask(lay, unlocked)
-        for x in range(lay.width):
-            for y in range(lay.height):
-                if lay.is_free((x, y), unlocked):
-                    for a in range(STAY):
-                        assert mask[a, y, x] == move_legal(lay, (x, y), a, unlocked), (x, y, a)
-                else:
-                    assert not mask[:, y, x].any()
 
 
 def test_boltzmann_policy_is_softmax_of_beta_q() -> None:
@@ -318,7 +235,7 @@ def test_noise_bounds_surprise() -> None:
     e = episode(fam, make_trial(lay, path, "A", "test"), "expected", "preference")
     obs = InversePlanner(epsilon=1e-3)
     s = obs.surprise(e)
-    n_legal = int(legal_mask(lay)[:, 2, 2].sum())
+    n_legal = int(layout_graph(lay).legal[2, 2].sum())
     assert s[0] == pytest.approx(-math.log(1e-3 / (n_legal + 1)), rel=1e-9)
 
 

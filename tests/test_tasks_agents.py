@@ -1,4 +1,5 @@
-"""Stimulus agents: rational (shortest, preferred object, seeded ties), instrumental (optimal in key/lock space), irrational, rollout."""
+"""Key/lock planner (bib.world.keylock) against a forward search, and the stimulus agents built on it: rational
+(shortest, preferred object, seeded ties), instrumental (optimal in key/lock space), irrational, rollout."""
 
 from __future__ import annotations
 
@@ -7,21 +8,11 @@ import heapq
 import numpy as np
 import pytest
 
-from bib.tasks.agents import (
-    GridAgent,
-    InstrumentalAgent,
-    IrrationalAgent,
-    RationalAgent,
-    cost_to_go,
-    is_optimal_path,
-    optimal_moves,
-    optimal_cost,
-    reachable_locked,
-    rollout,
-)
+from bib.tasks.agents import GridAgent, InstrumentalAgent, IrrationalAgent, RationalAgent, rollout
 from bib.tasks.common import empty_layout, interior
 from bib.world.dynamics import STAY, AgentState, action_between, adjacent_to_lock, move_legal, step
 from bib.world.grid import Agent, GridObject, Layout
+from bib.world.keylock import cost_to_go, is_optimal_path, optimal_cost, optimal_moves
 from bib.world.planning import is_shortest, path_cost, reachable, shortest_cost
 
 AGENT = Agent("agent-0", "pentagon", (40, 90, 220), (2, 2))
@@ -118,8 +109,7 @@ def test_locked_room_cost_is_key_then_lock_then_object():
     lay = locked_room()
     # home (2,2) -> key (2,7): 5; key -> (5,2), next to the lock: 3 diagonal + 2 straight; -> (6,2) -> (7,2): 2
     assert optimal_cost(lay, (7, 2)) == pytest.approx(5 + 3 * np.sqrt(2) + 2 + 2)
-    assert reachable_locked(lay, AGENT.home) == reachable(lay, AGENT.home)
-    assert (7, 2) not in reachable_locked(lay, AGENT.home)
+    assert (7, 2) not in reachable(lay, AGENT.home)
 
 
 def test_rational_agent_takes_a_shortest_path_to_the_preferred_object():

@@ -7,9 +7,9 @@ step counts, it is an error), and anything that is not one of the 4 moves (stay,
 :data:`INVALID` for an answer that could not be parsed) is an *invalid* step (the agent stays,
 error). A rollout ends on the goal or after ``ceil(1.5 * L*)`` steps, ``L*`` the optimal length.
 
-pi*(s) is the set of moves to a neighbour state exactly one step closer to the goal, from a
-backward search over ``(cell, has_key, unlocked)`` states (unit costs, so breadth-first order;
-:func:`bib.tasks.agents.cost_to_go`); a useless key changes nothing, a locked door routes through it.
+pi*(s) is the set of moves to a neighbour state exactly one step closer to the goal, from the
+key/lock planner of :mod:`bib.world.keylock` over ``(cell, has_key, unlocked)`` states (4 moves, so
+unit costs); a useless key changes nothing, a locked door routes through it.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import numpy as np
 
 from bib.tasks import make_unit
 from bib.tasks.agent_grids import GOAL, navigation_design
-from bib.tasks.agents import cost_to_go, optimal_moves
 from bib.world.dynamics import AgentState, move_legal, step
 from bib.world.grid import Cell, Layout
+from bib.world.keylock import optimal_cost, optimal_moves
 
 MOVES: tuple[int, ...] = (6, 2, 0, 4)
 """LEFT, RIGHT, UP, DOWN as indices into ACTIONS (W, E, N, S)."""
@@ -70,7 +70,7 @@ class Grid:
     @property
     def optimal_length(self) -> int:
         """L*: the optimal number of moves from the start (key/lock aware)."""
-        return int(round(cost_to_go(self.layout, self.goal)[(self.layout.agent.home, False, False)]))
+        return int(round(optimal_cost(self.layout, self.goal)))
 
     @property
     def max_steps(self) -> int:

@@ -32,15 +32,9 @@ import numpy as np
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.observers.base import BaseObserver
-from bib.observers.goal_values import (
-    DIRECT,
-    NO_KEY,
-    boltzmann_log_policy,
-    layout_goal_values,
-    move_q_values,
-    trial_moves,
-)
+from bib.observers.goal_values import boltzmann_log_policy, layout_goal_values, move_q_values, trial_moves
 from bib.world.grid import Cell
+from bib.world.keylock import DIRECT, NO_KEY
 
 DEFAULT_BETAS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 """Rationality grid (inverse temperature per unit of path cost), uniform prior."""

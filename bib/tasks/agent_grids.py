@@ -27,10 +27,12 @@ from dataclasses import replace
 import numpy as np
 
 from bib.episode import Episode, Problem
-from bib.tasks.agents import InstrumentalAgent, is_optimal_path, reachable_locked, rollout
+from bib.tasks.agents import InstrumentalAgent, rollout
 from bib.tasks.common import make_episode, make_trial, place, sample_agent, sample_looks
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Cell, Layout, border_walls
+from bib.world.keylock import is_optimal_path
+from bib.world.planning import reachable
 
 NAV_SIZES: tuple[int, ...] = (7, 9, 11, 13, 15)
 NAV_DENSITIES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -158,13 +160,13 @@ def rooms_layout(rng: np.random.Generator, door: bool = True) -> Layout:
     probe = Layout(width=size, height=size, walls=walls_f, moves=4)
     for _ in range(200):
         goal, home = (rooms[int(i)] for i in rng.choice(len(rooms), size=2, replace=False))
-        cuts = [d for d in doorways if goal not in reachable_locked(replace(probe, lock=d), home)]
+        cuts = [d for d in doorways if goal not in reachable(replace(probe, lock=d), home)]
         if cuts:
             break
     else:
         raise LayoutRejected("no doorway separates agent and goal")
     lock = cuts[int(rng.integers(len(cuts)))]
-    near = sorted(reachable_locked(replace(probe, lock=lock), home) - {home})
+    near = sorted(reachable(replace(probe, lock=lock), home) - {home})
     key = near[int(rng.integers(len(near)))]
     return _agent_layout(rng, size, walls_f, home, goal, lock=lock if door else None, key=key)
 
@@ -349,7 +351,7 @@ def _rooms_rule(ep: Episode, door: bool) -> list[Problem]:
     if lay.lock is not None and lay.lock not in {(x, y) for x in range(ROOMS_SIZE) for y in range(ROOMS_SIZE)
                                                 if x % 4 == 0 or y % 4 == 0}:
         out.append(Problem(ep.id, "the door is not on a doorway between rooms", 0, cell=lay.lock))
-    inside = reachable_locked(lay, home)
+    inside = reachable(lay, home)
     if lay.key not in inside or lay.key == home:
         out.append(Problem(ep.id, "the key must be reachable from the start without the door", 0, cell=lay.key))
     if door and goal in inside:

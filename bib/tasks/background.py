@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from bib.episode import Episode, Problem, Trial
-from bib.tasks.agents import InstrumentalAgent, RationalAgent, reachable_locked, rollout
+from bib.tasks.agents import InstrumentalAgent, RationalAgent, rollout
 from bib.tasks.common import (
     N_FAMILIARIZATION,
     empty_layout,
@@ -34,7 +34,7 @@ from bib.tasks.common import (
 from bib.tasks.instrumental import check_key_needed, sample_enclosure
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Agent
-from bib.world.planning import is_shortest, shortest_path
+from bib.world.planning import is_shortest, reachable, shortest_path
 
 N_TRIALS = N_FAMILIARIZATION + 1
 
@@ -161,7 +161,7 @@ def _agent_blocked_instrumental_rule(ep: Episode) -> list[Problem]:
     out = []
     for i, t in enumerate(ep.trials):
         problems = check_key_needed(ep, i)
-        if not problems and t.layout.key not in reachable_locked(t.layout, t.agent.home):
+        if not problems and t.layout.key not in reachable(t.layout, t.agent.home):
             problems = [Problem(ep.id, "the key is not inside the agent's enclosure", i)]
         out += problems
     return out

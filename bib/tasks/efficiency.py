@@ -24,7 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from bib.episode import Episode, Problem, Trial
-from bib.tasks.agents import IrrationalAgent, RationalAgent, is_optimal_path, optimal_cost, rollout
+from bib.tasks.agents import IrrationalAgent, RationalAgent, rollout
 from bib.tasks.common import (
     GRID,
     N_FAMILIARIZATION,
@@ -37,6 +37,7 @@ from bib.tasks.common import (
 )
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Cell, Layout, border_walls
+from bib.world.keylock import is_optimal_path, optimal_cost
 from bib.world.planning import TOL, path_cost
 
 MIN_DETOUR = 0.5

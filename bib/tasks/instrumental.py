@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bib.episode import Episode, Problem, Trial
-from bib.tasks.agents import InstrumentalAgent, RationalAgent, is_optimal_path, optimal_cost, reachable_locked, rollout
+from bib.tasks.agents import InstrumentalAgent, RationalAgent, rollout
 from bib.tasks.common import (
     GRID,
     N_FAMILIARIZATION,
@@ -44,7 +44,8 @@ from bib.tasks.common import (
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.dynamics import AgentState, adjacent_to_lock
 from bib.world.grid import Agent, Cell, Layout
-from bib.world.planning import TOL, distance_field
+from bib.world.keylock import is_optimal_path, optimal_cost
+from bib.world.planning import TOL, distance_field, reachable
 
 SIDES = ("top", "bottom", "left", "right")
 _INTERIOR = frozenset(interior())
@@ -114,7 +115,7 @@ def _key_cells(layout: Layout, enc: Enclosure) -> list[Cell]:
     """Where the key may lie: outside the ring, reachable from home while locked, not on home, not next to the lock."""
     home = layout.agent.home
     lock_side = {(enc.lock[0] + dx, enc.lock[1] + dy) for dx, dy in ((0, 1), (0, -1), (1, 0), (-1, 0))}
-    return [c for c in sorted(reachable_locked(layout, home) - {home}) if c not in lock_side]
+    return [c for c in sorted(reachable(layout, home) - {home}) if c not in lock_side]
 
 
 def _enclosed_object_layout(rng: np.random.Generator, agent: Agent, look) -> tuple[Layout, Enclosure]:
@@ -126,7 +127,7 @@ def _enclosed_object_layout(rng: np.random.Generator, agent: Agent, look) -> tup
         obj = sample_cells(rng, sorted(enc.inside), 1)[0]
         base = empty_layout(barriers=enc.ring, lock=enc.lock, objects=(place(look, "A", obj),), agents=(agent,))
         candidates = _key_cells(base, enc)
-        if obj in reachable_locked(base, agent.home) or not candidates:
+        if obj in reachable(base, agent.home) or not candidates:
             continue
         lay = replace(base, key=candidates[int(rng.integers(len(candidates)))])
         if np.isfinite(optimal_cost(lay, obj)):
@@ -145,7 +146,7 @@ def _familiarization(rng: np.random.Generator, agent: Agent, look) -> list[Trial
 def _test_trial(rng: np.random.Generator, layout: Layout, goal: str, blocks: bool) -> Trial:
     """The agent goes to ``goal`` (object id or ``"key"``) by a shortest route, not touching the
     key on the way to the object; ``blocks`` says whether the barrier must block the object."""
-    if (layout.object("A").cell not in reachable_locked(layout, layout.agent.home)) != blocks:
+    if (layout.object("A").cell not in reachable(layout, layout.agent.home)) != blocks:
         raise LayoutRejected("the test barrier " + ("does not block" if blocks else "blocks") + " the object")
     path, events = rollout(RationalAgent([goal], rng), layout)
     if goal != "key" and events:
@@ -253,7 +254,7 @@ def _generator(condition: str):
 def _blocks(trial: Trial) -> bool:
     """True when the object cannot be reached from home without unlocking."""
     lay = trial.layout
-    return lay.object("A").cell not in reachable_locked(lay, lay.agent.home)
+    return lay.object("A").cell not in reachable(lay, lay.agent.home)
 
 
 def check_key_needed(ep: Episode, trial_index: int) -> list[Problem]:
@@ -269,7 +270,7 @@ def check_key_needed(ep: Episode, trial_index: int) -> list[Problem]:
         return problem("trial needs a barrier, a lock and a key")
     if t.goal != "A":
         return problem(f"goal is {t.goal!r}, expected 'A'")
-    if lay.object("A").cell in reachable_locked(lay, lay.agent.home):
+    if lay.object("A").cell in reachable(lay, lay.agent.home):
         return problem("the object is reachable without the key")
     if [e.type for e in t.events] != ["pickup-key", "unlock"]:
         return problem(f"events are {[e.type for e in t.events]}, expected pickup-key then unlock")

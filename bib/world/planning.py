@@ -40,7 +40,7 @@ class GridGraph:
         cells: per flat index, its cell ``(x, y)``.
     """
 
-    __slots__ = ("width", "height", "masks", "steps", "cells")
+    __slots__ = ("width", "height", "masks", "steps", "cells", "_legal")
 
     def __init__(self, width: int, height: int, moves: int, blocked: frozenset[Cell]) -> None:
         self.width, self.height = width, height
@@ -59,11 +59,16 @@ class GridGraph:
         table = _steps_by_mask(width)
         self.steps: tuple[tuple[Step, ...], ...] = tuple([table[m] for m in masks.ravel().tolist()])
         self.cells = _cells(width, height)
+        self._legal: np.ndarray | None = None
 
     @property
     def legal(self) -> np.ndarray:
-        """Bool ``[height, width, 8]``: action ``a`` (a king move) is legal from the cell."""
-        return (self.masks[:, :, None] >> np.arange(STAY) & 1).astype(bool)
+        """Read-only bool ``[height, width, 8]``: action ``a`` (a king move) is legal from the cell."""
+        if self._legal is None:
+            legal = (self.masks[:, :, None] >> np.arange(STAY) & 1).astype(bool)
+            legal.flags.writeable = False
+            self._legal = legal
+        return self._legal
 
     def index(self, cell: Cell) -> int | None:
         """Flat index of ``cell`` (None when it lies off the grid)."""
@@ -295,6 +300,12 @@ def _reachable(width: int, height: int, moves: int, blocked: frozenset[Cell], st
         frontier = nxt
     cells = graph.cells
     return frozenset(cells[c] for c in seen)
+
+
+def clear_caches() -> None:
+    """Forget every cached graph, distance field and reachable set (benchmarks start cold with it)."""
+    for f in (_cells, _steps_by_mask, grid_graph, distance_list, _distance_field, _reachable):
+        f.cache_clear()
 
 
 def is_shortest(layout: Layout, path: Sequence[Cell], unlocked: bool = False) -> bool:
