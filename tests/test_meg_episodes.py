@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from bib.cli import app
-from bib.episode import Trial, save_episode
+from bib.episode import Event, Trial, save_episode
 from bib.errors import BibInputError
 from bib.meg.episodes import episode_meg, trial_meg
-from bib.world.dynamics import STAY
+from bib.world.dynamics import STAY, AgentState, move_legal, step
 from bib.world.grid import Agent, GridObject, Layout, border_walls
-from bib.world.mdp import layout_mdp
+from bib.world.mdp import layout_actions, layout_mdp
 
 AGENT = Agent("agent-0", "pentagon", (40, 90, 220), (1, 3))
 
@@ -28,14 +29,26 @@ def test_layout_mdp_moves_and_corner_cutting() -> None:
     lay = open_layout((), inner=frozenset({(3, 2)}))
     grid = layout_mdp(lay, (1, 1), horizon=3)
     T = grid.mdp.dense_transitions()
-    assert grid.mdp.n_actions == 9 and grid.mdp.deterministic
+    assert grid.mdp.n_actions == 9 and grid.mdp.deterministic and grid.actions == tuple(range(9))
     assert len(grid.cells) == 7 * 5 - 1
-    corner = grid.index[(1, 1)]
+    corner = grid.index[AgentState((1, 1))]
     moves = {a for a in range(9) if T[corner, a, corner] == 0}
     assert moves == {2, 3, 4}  # E, SE, S; N, W and the diagonals into walls stay put
-    below = grid.index[(2, 3)]  # NE from (2, 3) would cut the corner of the wall at (3, 2)
-    assert T[below, 1, below] == 1.0 and T[below, 0, grid.index[(2, 2)]] == 1.0
+    below = grid.index[AgentState((2, 3))]  # NE from (2, 3) would cut the corner of the wall at (3, 2)
+    assert T[below, 1, below] == 1.0 and T[below, 0, grid.index[AgentState((2, 2))]] == 1.0
     assert T[corner, STAY, corner] == 1.0
+
+
+def test_four_move_layout_has_its_own_actions() -> None:
+    lay = replace(open_layout(()), moves=4)
+    grid = layout_mdp(lay, (1, 1), horizon=3)
+    assert layout_actions(lay) == grid.actions == (0, 2, 4, 6, STAY)  # N, E, S, W, stay
+    T = grid.mdp.dense_transitions()
+    s = grid.index[AgentState((3, 3))]
+    went = [grid.cells[int(np.argmax(T[s, i]))] for i in range(5)]
+    assert went == [(3, 2), (4, 3), (3, 4), (2, 3), (3, 3)]
+    with pytest.raises(BibInputError, match=r"path\[1\]: \[2, 2\] is not one move from \[1, 1\]"):
+        grid.trajectory([(1, 1), (2, 2)])  # a diagonal is no move of a 4-move layout
 
 
 def test_path_as_trajectory_and_bad_paths() -> None:
@@ -45,8 +58,52 @@ def test_path_as_trajectory_and_bad_paths() -> None:
     assert [grid.cells[s] for s in states[0]] == [(1, 1), (2, 2), (3, 2), (3, 2), (3, 2)]
     with pytest.raises(BibInputError, match=r"path\[1\]: \[3, 3\] is not one move from \[1, 1\]"):
         grid.trajectory([(1, 1), (3, 3)])
-    with pytest.raises(BibInputError, match=r"path\[0\]: cell \[0, 0\] is not a free cell"):
+    with pytest.raises(BibInputError, match=r"path\[0\]: cell \[0, 0\] is not the start"):
         grid.trajectory([(0, 0), (1, 1)])
+    walled = layout_mdp(open_layout((), inner=frozenset({(2, 1)})), (1, 1), horizon=4)
+    with pytest.raises(BibInputError, match=r"path\[1\]: the move from \[1, 1\] to \[2, 1\] is illegal"):
+        walled.trajectory([(1, 1), (2, 1)])
+
+
+def locked_room() -> Layout:
+    """Object A at (6, 3) behind a barrier column x = 5 with the lock at (5, 3); the key at (2, 5)."""
+    barriers = frozenset({(5, 1), (5, 2), (5, 4), (5, 5)})
+    obj = GridObject("A", "heart", (220, 40, 60), (6, 3))
+    return Layout(9, 7, walls=border_walls(9, 7), barriers=barriers, lock=(5, 3), key=(2, 5),
+                  objects=(obj,), agents=(AGENT,))
+
+
+def test_key_lock_mdp_follows_the_dynamics() -> None:
+    lay = locked_room()
+    grid = layout_mdp(lay, (1, 3), horizon=12, key_lock=True)
+    assert grid.states[0] == AgentState((1, 3))
+    # every state is reachable and every transition is dynamics.step (or staying put when illegal)
+    for i, s in enumerate(grid.states):
+        for j, a in enumerate(grid.actions):
+            want = step(lay, s, a)[0] if a != STAY and move_legal(lay, s.cell, a, s.unlocked) else s
+            assert grid.states[int(grid.successors[i, j])] == want
+    modes = {(s.has_key, s.unlocked) for s in grid.states}
+    assert modes == {(False, False), (True, False), (True, True)}
+    assert {grid.states[i].unlocked for i in grid.at((6, 3))} == {True}  # A is only reached once unlocked
+    assert grid.reach_utility((6, 3)).sum() == len(grid.at((6, 3)))
+    # the instrumental path: key, then next to the lock (it opens), then A
+    path = [(1, 3), (1, 4), (2, 5), (3, 4), (4, 3), (5, 3), (6, 3)]
+    states, _ = grid.trajectory(path)
+    got = [grid.states[s] for s in states[0][: len(path)]]
+    assert [(s.has_key, s.unlocked) for s in got] == [(False, False)] * 2 + [(True, False)] * 2 + [(True, True)] * 3
+
+
+def test_unlocking_trial_is_measured_on_its_real_dynamics() -> None:
+    lay = locked_room()
+    path = ((1, 3), (1, 4), (2, 5), (3, 4), (4, 3), (5, 3), (6, 3))
+    row = trial_meg(Trial("familiarization", lay, path, events=(Event(2, "pickup-key"), Event(4, "unlock")), goal="A"))
+    assert row["unlocked"] and row["key_lock"]
+    # with the key/lock state the detour through the key is the only way to A: optimal, so beta is +inf
+    assert row["beta"]["A"] == "inf" and row["meg"]["A"] > 5
+    # the same moves on the layout with its barriers and lock gone (the old measure) look far less goal-directed
+    open_lay = replace(lay, barriers=frozenset(), lock=None)
+    no_key = trial_meg(Trial("familiarization", open_lay, path, goal="A"))
+    assert not no_key["key_lock"] and no_key["meg"]["A"] < row["meg"]["A"] - 3
 
 
 def straight(a: tuple[int, int], b: tuple[int, int]) -> list[tuple[int, int]]:

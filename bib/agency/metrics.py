@@ -9,7 +9,7 @@
   weighs the same.
 - MEG (:mod:`bib.meg`) of the rollouts against the utility "reach the goal" (1 in goal states,
   absorbing) in the MDP of reachable ``(cell, has_key, unlocked)`` states with the 4 moves
-  (a bump stays), horizon the step cap; steps after the goal is reached are uniform under every
+  (:func:`bib.world.mdp.layout_mdp`; a bump stays), horizon the step cap; steps after the goal is reached are uniform under every
   soft policy and add nothing; an invalid step is scored as a uniformly random choice.
 """
 
@@ -20,10 +20,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from bib.agency.env import MOVE_INDEX, MOVES, Grid, Rollout, apply, optimal_mask
-from bib.meg import TabularMDP
+from bib.agency.env import MOVE_INDEX, MOVES, Grid, Rollout, optimal_mask
 from bib.meg.known import meg_from_weights
 from bib.world.dynamics import AgentState
+from bib.world.mdp import layout_mdp
 
 
 def entropy2(p: np.ndarray) -> float:
@@ -80,33 +80,12 @@ def policy_divergence(grid: Grid, rollouts: list[Rollout]) -> tuple[float, float
     return float(np.mean(ents)), float(np.mean(jsds))
 
 
-def grid_mdp(grid: Grid) -> tuple[TabularMDP, dict[AgentState, int]]:
-    """The grid as a TabularMDP over reachable key/lock states (goal states absorbing, U = 1 there)."""
-    start = grid.start
-    index = {start: 0}
-    order = [start]
-    succ: list[list[int]] = []
-    i = 0
-    while i < len(order):
-        s = order[i]
-        row = []
-        for a in MOVES:
-            nxt = s if s.cell == grid.goal else apply(grid.layout, s, a)[0]
-            if nxt not in index:
-                index[nxt] = len(order)
-                order.append(nxt)
-            row.append(index[nxt])
-        succ.append(row)
-        i += 1
-    successors = np.asarray(succ, dtype=np.int64)[:, :, None]
-    utility = np.array([1.0 if s.cell == grid.goal else 0.0 for s in order])
-    mdp = TabularMDP((successors, np.ones_like(successors, dtype=float)), utility, horizon=grid.max_steps)
-    return mdp, index
-
-
 def trajectory_meg(grid: Grid, rollouts: list[Rollout]) -> float:
     """Known-utility MEG (nats) of the rollouts against "reach the goal" (see the module docstring)."""
-    mdp, index = grid_mdp(grid)
+    world = layout_mdp(grid.layout, grid.start.cell, grid.max_steps, key_lock=True, actions=MOVES,
+                       absorbing=(grid.goal,))
+    mdp, index = world.mdp, world.index
+    u = world.reach_utility(grid.goal)
     S, A, H = mdp.shape
     W = np.zeros((H, S, A))
     for ro in rollouts:
@@ -120,8 +99,8 @@ def trajectory_meg(grid: Grid, rollouts: list[Rollout]) -> float:
             else:  # at the goal (absorbing, uniform under every soft policy) or stopped by the cap
                 W[t, index[ro.states[-1]]] += 1.0 / A
     W /= len(rollouts)
-    eu = float(W.sum(axis=(0, 2)) @ mdp.utility)
-    return meg_from_weights(mdp, mdp.utility, W, eu, expected=None).meg
+    eu = float(W.sum(axis=(0, 2)) @ u)
+    return meg_from_weights(mdp, u, W, eu, expected=None).meg
 
 
 def grid_metrics(grid: Grid, rollouts: list[Rollout], meg: bool = True) -> dict:

@@ -17,38 +17,43 @@ from bib.meg.unknown import target_meg
 def trial_meg(trial: Any) -> dict[str, Any]:
     """MEG of one trial's path (a single trajectory) in the gridworld MDP of its layout.
 
-    The MDP has the layout's free cells as states, 8 moves + stay, all initial mass on the path's
-    first cell and ``H = moves + 1`` decisions (the last one is uniform under every soft policy and
-    scores 0, so the utility of the cell reached by the last move counts). Known utility: "reach X"
-    (1 on object X's cell) for every object, with the exact beta fitted to the path (signed: negative
-    when the path does worse on X than a random walk). Unknown utility: every utility over the objects
-    (``U(s) = theta_k`` on object k's cell, 0 elsewhere), i.e. target-variable MEG. Key and lock are not
-    modelled: a trial with an ``unlock`` event is measured on the layout with its barriers gone.
+    The MDP (:func:`bib.world.mdp.layout_mdp`) has the layout's own moves + stay as actions, all
+    initial mass on the path's first cell and ``H = moves + 1`` decisions (the last one is uniform
+    under every soft policy and scores 0, so the utility of the cell reached by the last move counts).
+    Its states are the free cells; when the layout has both a key and a lock they are the
+    ``(cell, has_key, unlocked)`` states reachable from the start, so picking up the key and opening
+    the lock follow the real dynamics. Known utility: "reach X" (1 on object X's cell) for every
+    object, with the exact beta fitted to the path (signed: negative when the path does worse on X
+    than a random walk). Unknown utility: every utility over the objects (``U(s) = theta_k`` on
+    object k's cell, 0 elsewhere), i.e. target-variable MEG.
 
     Args:
         trial: a :class:`bib.episode.Trial`.
 
     Returns:
-        A dict with ``steps``, ``upper_bound`` (``moves * log 9``), ``meg``, ``signed_meg`` and ``beta``
-        per object id, and ``unknown_objects``.
+        A dict with ``steps``, ``unlocked`` (the trial opens the lock), ``key_lock`` (the key/lock
+        mode is part of the state), ``upper_bound`` (``moves * log |A|``), ``meg``, ``signed_meg`` and
+        ``beta`` per object id, and ``unknown_objects``.
     """
     from bib.world.mdp import layout_mdp
 
     path = [tuple(c) for c in trial.path]
-    unlocked = trial.unlock_step() is not None
-    grid = layout_mdp(trial.layout, path[0], horizon=len(path), unlocked=unlocked)
+    layout = trial.layout
+    key_lock = layout.key is not None and layout.lock is not None
+    grid = layout_mdp(layout, path[0], horizon=len(path), key_lock=key_lock)
     states, actions = grid.trajectory(path)
     row: dict[str, Any] = {
         "steps": len(path) - 1,
-        "unlocked": unlocked,
+        "unlocked": trial.unlock_step() is not None,
+        "key_lock": key_lock,
         "upper_bound": (len(path) - 1) * math.log(grid.mdp.n_actions),
         "meg": {}, "signed_meg": {}, "beta": {},
     }
-    labels = np.full(len(grid.cells), -1)
-    for k, obj in enumerate(trial.layout.objects):
-        if obj.cell not in grid.index:
+    labels = np.full(len(grid.states), -1)
+    for k, obj in enumerate(layout.objects):
+        if not grid.at(obj.cell).size:
             continue
-        labels[grid.index[obj.cell]] = k
+        labels[grid.at(obj.cell)] = k
         res = trajectory_meg(grid.mdp, states, actions, grid.reach_utility(obj.cell))
         row["meg"][obj.id] = res.meg
         row["signed_meg"][obj.id] = res.signed_meg
