@@ -19,8 +19,9 @@ from bib.agency.suite import run_suite
 from bib.agency.transforms import TRANSFORMS, paired_test, rank_biserial, transform
 from bib.cli import app
 from bib.errors import BibInputError
-from bib.tasks.agent_grids import bfs
 from bib.world.dynamics import AgentState
+from bib.world.grid import Cell, Layout
+from bib.world.planning import move_counts
 
 runner = CliRunner()
 
@@ -29,9 +30,24 @@ def _nav(index: int, seed: int = 0) -> Grid:
     return load_grid("navigation", index, seed)
 
 
+def bfs(layout: Layout, source: Cell) -> dict[Cell, int]:
+    """An independent backward BFS over the 4-connected free cells (lock closed)."""
+    dist, frontier = {source: 0}, [source]
+    while frontier:
+        nxt = []
+        for x, y in frontier:
+            for c in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1)):
+                if c not in dist and layout.is_free(c):
+                    dist[c] = dist[(x, y)] + 1
+                    nxt.append(c)
+        frontier = nxt
+    return dist
+
+
 def test_pi_star_is_the_set_of_moves_one_bfs_step_closer() -> None:
     grid = _nav(17)
-    dist = bfs(grid.layout, grid.goal)  # an independent backward BFS
+    dist = bfs(grid.layout, grid.goal)
+    assert move_counts(grid.layout.width, grid.layout.height, grid.layout.blocked(), grid.goal) == dist
     for cell, d in dist.items():
         if d == 0:
             continue

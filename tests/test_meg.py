@@ -334,3 +334,18 @@ def test_predictive_accuracy_limits_match_large_beta() -> None:
     assert acc[1] == -np.inf and acc[2] == -np.inf  # the policy sometimes takes the non-optimal action
     best = known_utility_meg(chain, pol)
     assert math.isfinite(best.beta) and best.meg == pytest.approx(3 * (math.log(2) + 0.1 * math.log(0.1) + 0.9 * math.log(0.9)))
+
+
+def test_logsumexp_and_log_softmax_handle_minus_inf() -> None:
+    from scipy.special import logsumexp as scipy_lse
+
+    from bib.meg.soft import log_softmax, logsumexp
+
+    x = np.array([[0.5, -np.inf, 2.0], [-np.inf, -np.inf, -np.inf]])
+    assert logsumexp(x, axis=1)[0] == pytest.approx(scipy_lse([0.5, 2.0]))
+    assert logsumexp(x, axis=1)[1] == -np.inf
+    assert logsumexp(x[:1], axis=(0, 1)) == pytest.approx(scipy_lse([0.5, 2.0]))
+    with np.errstate(all="raise"):
+        lp = log_softmax(x, axis=1)
+    assert np.exp(lp[0]) == pytest.approx([1 / (1 + math.exp(1.5)), 0.0, 1 / (1 + math.exp(-1.5))])
+    assert np.all(lp[1] == -np.inf)

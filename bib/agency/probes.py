@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from bib.agency.env import MOVE_INDEX, MOVES, load_grid, run_rollouts
 from bib.agency.policy_net import PAD, READOUTS, PolicyNet, PolicyNetAgent, encode, torch_threads
 from bib.world.dynamics import ACTIONS
 from bib.world.grid import Cell
+from bib.world.planning import move_counts
 
 MAP_CLASSES: tuple[str, ...] = ("agent", "goal", "wall", "open", "padding")
 PLAN_SLOTS = 10
@@ -201,7 +201,7 @@ def consistency(steps: Steps, test: np.ndarray, probs: np.ndarray, ids: np.ndarr
     """Decoded-map consistency on held-out steps (needs ``probs`` for every padded cell of each step).
 
     The decoded grid is the per-cell argmax with the goal at the most likely goal cell and the
-    agent where it is; pi* on it comes from a BFS from that goal.
+    agent where it is; pi* on it comes from the move counts to that goal (:func:`bib.world.planning.move_counts`).
     """
     on_decoded, recovered, nonopt, total = 0, 0, 0, 0
     for i in np.flatnonzero(test):
@@ -212,7 +212,7 @@ def consistency(steps: Steps, test: np.ndarray, probs: np.ndarray, ids: np.ndarr
         agent = tuple(int(v) for v in steps.cells[i])
         blocked = {(x, y) for y in range(PAD) for x in range(PAD)
                    if pred[y, x] in (MAP_CLASSES.index("wall"), MAP_CLASSES.index("padding"))} - {goal, agent}
-        dist = _bfs(blocked, goal)
+        dist = move_counts(PAD, PAD, blocked, goal)
         a = int(steps.actions[i])
         good = False
         if a in MOVE_INDEX and agent in dist and agent != goal:
@@ -226,18 +226,6 @@ def consistency(steps: Steps, test: np.ndarray, probs: np.ndarray, ids: np.ndarr
     return {"steps": total, "optimal_on_decoded": on_decoded / total if total else float("nan"),
             "nonoptimal_moves": nonopt, "recovered": recovered,
             "error_recovery": recovered / nonopt if nonopt else float("nan")}
-
-
-def _bfs(blocked: set, source: Cell) -> dict[Cell, int]:
-    dist = {source: 0}
-    queue = deque([source])
-    while queue:
-        x, y = queue.popleft()
-        for c in ((x - 1, y), (x + 1, y), (x, y - 1), (x, y + 1)):
-            if 0 <= c[0] < PAD and 0 <= c[1] < PAD and c not in blocked and c not in dist:
-                dist[c] = dist[(x, y)] + 1
-                queue.append(c)
-    return dist
 
 
 def run_map_probes(steps: Steps, *, kinds: Sequence[str] = ("linear", "mlp"), readouts: Sequence[str] = READOUTS,

@@ -54,8 +54,34 @@ def _batch(mdp: TabularMDP, utility: np.ndarray | None, beta: float | np.ndarray
     return u, np.broadcast_to(b, (n,)).copy(), batched
 
 
+def logsumexp(x: np.ndarray, axis: int | tuple[int, ...]) -> np.ndarray:
+    """``log sum exp`` of ``x`` over ``axis``; a slice that is all ``-inf`` gives ``-inf`` (no warning, no NaN)."""
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(np.log(np.exp(x - top).sum(axis=axis, keepdims=True)) + top, axis=axis)
+
+
+def log_softmax(logits: np.ndarray, axis: int = -1) -> np.ndarray:
+    """``log softmax`` over ``axis``: the log of a Boltzmann policy when ``logits = beta * Q``.
+
+    ``-inf`` logits (illegal or hopeless actions) get probability 0; a slice with no finite logit
+    is ``-inf`` throughout.
+    """
+    top = logits.max(axis=axis, keepdims=True)
+    finite = np.isfinite(top)
+    shifted = np.where(finite, logits - np.where(finite, top, 0.0), -np.inf)
+    with np.errstate(divide="ignore"):
+        lse = np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return np.where(finite, shifted - np.where(finite, lse, 0.0), -np.inf)
+
+
 def _lse(q: np.ndarray, want_pi: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-    """Logsumexp over actions of action-major ``q[A, S, B]``: returns ``(V[S, B], pi[A, S, B] or None)``."""
+    """Logsumexp over actions of action-major ``q[A, S, B]``: returns ``(V[S, B], pi[A, S, B] or None)``.
+
+    The hot path of soft value iteration: ``q`` is always finite there (finite utilities and
+    beta), so it skips the ``-inf`` handling of :func:`logsumexp` and fuses the policy.
+    """
     m = q.max(axis=0)
     z = np.exp(q - m)
     s = z.sum(axis=0)
@@ -158,8 +184,7 @@ def limit_log_policy(mdp: TabularMDP, utility: np.ndarray) -> tuple[np.ndarray, 
         h = mdp.backup(hv)
         vmax = q.max(axis=0)
         h = np.where(q >= vmax - tol, h, -np.inf)
-        hmax = h.max(axis=0)
-        hv = hmax + np.log(np.exp(h - hmax).sum(axis=0))
+        hv = logsumexp(h, axis=0)
         logpi[t] = (h - hv).T
         v = vmax
     return logpi, float(mdp.initial @ v)

@@ -2,7 +2,8 @@
 
 Costs are exact for the deterministic BIB dynamics (1 per orthogonal step, sqrt 2 per diagonal,
 no corner cutting), so ``Q(s, a) = -(cost(a) + V(s'))`` are the Q-values an optimal planner uses,
-and ``pi(a|s) ∝ exp(beta * Q(s, a))`` over the 8 moves is HBToM's Boltzmann (soft-optimal) agent.
+and ``pi(a|s) ∝ exp(beta * Q(s, a))`` over the 8 moves is HBToM's Boltzmann (soft-optimal) agent
+(:func:`bib.meg.soft.log_softmax`, shared with MEG).
 For a deterministic shortest-path goal this needs no value iteration. The values come from the
 suite's key/lock planner, :mod:`bib.world.keylock` (cached per layout and goal).
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bib.episode import Trial
+from bib.meg.soft import log_softmax
 from bib.world.dynamics import ACTIONS, STAY, action_cost
 from bib.world.grid import Cell, Layout
 from bib.world.keylock import HAS_KEY, NO_KEY, UNLOCKED, key_lock_values
@@ -122,12 +124,7 @@ def move_q_values(moves: TrialMoves, values: np.ndarray) -> np.ndarray:
 def boltzmann_log_policy(q: np.ndarray, betas: np.ndarray) -> np.ndarray:
     """``log softmax(beta * Q)`` over the last axis, for every beta: ``[G, T, 8] -> [G, B, T, 8]``.
 
-    Rows with no finite Q (goal unreachable) get ``-inf`` everywhere.
+    The Boltzmann policy of :func:`bib.meg.soft.log_softmax`; rows with no finite Q (goal
+    unreachable) get ``-inf`` everywhere.
     """
-    logits = betas[None, :, None, None] * q[:, None, :, :]
-    top = logits.max(axis=-1, keepdims=True)
-    finite = np.isfinite(top)
-    shifted = np.where(finite, logits - np.where(finite, top, 0.0), -np.inf)
-    with np.errstate(divide="ignore"):
-        lse = np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    return np.where(finite, shifted - np.where(finite, lse, 0.0), -np.inf)
+    return log_softmax(betas[None, :, None, None] * q[:, None, :, :], axis=-1)

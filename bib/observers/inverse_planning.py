@@ -31,6 +31,7 @@ import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
+from bib.meg.soft import logsumexp
 from bib.observers.base import BaseObserver
 from bib.observers.goal_values import boltzmann_log_policy, layout_goal_values, move_q_values, trial_moves
 from bib.world.grid import Cell
@@ -81,13 +82,6 @@ class TrialInference:
     sequential_surprise: np.ndarray
     goals: tuple[Identity, ...]
     log_posterior: np.ndarray
-
-
-def _logsumexp(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
-    top = np.max(x, axis=axis, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.squeeze(np.log(np.exp(x - top).sum(axis=axis, keepdims=True)) + top, axis=axis)
 
 
 class InversePlanner(BaseObserver):
@@ -154,7 +148,7 @@ class InversePlanner(BaseObserver):
             counts = dict(belief.counts)
             for goal, weight in zip(result.goals, np.exp(result.log_posterior).sum(axis=1)):
                 counts[goal] = counts.get(goal, 0.0) + float(weight)
-            beliefs[key] = AgentBelief(counts, _logsumexp(result.log_posterior, axis=(0,)))
+            beliefs[key] = AgentBelief(counts, logsumexp(result.log_posterior, axis=(0,)))
         return beliefs
 
     def prior_belief(self) -> AgentBelief:
@@ -216,13 +210,13 @@ class InversePlanner(BaseObserver):
         with np.errstate(divide="ignore"):
             log_prior = np.log(self.goal_prior(belief, identities))[:, None] + belief.log_beta[None, :]
         total = log_prior + log_lik.sum(axis=2)
-        posterior = total - _logsumexp(total, axis=(0, 1))
+        posterior = total - logsumexp(total, axis=(0, 1))
         if not surprise:
             return TrialInference(np.zeros(0), np.zeros(0), identities, posterior)
         before = np.concatenate([np.zeros(log_lik.shape[:2] + (1,)), np.cumsum(log_lik, axis=2)], axis=2)
-        norm = _logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
+        norm = logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
         sequential = -(norm[1:] - norm[:-1])
-        marginal = -_logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
+        marginal = -logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
         return TrialInference(marginal, sequential, identities, posterior)
 
     # ------------------------------------------------------------------ helpers

@@ -41,6 +41,7 @@ from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, agent_timeline, motion_frames
+from bib.tasks.registry import unit_id
 from bib.world.dynamics import AgentState, action_between, move_legal, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
 
@@ -566,13 +567,13 @@ def import_bib_json(src: str | os.PathLike[str], out: str | os.PathLike[str], *,
             if label not in ("e", "u"):
                 raise BibInputError(f"{f}: file name must end in 'e' or 'u' before .json")
             if kind == "background":
-                unit = f"{task}-{k:06d}"
+                unit = unit_id(task, k)
                 jobs.append(ImportJob(str(f), str(dest / "episodes" / f"{unit}.json"), unit, None, task, "none"))
                 continue
             want = "e" if k % 2 == 0 else "u"
             if label != want:
                 raise BibInputError(f"{f}: expected an '{want}' file at position {k} (pairs alternate e/u in sorted order)")
-            pair = f"{task}-{k // 2:06d}"
+            pair = unit_id(task, k // 2)
             outcome = "expected" if want == "e" else "unexpected"
             ep_id = f"{pair}-{outcome}"
             jobs.append(ImportJob(str(f), str(dest / "episodes" / f"{ep_id}.json"), ep_id, pair, task, outcome))

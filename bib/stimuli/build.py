@@ -26,7 +26,7 @@ from bib.progress import track
 from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, codec_for, render_episode
 from bib.stimuli.manifest import MANIFEST, format_rows, read_manifest, row_is_intact, write_manifest
-from bib.tasks import get_task, make_unit, unit_seed
+from bib.tasks import get_task, make_unit, unit_id, unit_seed
 
 if TYPE_CHECKING:
     from bib.stimuli.spec import StimulusSpec
@@ -46,7 +46,7 @@ class Job:
 
     @property
     def unit_id(self) -> str:
-        return f"{self.task}-{self.index:06d}"
+        return unit_id(self.task, self.index)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ planner's optimal path to the goal object ``G`` (key/lock aware), so the episode
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import replace
 
 import numpy as np
@@ -32,7 +31,7 @@ from bib.tasks.common import make_episode, make_trial, place, sample_agent, samp
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Cell, Layout, border_walls
 from bib.world.keylock import is_optimal_path
-from bib.world.planning import reachable
+from bib.world.planning import move_counts, reachable
 
 NAV_SIZES: tuple[int, ...] = (7, 9, 11, 13, 15)
 NAV_DENSITIES: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -260,20 +259,8 @@ def _two_path_key(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
 
 
 def bfs(layout: Layout, source: Cell) -> dict[Cell, int]:
-    """Backward BFS: the number of 4-connected moves from every free cell to ``source`` (lock closed)."""
-    blocked = layout.blocked()
-    if not layout.is_free(source):
-        return {}
-    dist = {source: 0}
-    queue = deque([source])
-    while queue:
-        x, y = queue.popleft()
-        for dx, dy in _STEPS4:
-            c = (x + dx, y + dy)
-            if c not in dist and layout.in_bounds(c) and c not in blocked:
-                dist[c] = dist[(x, y)] + 1
-                queue.append(c)
-    return dist
+    """The number of 4-connected moves from every free cell to ``source`` (lock closed)."""
+    return move_counts(layout.width, layout.height, layout.blocked(), source)
 
 
 def shortest_path_cells(layout: Layout, start: Cell, goal: Cell, limit: int = 3) -> list[set[Cell]]:

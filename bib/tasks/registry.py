@@ -16,6 +16,11 @@ Rule = Callable[[Episode], list[Problem]]
 PairRule = Callable[[Episode, Episode], list[Problem]]
 
 
+def unit_id(task: str, index: int) -> str:
+    """``<task>-<index:06d>``: the id of unit ``index`` of ``task`` (a pair id, or a background episode id)."""
+    return f"{task}-{index:06d}"
+
+
 @dataclass(frozen=True)
 class UnitInfo:
     """What a generator needs to name its episodes: task id, unit index and the unit's seed."""
@@ -27,7 +32,7 @@ class UnitInfo:
     @property
     def pair_id(self) -> str:
         """``<task>-<index:06d>``: the pair id (evaluation) or the episode id (background)."""
-        return f"{self.task}-{self.index:06d}"
+        return unit_id(self.task, self.index)
 
 
 @dataclass(frozen=True)

@@ -302,6 +302,21 @@ def _reachable(width: int, height: int, moves: int, blocked: frozenset[Cell], st
     return frozenset(cells[c] for c in seen)
 
 
+def move_counts(width: int, height: int, blocked: Iterable[Cell], source: Cell) -> dict[Cell, int]:
+    """The least number of orthogonal (4-connected) moves from every cell that can reach ``source`` to it.
+
+    Empty when ``source`` is blocked or off the grid. Cells are keyed as ``(x, y)``; ``blocked`` may be
+    any set of cells (e.g. a map decoded by a probe), so the graph is built afresh, not cached.
+    """
+    blocked = frozenset(blocked)
+    graph = GridGraph(width, height, 4, blocked)
+    i = graph.index(source)
+    if i is None or source in blocked:
+        return {}
+    cells = graph.cells
+    return {cells[j]: int(d) for j, d in enumerate(graph.costs([(i, 0.0)])) if d < INF}
+
+
 def clear_caches() -> None:
     """Forget every cached graph, distance field and reachable set (benchmarks start cold with it)."""
     for f in (_cells, _steps_by_mask, grid_graph, distance_list, _distance_field, _reachable):
