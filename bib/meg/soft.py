@@ -111,9 +111,17 @@ def soft_value_iteration(
     values = np.zeros((H + 1, S, B))
     v = None
     for t in range(H - 1, -1, -1):
-        q = np.broadcast_to(bu, (A, S, B)) if v is None else bu + mdp.backup(v)
-        v, _ = _lse(q, want_pi=False)
-        np.subtract(q, v, out=logpi[t])
+        # The hot loop (finite values only): logsumexp over actions fused with the log policy,
+        # q - V = (q - max) - log(sum exp(q - max)), reusing buffers to save passes over [A, S, B].
+        q = np.broadcast_to(bu, (A, S, B)).copy() if v is None else bu + mdp.backup(v)
+        m = q.max(axis=0)
+        lp = logpi[t]
+        np.subtract(q, m, out=lp)
+        np.exp(lp, out=q)
+        log_s = q.sum(axis=0)
+        np.log(log_s, out=log_s)
+        lp -= log_s
+        v = m + log_s
         values[t] = v
     logpi = logpi.transpose(3, 0, 2, 1)  # [B, H, S, A]
     values = np.moveaxis(values, -1, 0)
