@@ -139,10 +139,11 @@ def test_probe_cli_writes_probes_json_and_report(tmp_path, monkeypatch, tiny_mod
     save(tiny_model, ckpt)
     res = CliRunner().invoke(app, ["agency", "probe", "--out", str(tmp_path / "p"), "--checkpoint", str(ckpt),
                                    "--grids", "1", "--rollouts", "1", "--layers", "1", "--map-epochs", "1",
-                                   "--plan-epochs", "1"])
+                                   "--plan-epochs", "1", "--plan-hidden", "32"])
     assert res.exit_code == 0, res.output
     payload = json.loads((tmp_path / "p" / "probes.json").read_text())
     assert [r["probe"] for r in payload["rows"]] == ["map-linear", "map-mlp", "plan-1L"]
+    assert payload["rows"][2]["hidden"] == 32
     res = CliRunner().invoke(app, ["agency", "report", str(tmp_path / "p")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "p" / "plots" / "probes.png").is_file() and "map-mlp" in res.output

@@ -340,12 +340,12 @@ def run_plan_probe(steps: Steps, *, layers: int = 2, hidden: int = 128, epochs: 
     got = plan_metrics(pred, yte)
     return {"probe": f"plan-{layers}L", "accuracy": got["token_accuracy"], "baseline": base["token_accuracy"],
             **got, **{f"baseline_{k}": v for k, v in base.items()},
-            "train_rows": int(len(ytr)), "test_rows": int(len(yte))}
+            "hidden": hidden, "train_rows": int(len(ytr)), "test_rows": int(len(yte))}
 
 
 def run_probes(model: PolicyNet, out, *, grids: int = 2, rollouts: int = 5, layers: Sequence[int] = (1, 2),
                map_epochs: int = 5, plan_epochs: int = 20, queries: int = 32, seed: int = 0,
-               command: str = "") -> dict:
+               plan_hidden: int = 128, command: str = "") -> dict:
     """Collect activations on ``30 * grids`` navigation grids, train every probe, write ``out/probes.json``."""
     import json
     from pathlib import Path
@@ -355,7 +355,7 @@ def run_probes(model: PolicyNet, out, *, grids: int = 2, rollouts: int = 5, laye
     with torch_threads(1):
         steps = collect(model, range(30 * grids), rollouts=rollouts, seed=seed)
         rows = run_map_probes(steps, queries=queries, epochs=map_epochs, seed=seed)
-        rows += [run_plan_probe(steps, layers=n, epochs=plan_epochs, seed=seed) for n in layers]
+        rows += [run_plan_probe(steps, layers=n, hidden=plan_hidden, epochs=plan_epochs, seed=seed) for n in layers]
     payload = {"command": command, "steps": int(len(steps.actions)), "grids": len(steps.grids), "rows": rows}
     folder = ensure_dir(Path(out))
     atomic_write_text(folder / "probes.json", json.dumps(payload, indent=2) + "\n")

@@ -97,6 +97,7 @@ def register(app: typer.Typer) -> None:
         layers: str = typer.Option("1,2", "--layers", help="Plan-probe decoder depths (1-4), comma-separated."),
         map_epochs: int = typer.Option(5, "--map-epochs", help="Cognitive-map probe epochs."),
         plan_epochs: int = typer.Option(20, "--plan-epochs", help="Plan probe epochs."),
+        plan_hidden: int = typer.Option(128, "--plan-hidden", min=8, help="Plan probe width (the paper: 1024; 128 keeps CPU training short)."),
         seed: int = typer.Option(0, "--seed", help="Seed of grids, rollouts, split and training."),
     ) -> None:
         """Cognitive-map, decoded-map consistency and plan probes on the policy network's activations."""
@@ -115,7 +116,7 @@ def register(app: typer.Typer) -> None:
         model = load(checkpoint or DEFAULT_CHECKPOINT)
         command = "bib " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["agency"] else ""
         run_probes(model, out, grids=grids, rollouts=rollouts, layers=depths, map_epochs=map_epochs,
-                   plan_epochs=plan_epochs, seed=seed, command=command)
+                   plan_epochs=plan_epochs, plan_hidden=plan_hidden, seed=seed, command=command)
         typer.echo(write_tables(out).rstrip())
 
     app.add_typer(sub, name="agency")
