@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import lru_cache
 
 import numpy as np
 
@@ -47,17 +46,14 @@ MIN_DETOUR = 0.5
 # ---------------------------------------------------------------- layouts
 
 
-_border = lru_cache(maxsize=16)(border_walls)
-
-
 def inner_walls(layout: Layout) -> frozenset[Cell]:
     """The walls of a layout that are not its border ring (here: the efficiency barrier)."""
-    return layout.walls - _border(layout.width, layout.height)
+    return layout.walls - border_walls(layout.width, layout.height)
 
 
 def without_inner_walls(layout: Layout) -> Layout:
     """``layout`` with only its border walls (the barrier removed)."""
-    return Layout(layout.width, layout.height, _border(layout.width, layout.height), layout.barriers,
+    return Layout(layout.width, layout.height, border_walls(layout.width, layout.height), layout.barriers,
                   layout.lock, layout.key, layout.objects, layout.agents, layout.moves)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 Cell = tuple[int, int]
 """A grid cell ``(x, y)``: x is the column from the left, y the row from the top, both from 0."""
@@ -31,8 +31,12 @@ class Agent:
     home: Cell
 
 
+@lru_cache(maxsize=64)
 def border_walls(width: int, height: int) -> frozenset[Cell]:
-    """The ring of wall cells around a ``width x height`` grid (BIB: 10 x 10 with 8 x 8 free)."""
+    """The ring of wall cells around a ``width x height`` grid (BIB: 10 x 10 with 8 x 8 free).
+
+    Cached: every generated layout asks for it, and the frozenset is immutable.
+    """
     ring = {(x, y) for x in range(width) for y in (0, height - 1)}
     ring |= {(x, y) for y in range(height) for x in (0, width - 1)}
     return frozenset(ring)
