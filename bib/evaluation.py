@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bib.conditions import CONDITIONS, FAMILIES
 from bib.errors import BibInputError
 from bib.io import atomic_open, atomic_write_text
+from bib.tasks import conditions, families, table_order
 
 READOUTS = ("max", "mean")
 RESULTS_HEADER = ["episode_id", "surprise"]
@@ -343,7 +343,8 @@ def evaluate(
 ) -> dict[str, ConditionResult]:
     """Pairwise accuracy with a bootstrap 95% CI per condition (BIB's conditions first, in table order)."""
     pairs = pair_up(refs)
-    order = [c for c in CONDITIONS if c in pairs] + sorted(c for c in pairs if c not in CONDITIONS)
+    known = conditions()
+    order = [c for c in known if c in pairs] + sorted(c for c in pairs if c not in known)
     out = {}
     for cond in order:
         scores = np.array([pair_score(surprise[e], surprise[u]) for e, u in pairs[cond]])
@@ -356,7 +357,7 @@ def family_averages(results: Mapping[str, ConditionResult]) -> dict[str, float]:
     """Unweighted mean accuracy of each family whose three conditions are all present (as BIB's tables)."""
     return {
         fam: float(np.mean([results[c].accuracy for c in conds]))
-        for fam, conds in FAMILIES.items()
+        for fam, conds in families().items()
         if all(c in results for c in conds)
     }
 
@@ -466,10 +467,10 @@ def leaderboard(anchors: Sequence[Mapping[str, str]], ours: Sequence[Mapping[str
         values[(r["observer"], r["condition"])] = 100.0 * float(r["accuracy"])
         cell[(r["observer"], r["condition"])] = f"{100.0 * float(r['accuracy']):.1f}"
     for name in mine:
-        for fam, conds in FAMILIES.items():
+        for fam, conds in families().items():
             if all((name, c) in values for c in conds):
                 cell[(name, f"{fam}-average")] = f"{np.mean([values[(name, c)] for c in conds]):.1f}"
-    rows_order = [*CONDITIONS[:6], "efficiency-average", *CONDITIONS[6:], "instrumental-average"]
+    rows_order = table_order()
     extra = sorted({r["condition"] for r in ours} - set(rows_order))
     header = ["condition", *published, *(f"{m} (ours)" for m in mine)]
     rows = [[c, *(cell.get((m, c), "-") for m in [*published, *mine])] for c in [*rows_order, *extra]]

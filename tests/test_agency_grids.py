@@ -10,7 +10,7 @@ import pytest
 
 from bib.episode import dumps, loads
 from bib.render.frames import RenderSettings, trial_frames
-from bib.tasks import make_unit, validate_episode
+from bib.tasks import make_unit, task_ids, validate_episode
 from bib.tasks.agent_grids import (
     NAV_DENSITIES,
     NAV_SIZES,
@@ -23,7 +23,7 @@ from bib.tasks.agent_grids import (
 from bib.world.grid import Layout, border_walls
 from bib.world.planning import reachable
 
-TASKS = ("navigation", "key-door", "key-no-door", "two-path-key")
+TASKS = task_ids("agent")
 
 
 def _edges(free: set) -> int:

@@ -9,14 +9,11 @@ import pytest
 from bib.cli import main
 from bib.errors import BibInputError
 from bib.stimuli.spec import load_spec, override, parse_spec, task_spec
-from bib.tasks import REGISTRY
+from bib.tasks import REGISTRY, conditions, task_ids
 
 ROOT = Path(__file__).resolve().parents[1]
-EVAL_IDS = [
-    "preference", "multi-agent", "inaccessible-goal", "efficiency-path", "efficiency-time",
-    "efficiency-irrational", "instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking",
-]
-BACKGROUND_IDS = ["single-object", "no-navigation", "multi-agent-background", "agent-blocked-instrumental"]
+EVAL_IDS = list(conditions())
+BACKGROUND_IDS = list(task_ids("background"))
 
 
 def _need(ids: list[str]) -> None:
@@ -40,8 +37,8 @@ def test_bib_eval_spec_has_the_nine_conditions_sized_as_v11() -> None:
 def test_bib_background_spec_sizes() -> None:
     _need(BACKGROUND_IDS)
     spec = load_spec(ROOT / "stimuli" / "bib-background.toml")
-    assert spec.units == [("single-object", 10000), ("no-navigation", 10000),
-                          ("multi-agent-background", 4000), ("agent-blocked-instrumental", 4000)]
+    assert [t for t, _ in spec.units] == BACKGROUND_IDS
+    assert [n for _, n in spec.units] == [10000, 10000, 4000, 4000]
     assert sum(n for _, n in spec.units) == 28000
 
 

@@ -9,10 +9,10 @@ import pytest
 
 from bib.episode import dumps, loads
 from bib.render.frames import RenderSettings, episode_frames
-from bib.tasks import get_task, make_unit, validate_episode
+from bib.tasks import get_task, make_unit, task_ids, validate_episode
 from bib.world.planning import is_shortest, reachable
 
-TASKS = ["single-object", "no-navigation", "multi-agent-background", "agent-blocked-instrumental"]
+TASKS = task_ids("background")
 SEEDS = [0, 1, 2]
 
 

@@ -10,13 +10,13 @@ import pytest
 from bib.episode import dumps, loads, save_episode
 from bib.render.frames import RenderSettings, episode_frames
 from bib.stimuli.check import check_path
-from bib.tasks import make_unit, validate_episode, validate_pair
+from bib.tasks import make_unit, task_ids, validate_episode, validate_pair
 from bib.tasks.common import make_trial
 from bib.tasks.efficiency import inner_walls
 from bib.world.grid import border_walls
 from bib.world.planning import is_shortest, path_cost, shortest_cost, shortest_path
 
-CONDITIONS = ["efficiency-path", "efficiency-time", "efficiency-irrational"]
+CONDITIONS = task_ids("evaluation", family="efficiency")
 SEEDS = [0, 1, 2]
 
 

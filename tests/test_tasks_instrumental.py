@@ -10,7 +10,7 @@ import pytest
 
 from bib.episode import dumps, loads
 from bib.render.frames import BARRIER, RenderSettings, episode_frames, trial_frames
-from bib.tasks import make_unit, validate_episode, validate_pair
+from bib.tasks import make_unit, task_ids, validate_episode, validate_pair
 from bib.tasks.common import make_trial
 from bib.tasks.instrumental import sample_enclosure
 from bib.stimuli.stats import closest_object_credit
@@ -18,7 +18,7 @@ from bib.world.dynamics import AgentState
 from bib.world.keylock import optimal_cost
 from bib.world.planning import is_shortest, reachable, shortest_cost, shortest_path
 
-CONDITIONS = ["instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking"]
+CONDITIONS = task_ids("evaluation", family="instrumental")
 SEEDS = [0, 1, 2]
 
 

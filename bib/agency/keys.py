@@ -12,7 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from bib.agency.env import Grid, Rollout, optimal_set
+from bib.tasks import task_ids
 from bib.world.grid import Cell
+
+KEY_TASKS = task_ids("agent", family="keys")
+"""The key-room grids: the agent tasks of family ``keys`` in the task registry."""
 
 
 def key_columns(grid: Grid, rollouts: list[Rollout], key_cell: Cell | None) -> dict:
@@ -50,7 +54,7 @@ def key_summary(rows: list[dict]) -> list[dict]:
     out = []
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
-        if r["task"] in ("key-door", "key-no-door", "two-path-key"):
+        if r["task"] in KEY_TASKS:
             groups.setdefault((r["task"], r["variant"]), []).append(r)
     for (task, variant), rs in sorted(groups.items()):
         before = sum(int(r.get("nonopt_before_pickup", 0) or 0) for r in rs)

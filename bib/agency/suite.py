@@ -24,7 +24,7 @@ import numpy as np
 
 from bib.agency.agents import AgentSpec, check_spec, make_agents
 from bib.agency.env import Grid, action_names, load_grid, run_rollouts, with_layout
-from bib.agency.keys import jaccard, key_columns, visited
+from bib.agency.keys import KEY_TASKS, jaccard, key_columns, visited
 from bib.agency.metrics import grid_metrics
 from bib.agency.transforms import TRANSFORMS, transform
 from bib.errors import BibInputError
@@ -33,7 +33,6 @@ from bib.parallel import map_ordered
 from bib.progress import track
 
 SUITES = ("navigation", "perturbations", "keys")
-KEY_TASKS = ("key-door", "key-no-door", "two-path-key")
 DEFAULTS = {"navigation": (10, 10), "perturbations": (10, 10), "keys": (100, 1)}
 """Suite -> (grids, rollouts): grids per (size, density) cell for navigation suites, per task for keys."""
 

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from bib.conditions import CONDITIONS
+from bib.tasks import conditions
 from bib.errors import BibInputError
 
 #: Canonical CSV columns, in order.
@@ -26,8 +26,8 @@ COLUMNS: tuple[str, ...] = (
 OPTIONAL: tuple[str, ...] = ("lab", "order", "trial_error")
 REQUIRED: tuple[str, ...] = tuple(c for c in COLUMNS if c not in OPTIONAL)
 
-#: Evaluation condition ids of DESIGN.md ("Tasks and conditions"): the values ``task`` may take.
-CONDITION_IDS: tuple[str, ...] = CONDITIONS
+#: Evaluation condition ids (from the task registry): the values ``task`` may take.
+CONDITION_IDS: tuple[str, ...] = conditions()
 PHASES: tuple[str, ...] = ("familiarization", "test")
 OUTCOMES: tuple[str, ...] = ("expected", "unexpected")
 #: ``trial_error`` values meaning "no error" (case-insensitive); any other non-empty text is an error.

@@ -75,12 +75,12 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(1000, "--seed", help="Seed of the training grids (keep it apart from evaluation seeds)."),
     ) -> None:
         """Train the policy network to imitate the planner on fresh grids and save a checkpoint."""
+        from bib.agency.keys import KEY_TASKS
         from bib.agency.policy_net import save, train, training_states
 
         if grids < 1 or epochs < 1:
             raise BibInputError("--grids and --epochs must be >= 1")
-        tasks = {"navigation": grids, "key-door": max(1, grids // 5), "key-no-door": max(1, grids // 5),
-                 "two-path-key": max(1, grids // 10)}
+        tasks = {"navigation": grids, **{t: max(1, grids // (10 if t == "two-path-key" else 5)) for t in KEY_TASKS}}
         x, y = training_states(tasks, seed)
         model = train(x, y, epochs=epochs, seed=0,
                       log=lambda e, loss, acc: typer.echo(f"epoch {e + 1}: loss {loss:.4f}, argmax in pi* {acc:.3f}", err=True))

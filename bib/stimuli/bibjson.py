@@ -41,7 +41,7 @@ from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, agent_timeline, motion_frames
-from bib.tasks.registry import unit_id
+from bib.tasks import bib_folders, unit_id
 from bib.world.dynamics import AgentState, action_between, move_legal, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
 
@@ -51,25 +51,10 @@ CELL_PX = 20
 EXPORT_SETTINGS = RenderSettings(cell_px=CELL_PX, fps=25, pause_start=1.2, pause_end=3.4, gap=0.0)
 """Timing of exported frames (and videos): BIB's 20 px / 25 fps; 30 still frames first, 85 last."""
 
-EVALUATION_FOLDERS = {
-    "preference": "preference",
-    "multi-agent": "multi_agent",
-    "inaccessible-goal": "inaccessible_goal",
-    "efficiency-path": "efficiency_path",
-    "efficiency-time": "efficiency_time",
-    "efficiency-irrational": "efficiency_irrational",
-    "instrumental-no-barrier": "instrumental_no_barrier",
-    "instrumental-blocking": "instrumental_blocking_barrier",
-    "instrumental-inconsequential": "instrumental_inconsequential_barrier",
-}
-"""Evaluation condition id -> BIB v1.1 folder name."""
+EVALUATION_FOLDERS = bib_folders("evaluation")
+"""Evaluation condition id -> BIB v1.1 folder name (from the task registry)."""
 
-BACKGROUND_FOLDERS = {
-    "single-object": "single_object",
-    "no-navigation": "preference",
-    "multi-agent-background": "multi_agent",
-    "agent-blocked-instrumental": "instrumental_action",
-}
+BACKGROUND_FOLDERS = bib_folders("background")
 """Background task id -> bib-baselines' training folder name (two collide with evaluation names)."""
 
 KEY_ICON = "key/triangle0.png"

@@ -8,13 +8,10 @@ from bib.episode import load_episode
 from bib.render.video import contact_sheet
 from bib.stimuli.build import build
 from bib.stimuli.check import check_path
+from bib.tasks import conditions, task_ids
 
-DEMO_UNITS: list[tuple[str, int]] = [("single-object", 3), ("preference", 1), ("multi-agent", 1), ("inaccessible-goal", 1),
-                                     ("efficiency-path", 1), ("efficiency-time", 1), ("efficiency-irrational", 1),
-                                     ("instrumental-no-barrier", 1), ("instrumental-inconsequential", 1),
-                                     ("instrumental-blocking", 1), ("no-navigation", 1), ("multi-agent-background", 1),
-                                     ("agent-blocked-instrumental", 1)]
-"""Tasks and counts the demo generates (every task family adds itself here)."""
+DEMO_UNITS: list[tuple[str, int]] = [(t, 1) for t in (*conditions(), *task_ids("background"))]
+"""One unit of every evaluation condition and background task of the registry."""
 
 
 def run(root: Path) -> None:

@@ -1,4 +1,7 @@
-"""Task families and their registry; importing this package registers every task."""
+"""Task families and their registry; importing this package registers every task.
+
+Listings follow each task's ``order`` (see :mod:`bib.tasks.registry`), not the import order.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +17,14 @@ from bib.tasks.registry import (
     LayoutRejected,
     TaskSpec,
     UnitInfo,
+    bib_folders,
+    conditions,
+    families,
     get_task,
     make_unit,
     register,
+    table_order,
+    task_ids,
     unit_id,
     unit_seed,
     validate_episode,
@@ -28,9 +36,14 @@ __all__ = [
     "LayoutRejected",
     "TaskSpec",
     "UnitInfo",
+    "bib_folders",
+    "conditions",
+    "families",
     "get_task",
     "make_unit",
     "register",
+    "table_order",
+    "task_ids",
     "unit_id",
     "unit_seed",
     "validate_episode",

@@ -364,7 +364,11 @@ def _two_path_rule(ep: Episode) -> list[Problem]:
     return out
 
 
-register(TaskSpec("navigation", "agent", "agent", _navigation, rule=_navigation_rule))
-register(TaskSpec("key-door", "agent", "agent", _key_door, rule=lambda ep: _rooms_rule(ep, True)))
-register(TaskSpec("key-no-door", "agent", "agent", _key_no_door, rule=lambda ep: _rooms_rule(ep, False)))
-register(TaskSpec("two-path-key", "agent", "agent", _two_path_key, rule=_two_path_rule))
+register(TaskSpec("navigation", "navigation", "agent", _navigation, rule=_navigation_rule,
+                  expected="a maze of graded density; the agent walks to the goal", order=10))
+register(TaskSpec("key-door", "keys", "agent", _key_door, rule=lambda ep: _rooms_rule(ep, True),
+                  expected="four rooms; a locked door cuts the goal off, the key lies on the agent's side", order=20))
+register(TaskSpec("key-no-door", "keys", "agent", _key_no_door, rule=lambda ep: _rooms_rule(ep, False),
+                  expected="the key-door rooms with the door removed (the key is useless)", order=30))
+register(TaskSpec("two-path-key", "keys", "agent", _two_path_key, rule=_two_path_rule,
+                  expected="two corridors of equal length to the goal; a useless key on one of them", order=40))

@@ -167,9 +167,13 @@ def _agent_blocked_instrumental_rule(ep: Episode) -> list[Problem]:
     return out
 
 
-register(TaskSpec("single-object", "background", "background", _single_object, rule=_single_object_rule))
-register(TaskSpec("no-navigation", "background", "background", _no_navigation, rule=_no_navigation_rule))
+register(TaskSpec("single-object", "background", "background", _single_object, rule=_single_object_rule,
+                  bib_folder="single_object", expected="one object at a new place in every trial, reached by a shortest path", order=10))
+register(TaskSpec("no-navigation", "background", "background", _no_navigation, rule=_no_navigation_rule,
+                  bib_folder="preference", expected="two objects next to the agent's start; it always takes the same one, in one step", order=20))
 register(TaskSpec("multi-agent-background", "background", "background", _multi_agent_background,
-                  rule=_multi_agent_background_rule))
+                  rule=_multi_agent_background_rule, bib_folder="multi_agent",
+                  expected="as single-object, but a new agent replaces the first from a random trial on", order=30))
 register(TaskSpec("agent-blocked-instrumental", "background", "background", _agent_blocked_instrumental,
-                  rule=_agent_blocked_instrumental_rule))
+                  rule=_agent_blocked_instrumental_rule, bib_folder="instrumental_action",
+                  expected="the agent is enclosed with the key; it fetches the key, unlocks and reaches the object outside", order=40))

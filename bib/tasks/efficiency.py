@@ -319,9 +319,15 @@ def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
     return []
 
 
-for _id, _make, _rule, _pair_rule in (
-    ("efficiency-path", _efficiency_path, _efficiency_path_rule, _path_pair_rule),
-    ("efficiency-time", _efficiency_time, _efficiency_time_rule, _time_pair_rule),
-    ("efficiency-irrational", _efficiency_irrational, _efficiency_irrational_rule, _irrational_pair_rule),
-):
-    register(TaskSpec(_id, "efficiency", "evaluation", _make, rule=_rule, pair_rule=_pair_rule))
+register(TaskSpec("efficiency-path", "efficiency", "evaluation", _efficiency_path, rule=_efficiency_path_rule,
+                  pair_rule=_path_pair_rule, bib_folder="efficiency_path",
+                  expected="straight (shortest) path, obstacle gone",
+                  unexpected="the familiar curved path, obstacle gone", order=40))
+register(TaskSpec("efficiency-time", "efficiency", "evaluation", _efficiency_time, rule=_efficiency_time_rule,
+                  pair_rule=_time_pair_rule, bib_folder="efficiency_time",
+                  expected="straight path",
+                  unexpected="curved path of equal duration, goal placed closer", order=50))
+register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficiency_irrational,
+                  rule=_efficiency_irrational_rule, pair_rule=_irrational_pair_rule, bib_folder="efficiency_irrational",
+                  expected="irrational familiarization, then the curved test path",
+                  unexpected="rational familiarization, then the same curved test path", order=60))

@@ -124,4 +124,6 @@ def _inaccessible_goal_pair_rule(expected: Episode, unexpected: Episode) -> list
 
 
 register(TaskSpec("inaccessible-goal", "inaccessible_goal", "evaluation", _inaccessible_goal,
-                  rule=_inaccessible_goal_rule, pair_rule=_inaccessible_goal_pair_rule))
+                  rule=_inaccessible_goal_rule, pair_rule=_inaccessible_goal_pair_rule, bib_folder="inaccessible_goal",
+                  expected="preferred object walled in; agent goes to the other",
+                  unexpected="both reachable; agent goes to the other", order=30))

@@ -336,5 +336,13 @@ def _pair_rule(condition: str):
     return pair_rule
 
 
-for _id in ("instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking"):
-    register(TaskSpec(_id, "instrumental", "evaluation", _generator(_id), rule=_rule(_id), pair_rule=_pair_rule(_id)))
+for _order, (_id, _folder, _expected, _unexpected) in enumerate((
+    ("instrumental-no-barrier", "instrumental_no_barrier",
+     "no barrier; agent goes to the object", "no barrier; agent goes to the key"),
+    ("instrumental-inconsequential", "instrumental_inconsequential_barrier",
+     "barrier does not block; agent goes to the object", "barrier does not block; agent goes to the key"),
+    ("instrumental-blocking", "instrumental_blocking_barrier",
+     "barrier blocks; agent goes to the key", "barrier does not block; agent goes to the key"),
+), start=7):
+    register(TaskSpec(_id, "instrumental", "evaluation", _generator(_id), rule=_rule(_id), pair_rule=_pair_rule(_id),
+                      bib_folder=_folder, expected=_expected, unexpected=_unexpected, order=10 * _order))

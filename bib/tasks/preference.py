@@ -339,4 +339,6 @@ def _preference_pair_rule(expected: Episode, unexpected: Episode) -> list[Proble
 
 
 register(TaskSpec("preference", "preference", "evaluation", _preference,
-                  rule=_preference_rule, pair_rule=_preference_pair_rule))
+                  rule=_preference_rule, pair_rule=_preference_pair_rule, bib_folder="preference",
+                  expected="preferred object at its new location",
+                  unexpected="other object at the preferred object's old location", order=10))

@@ -1,4 +1,14 @@
-"""Task registry: ids -> generators and condition rules (MiniGrid-style register / make)."""
+"""Task registry: ids -> generators, condition rules and the facts about each task (MiniGrid-style register / make).
+
+The registry is the one list of conditions and tasks: their ids, family, kind, order, BIB folder
+name and one-line descriptions live in the :class:`TaskSpec` each family module registers, and
+everything else (evaluation tables, BIB JSON folders, analysis schema, demo, docs) derives from
+it through :func:`task_ids`, :func:`conditions`, :func:`families` and :func:`table_order`.
+
+Order: tasks are listed by their ``order`` (BIB's table order for the evaluation conditions:
+preference 10, multi-agent 20, inaccessible goal 30, efficiency 40-60, instrumental 70-90; a new
+condition takes a free number between its neighbours), then by registration.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +58,12 @@ class TaskSpec:
             fresh layout.
         rule: condition rule of one episode (beyond the generic ones), or None.
         pair_rule: rule tying the expected and unexpected episodes of a pair, or None.
+        bib_folder: BIB v1.1's folder name for the condition (evaluation) or bib-baselines'
+            training folder (background); None for tasks BIB does not have.
+        expected: one line saying what the expected episode shows (the whole episode for
+            background and agent tasks).
+        unexpected: one line saying what the unexpected episode shows ("" when there is none).
+        order: position in listings and results tables among the tasks of its kind (ascending).
     """
 
     id: str
@@ -56,6 +72,10 @@ class TaskSpec:
     make: Generator
     rule: Rule | None = None
     pair_rule: PairRule | None = None
+    bib_folder: str | None = None
+    expected: str = ""
+    unexpected: str = ""
+    order: int = 0
 
 
 class LayoutRejected(Exception):
@@ -83,6 +103,43 @@ def get_task(task_id: str) -> TaskSpec:
     except KeyError:
         known = ", ".join(sorted(REGISTRY))
         raise BibInputError(f"unknown task id {task_id!r}; known: {known}") from None
+
+
+def task_ids(kind: str | None = None, family: str | None = None) -> tuple[str, ...]:
+    """Registered task ids, in order, of ``kind`` (``evaluation``, ``background``, ``agent``) and
+    ``family`` (either or both may be None: any)."""
+    specs = sorted(REGISTRY.values(), key=lambda t: t.order)  # stable: registration order breaks ties
+    return tuple(t.id for t in specs if (kind is None or t.kind == kind) and (family is None or t.family == family))
+
+
+def conditions() -> tuple[str, ...]:
+    """The evaluation conditions, in BIB's table order."""
+    return task_ids("evaluation")
+
+
+def families() -> dict[str, tuple[str, ...]]:
+    """``{family: conditions}`` for the families with several conditions, whose unweighted mean BIB reports."""
+    out: dict[str, tuple[str, ...]] = {}
+    for c in conditions():
+        out[REGISTRY[c].family] = (*out.get(REGISTRY[c].family, ()), c)
+    return {f: cs for f, cs in out.items() if len(cs) > 1}
+
+
+def table_order() -> list[str]:
+    """Rows of a BIB results table: the conditions in order, ``<family>-average`` after each averaged family."""
+    fams = families()
+    last = {cs[-1]: f for f, cs in fams.items()}
+    rows: list[str] = []
+    for c in conditions():
+        rows.append(c)
+        if c in last:
+            rows.append(f"{last[c]}-average")
+    return rows
+
+
+def bib_folders(kind: str) -> dict[str, str]:
+    """``{task id: BIB folder name}`` of the registered tasks of ``kind`` that BIB has."""
+    return {t.id: t.bib_folder for t in REGISTRY.values() if t.kind == kind and t.bib_folder}
 
 
 def unit_seed(base_seed: int, task_id: str, index: int) -> int:
