@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,9 @@ class Trial:
         path: the agent's cell at every step, starting at its home.
         events: key pickup / unlock events, in step order.
         goal: the object id the path ends on, ``"key"``, or None.
+        excess_cost: how much the path costs more than an optimal path (key/lock space) from the
+            agent's home to the path's last cell, in cells; recorded by the controlled-set
+            generator (None: not recorded, as in sets built without its options).
     """
 
     phase: str
@@ -45,6 +49,7 @@ class Trial:
     path: tuple[Cell, ...]
     events: tuple[Event, ...] = ()
     goal: str | None = None
+    excess_cost: float | None = None
 
     @property
     def agent(self) -> Agent:
@@ -67,7 +72,22 @@ class Trial:
 
 @dataclass(frozen=True)
 class Episode:
-    """Familiarization trials then the test trial, with identifiers and provenance."""
+    """Familiarization trials then the test trial, with identifiers and provenance.
+
+    The last four fields describe a pair of the controlled set (``docs/tasks.md``); they are
+    optional in ``bib.episode/1`` and written only when set, so sets built without those options
+    keep their bytes.
+
+    Attributes:
+        variant: the pair's design within its condition (``""`` for a plain BIB pair; see
+            :data:`bib.tasks.variants.VARIANTS`).
+        twin_id: pair id of this pair's label-flipping twin (same two test trials, another
+            familiarization), or None.
+        difficulty: the pair's graded difficulty (the excess cost in cells of the deviation the
+            unexpected outcome shows; see :mod:`bib.tasks.difficulty`), or None.
+        beta: the stimulus agent's rationality in this episode (Boltzmann policy), or None when
+            the agent is the noise-free planner.
+    """
 
     id: str
     pair_id: str | None
@@ -80,6 +100,10 @@ class Episode:
     trials: tuple[Trial, ...]
     moves: int = 8
     generator: dict[str, str] = field(default_factory=lambda: {"name": "bib", "version": __version__})
+    variant: str = ""
+    twin_id: str | None = None
+    difficulty: float | None = None
+    beta: float | None = None
 
     @property
     def familiarization(self) -> tuple[Trial, ...]:
@@ -121,7 +145,7 @@ def trial_to_dict(trial: Trial) -> dict[str, Any]:
         "path": [_cell(c) for c in trial.path],
         "events": [{"step": e.step, "type": e.type} for e in trial.events],
         "goal": trial.goal,
-    }
+    } | ({} if trial.excess_cost is None else {"excess_cost": trial.excess_cost})
 
 
 def episode_to_dict(ep: Episode) -> dict[str, Any]:
@@ -129,6 +153,8 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
     grid: dict[str, int] = {"width": ep.width, "height": ep.height}
     if ep.moves != 8:
         grid["moves"] = ep.moves
+    design = {k: v for k, v in (("variant", ep.variant or None), ("twin_id", ep.twin_id),
+                                ("difficulty", ep.difficulty), ("beta", ep.beta)) if v is not None}
     return {
         "schema": SCHEMA,
         "id": ep.id,
@@ -137,6 +163,7 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
         "condition": ep.condition,
         "outcome": ep.outcome,
         "seed": ep.seed,
+        **design,
         "generator": dict(ep.generator),
         "grid": grid,
         "trials": [trial_to_dict(t) for t in ep.trials],
@@ -262,6 +289,9 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
             raise r.fail(f"{w}.type", f"expected one of {', '.join(EVENT_TYPES)}, got {etype!r}")
         events.append(Event(step=r.get(e, "step", w, int), type=etype))
     goal = r.get(d, "goal", where, str, optional=True)
+    excess = r.get(d, "excess_cost", where, (int, float), optional=True)
+    if excess is not None and not (math.isfinite(excess) and excess >= 0):
+        raise r.fail(f"{where}.excess_cost", f"expected a finite number >= 0, got {excess!r}")
     for name, cells in (("walls", walls), ("barriers", barriers), ("path", path)):
         for i, c in enumerate(cells):
             if not (0 <= c[0] < width and 0 <= c[1] < height):
@@ -277,7 +307,8 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
         agents=(agent,),
         moves=moves,
     )
-    return Trial(phase=phase, layout=layout, path=tuple(path), events=tuple(events), goal=goal)
+    return Trial(phase=phase, layout=layout, path=tuple(path), events=tuple(events), goal=goal,
+                 excess_cost=None if excess is None else float(excess))
 
 
 def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
@@ -304,6 +335,12 @@ def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
         raise r.fail("trials", "empty")
     trials = tuple(trial_from_dict(t, width, height, moves, r, f"trials[{i}]") for i, t in enumerate(trials_raw))
     generator = r.get(d, "generator", "", dict, optional=True) or {"name": "unknown", "version": "unknown"}
+    difficulty = r.get(d, "difficulty", "", (int, float), optional=True)
+    beta = r.get(d, "beta", "", (int, float), optional=True)
+    if difficulty is not None and not math.isfinite(difficulty):
+        raise r.fail("difficulty", f"expected a finite number, got {difficulty!r}")
+    if beta is not None and not (math.isfinite(beta) and beta > 0):
+        raise r.fail("beta", f"expected a finite number > 0, got {beta!r}")
     return Episode(
         id=r.get(d, "id", "", str),
         pair_id=r.get(d, "pair_id", "", str, optional=True),
@@ -316,6 +353,10 @@ def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
         trials=trials,
         moves=moves,
         generator={str(k): str(v) for k, v in generator.items()},
+        variant=r.get(d, "variant", "", str, optional=True) or "",
+        twin_id=r.get(d, "twin_id", "", str, optional=True),
+        difficulty=None if difficulty is None else float(difficulty),
+        beta=None if beta is None else float(beta),
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bib.episode import load_episode, save_episode
+from bib.episode import Episode, load_episode, save_episode
 from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
@@ -27,6 +27,7 @@ from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, codec_for, render_episode
 from bib.stimuli.manifest import MANIFEST, format_rows, read_manifest, row_is_intact, write_manifest
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
+from bib.tasks.difficulty import DECIMALS, pair_difficulty
 
 if TYPE_CHECKING:
     from bib.stimuli.spec import StimulusSpec
@@ -59,11 +60,39 @@ class BuildSummary:
     episodes: int
 
 
+def _number(x: float | None) -> str:
+    """A manifest number: 4 decimals, ``""`` for None."""
+    return "" if x is None else f"{x:.{DECIMALS}f}"
+
+
+def design_columns(episodes: Sequence[Episode]) -> dict[str, dict[str, str]]:
+    """Episode id -> the manifest's design columns (``variant``, ``twin_id``, ``difficulty``, ``beta``).
+
+    A pair's difficulty is the one its episodes record, or else (sets built without the
+    controlled-set options) :func:`bib.tasks.difficulty.pair_difficulty` of the pair.
+    """
+    pairs: dict[str, dict[str, Episode]] = {}
+    for ep in episodes:
+        if ep.pair_id is not None:
+            pairs.setdefault(ep.pair_id, {})[ep.outcome] = ep
+    out = {}
+    for ep in episodes:
+        difficulty = ep.difficulty
+        pair = pairs.get(ep.pair_id or "", {})
+        if difficulty is None and {"expected", "unexpected"} <= set(pair):
+            difficulty = pair_difficulty(pair["expected"], pair["unexpected"])
+        out[ep.id] = {"variant": ep.variant, "twin_id": ep.twin_id or "", "difficulty": _number(difficulty),
+                      "beta": _number(ep.beta)}
+    return out
+
+
 def build_unit(job: Job) -> list[dict[str, object]]:
     """Generate one unit, write its episode files (and videos); return its manifest rows."""
     root = Path(job.out)
     rows = []
-    for ep in make_unit(job.task, job.index, job.seed):
+    episodes = make_unit(job.task, job.index, job.seed)
+    design = design_columns(episodes)
+    for ep in episodes:
         rel = f"episodes/{ep.id}.json"
         text = save_episode(ep, root / rel, durable=False)  # verified by hash on resume
         video_rel = ""
@@ -84,6 +113,7 @@ def build_unit(job: Job) -> list[dict[str, object]]:
                 "episode_path": rel,
                 "video_path": video_rel,
                 "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                **design[ep.id],
             }
         )
     return rows

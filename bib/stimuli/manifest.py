@@ -1,4 +1,15 @@
-"""The manifest of a generated set (``manifest.csv``): one row per episode, with its file hash."""
+"""The manifest of a generated set (``manifest.csv``): one row per episode, with its file hash.
+
+Columns (:data:`COLUMNS`): the episode's ids, condition and outcome, its unit seed, trial and step
+counts, paths of its JSON and video (relative to the set), the JSON's sha256, then four columns
+describing the pair's design (``docs/tasks.md``, "Manifest"): ``variant`` (``""`` for a plain BIB
+pair), ``twin_id`` (pair id of the label-flipping twin, or ``""``), ``difficulty`` (excess cost in
+cells of the unexpected outcome's deviation, ``""`` where not graded) and ``beta`` (the stimulus
+agent's rationality, ``""`` for the noise-free planner).
+
+Manifests written before the last four columns existed (:data:`LEGACY_COLUMNS`) are still read:
+the missing columns read as ``""``.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +35,14 @@ COLUMNS = [
     "episode_path",
     "video_path",
     "sha256",
+    "variant",
+    "twin_id",
+    "difficulty",
+    "beta",
 ]
+LEGACY_COLUMNS = COLUMNS[: COLUMNS.index("sha256") + 1]
+"""The header of manifests written before ``variant``, ``twin_id``, ``difficulty`` and ``beta`` existed."""
+DESIGN_COLUMNS = COLUMNS[len(LEGACY_COLUMNS):]
 
 
 def format_rows(rows: Iterable[dict[str, object]], header: bool = True) -> str:
@@ -44,27 +62,30 @@ def write_manifest(directory: str | os.PathLike[str], rows: Iterable[dict[str, o
 
 
 def read_manifest(directory: str | os.PathLike[str], strict: bool = True) -> list[dict[str, str]]:
-    """Rows of ``DIR/manifest.csv`` ([] if there is none).
+    """Rows of ``DIR/manifest.csv`` ([] if there is none), each with every column of :data:`COLUMNS`.
 
-    With ``strict=False`` (resuming), rows cut short by an interrupted run are dropped; with
-    ``strict=True`` a malformed manifest raises BibInputError naming the row.
+    With ``strict=False`` (resuming), rows cut short by an interrupted run are dropped, and a
+    manifest with the legacy header reads as empty (its set is rebuilt, so every row gets the
+    design columns); with ``strict=True`` a malformed manifest raises BibInputError naming the
+    row, and a legacy manifest's rows read with ``""`` in the design columns.
     """
     path = Path(directory) / MANIFEST
     if not path.exists():
         return []
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        if reader.fieldnames != COLUMNS:
+        header = reader.fieldnames
+        if header != COLUMNS and not (strict and header == LEGACY_COLUMNS):
             if strict:
-                raise BibInputError(f"{path}: header {reader.fieldnames} is not the manifest header {COLUMNS}")
+                raise BibInputError(f"{path}: header {header} is not the manifest header {COLUMNS}")
             return []
         rows = []
         for i, row in enumerate(reader, start=2):
-            if None in row or any(row[c] is None for c in COLUMNS) or not row["sha256"] or len(row["sha256"]) != 64:
+            if None in row or any(row[c] is None for c in header) or not row["sha256"] or len(row["sha256"]) != 64:
                 if strict:
                     raise BibInputError(f"{path}: row {i} is incomplete")
                 continue
-            rows.append(row)
+            rows.append(row if header == COLUMNS else row | dict.fromkeys(DESIGN_COLUMNS, ""))
     return rows
 
 
