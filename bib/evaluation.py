@@ -16,12 +16,17 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from bib.errors import BibInputError
 from bib.io import atomic_open, atomic_write_text
+from bib.results import Result, markdown_table
 from bib.tasks import conditions, families, table_order
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 READOUTS = ("max", "mean")
 RESULTS_HEADER = ["episode_id", "surprise"]
@@ -374,6 +379,54 @@ def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, *
         "averages": family_averages(results),
         **extra,
     }
+
+
+@dataclass
+class Evaluation(Result):
+    """Pairwise VOE accuracy of one observer on one episode set (what ``bib evaluate`` prints and writes).
+
+    Attributes:
+        conditions: ``{condition: ConditionResult}`` in table order (from :func:`evaluate`).
+        readout: ``max`` or ``mean``.
+        sets: the generated sets evaluated (``{"path", "name", "seed"}``, from :class:`EpisodeSet`).
+    """
+
+    name: ClassVar[str] = "evaluation"
+    conditions: dict[str, ConditionResult]
+    readout: str = "max"
+    sets: list[dict[str, object]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        """The :func:`evaluation_json` object (``readout``, ``tie_rule``, ``conditions``, ``averages``, ``sets``)."""
+        return evaluation_json(self.conditions, self.readout, sets=self.sets)
+
+    def to_markdown(self) -> str:
+        """Accuracy (%) with its 95% CI, pairs and ties per condition, then the family averages."""
+        rows: list[list[object]] = [
+            [c, f"{100 * r.accuracy:.1f}", f"{100 * r.ci_low:.1f}-{100 * r.ci_high:.1f}", r.n_pairs, r.n_ties]
+            for c, r in self.conditions.items()
+        ]
+        rows += [[f"{fam} average", f"{100 * acc:.1f}", "", "", ""] for fam, acc in family_averages(self.conditions).items()]
+        note = f"Readout: {self.readout}; a tie counts 0.5 (the original BIB code gave ties full credit)."
+        return note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
+
+    def plot(self) -> Figure:
+        """Accuracy per condition with its 95% CI, chance (50%) dashed."""
+        from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
+
+        names = list(self.conditions)
+        acc = np.array([100 * r.accuracy for r in self.conditions.values()])
+        lo = np.array([100 * r.ci_low for r in self.conditions.values()])
+        hi = np.array([100 * r.ci_high for r in self.conditions.values()])
+        fig = Figure(figsize=(6, 0.4 * len(names) + 1.2))
+        ax = fig.add_subplot()
+        y = np.arange(len(names))[::-1]
+        ax.barh(y, acc, xerr=np.vstack([acc - lo, hi - acc]), color="#4c72b0", capsize=3)
+        ax.axvline(50, color="grey", linestyle="--", linewidth=1)
+        ax.set_yticks(y, names)
+        ax.set_xlim(0, 100)
+        ax.set_xlabel(f"pairwise accuracy (%), {self.readout} readout")
+        return fig
 
 
 def surprise_by_episode(

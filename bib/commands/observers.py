@@ -44,30 +44,22 @@ def register(app: typer.Typer) -> None:
         stimuli: str = typer.Option(None, "--stimuli", help="For --table: what the set is (default: the set's spec name and seed)."),
     ) -> None:
         """Pairwise VOE accuracy per condition (a tie counts 0.5) with bootstrap 95% CIs."""
+        from bib.evaluation import Evaluation, find_episodes, surprise_by_episode, table_rows, upsert_table
         from bib.evaluation import evaluate as run
-        from bib.evaluation import evaluation_json, find_episodes, surprise_by_episode, table_rows, upsert_table
 
         found = find_episodes(episodes)
         surprise = surprise_by_episode(results, found, readout)
         res = run(found.refs, surprise, seed=seed)
         if not res:
             raise BibInputError(f"{episodes}: no expected/unexpected pairs to evaluate")
-        doc = evaluation_json(res, readout, sets=found.sets)
+        result = Evaluation(res, readout, found.sets)
         if table is not None:
             if not name:
                 raise BibInputError("--table needs --name (the observer's name in the table)")
             label = stimuli or "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
             command = f"bib evaluate --episodes {episodes} --results {results} --readout {readout}"
-            upsert_table(table, table_rows(name, doc, label, command))
-        if as_json:
-            typer.echo(json.dumps(doc, indent=2))
-            return
-        typer.echo(f"readout: {readout}; a tie counts 0.5 (the original BIB code gave ties full credit)")
-        typer.echo(f"{'condition':30s} {'accuracy':>8s} {'95% CI':>15s} {'pairs':>6s} {'ties':>5s}")
-        for c, r in res.items():
-            typer.echo(f"{c:30s} {100 * r.accuracy:8.1f} {100 * r.ci_low:7.1f}-{100 * r.ci_high:<7.1f} {r.n_pairs:6d} {r.n_ties:5d}")
-        for fam, acc in doc["averages"].items():  # type: ignore[union-attr]
-            typer.echo(f"{fam + ' average':30s} {100 * acc:8.1f}")
+            upsert_table(table, table_rows(name, result.to_json(), label, command))
+        typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
 
     @app.command()
     def leaderboard(

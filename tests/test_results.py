@@ -1,0 +1,81 @@
+"""The result protocol (bib.results): JSON, Markdown, figures and files, on a toy result and on Evaluation."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from bib.evaluation import ConditionResult, Evaluation, EpisodeRef, evaluate
+from bib.results import Result, jsonable, markdown_table
+from bib.tasks import task_ids
+
+
+@dataclass
+class Coin(Result):
+    name: ClassVar[str] = "coin"
+    heads: int
+    n: int
+
+    def to_json(self) -> dict:
+        return {"heads": self.heads, "n": self.n, "rate": self.heads / self.n if self.n else math.nan}
+
+    def to_markdown(self) -> str:
+        return markdown_table(["heads", "n"], [[self.heads, self.n]])
+
+
+def test_jsonable_makes_strict_json() -> None:
+    obj = {"a": np.float64(1.5), "b": [np.int32(2), math.nan, (1, math.inf)], 3: np.arange(2), "p": Path("x/y")}
+    assert jsonable(obj) == {"a": 1.5, "b": [2, None, [1, None]], "3": [0, 1], "p": "x/y"}
+    json.dumps(jsonable(obj), allow_nan=False)
+
+
+def test_markdown_table_aligns_and_formats() -> None:
+    text = markdown_table(["name", "x"], [["a|b", 0.123456], ["c", None], ["d", math.nan]])
+    assert text.splitlines() == ["| name | x |", "| :--- | ---: |", "| a\\|b | 0.1235 |", "| c | - |", "| d | - |"]
+    with pytest.raises(ValueError):
+        markdown_table(["a", "b"], [], align="l")
+
+
+def test_save_writes_json_and_markdown_without_a_plot(tmp_path: Path) -> None:
+    paths = Coin(0, 0).save(tmp_path / "out")
+    assert [p.name for p in paths] == ["coin.json", "coin.md"]
+    assert json.loads(paths[0].read_text()) == {"heads": 0, "n": 0, "rate": None}
+    assert paths[1].read_text() == "| heads | n |\n| :--- | ---: |\n| 0 | 0 |\n"
+
+
+def _evaluation() -> Evaluation:
+    refs, surprise = [], {}
+    for i in range(4):
+        for outcome, value in (("expected", 1.0), ("unexpected", 2.0 if i < 3 else 1.0)):
+            eid = f"preference-{i}-{outcome}"
+            refs.append(EpisodeRef(eid, f"preference-{i}", "preference", outcome, Path(eid)))
+            surprise[eid] = value
+    return Evaluation(evaluate(refs, surprise), "max", [{"name": "toy", "seed": 0}])
+
+
+def test_evaluation_is_a_result(tmp_path: Path) -> None:
+    ev = _evaluation()
+    doc = ev.to_json()
+    assert doc["conditions"]["preference"]["accuracy"] == pytest.approx((3 + 0.5) / 4)
+    assert doc["conditions"]["preference"]["n_ties"] == 1 and doc["sets"] == [{"name": "toy", "seed": 0}]
+    md = ev.to_markdown()
+    assert "| preference | 87.5 |" in md and "a tie counts 0.5" in md
+    paths = ev.save(tmp_path)
+    assert [p.name for p in paths] == ["evaluation.json", "evaluation.md", "evaluation.png", "evaluation.svg"]
+    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_saved_figures_are_byte_identical(tmp_path: Path) -> None:
+    a, b = _evaluation().save(tmp_path / "a"), _evaluation().save(tmp_path / "b")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+
+
+def test_family_averages_appear_in_markdown() -> None:
+    res = {c: ConditionResult(c, 0.5, 0.4, 0.6, 10, 0) for c in task_ids("evaluation", family="efficiency")}
+    assert "| efficiency average | 50.0 |" in Evaluation(res).to_markdown()
