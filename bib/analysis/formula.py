@@ -1,0 +1,442 @@
+"""lme4-style model formulas: parsing, and the fixed- and random-effects design they define.
+
+A formula is ``response ~ fixed part + (random | group) + ...``:
+
+- fixed part: variables joined by ``+``, ``*`` (``a*b`` = ``a + b + a:b``), ``:`` (interaction) and
+  ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` forces a
+  factor; ``log(x)`` on the response.
+- random terms: ``(1 | g)``, ``(1 + x | g)``, ``(0 + x | g)``, ``(x || g)`` (uncorrelated),
+  ``(1 | a/b)`` (= ``(1 | a) + (1 | a:b)``), ``(1 | a:b)``, crossed terms side by side.
+
+Design matrices follow R's ``model.matrix``: terms ordered by degree (main effects, then two-way
+interactions, ...), variables within a term in their order of first appearance, treatment
+contrasts with the first level (sorted, or the spec's ``reference``) as the reference, and a
+factor coded by indicators where the term without it is absent from the model (R's rule), so the
+column names are lme4's: ``outcomeunexpected``, ``trial_typeIDS:methodhpp``, ``naeTRUE``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bib.errors import BibInputError
+
+_TOKEN = re.compile(r"\s*(?:(\|\|)|([A-Za-z_.][A-Za-z0-9_.]*)|(\d+(?:\.\d*)?)|(.))")
+#: Values read as logical (R's TRUE/FALSE); such a column is a factor with levels FALSE, TRUE.
+_LOGICAL = {"TRUE", "FALSE", "True", "False", "true", "false"}
+
+
+@dataclass(frozen=True)
+class RandomTerm:
+    """One ``(lhs | group)`` term: the lhs terms (with or without intercept) and the grouping variables."""
+
+    terms: tuple[tuple[str, ...], ...]
+    intercept: bool
+    group: tuple[str, ...]
+    text: str
+
+    @property
+    def group_name(self) -> str:
+        """The grouping factor as lme4 names it (``lab:participant`` for an interaction)."""
+        return ":".join(self.group)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A parsed formula: response, fixed terms (in R's order), intercept, random terms."""
+
+    response: str
+    response_fn: str | None
+    terms: tuple[tuple[str, ...], ...]
+    intercept: bool
+    random: tuple[RandomTerm, ...]
+    factors_forced: frozenset[str] = frozenset()
+    lhs_text: str = ""
+    fixed_source: str = "1"
+
+    @property
+    def text(self) -> str:
+        """The formula as text (random terms in their expanded form)."""
+        return " + ".join([f"{self.lhs_text} ~ {self.fixed_source}"] + [r.text for r in self.random])
+
+    @property
+    def variables(self) -> list[str]:
+        """Every data variable the formula names (response first), in order of appearance."""
+        out = [self.response]
+        for t in self.terms:
+            out += [v for v in t if v not in out]
+        for r in self.random:
+            for t in r.terms:
+                out += [v for v in t if v not in out]
+            out += [v for v in r.group if v not in out]
+        return out
+
+    def fixed_text(self) -> str:
+        """The fixed part as text (terms joined by ``+``)."""
+        parts = ["1" if self.intercept else "0"] + [":".join(t) for t in self.terms]
+        return " + ".join(parts)
+
+    def with_random(self, random: list[RandomTerm]) -> Formula:
+        """The same fixed part with other random terms (used by the pruning ladder)."""
+        return Formula(self.response, self.response_fn, self.terms, self.intercept, tuple(random),
+                       self.factors_forced, self.lhs_text, self.fixed_source)
+
+
+def _strip_random(rhs: str) -> str:
+    """The fixed part of a right-hand side as written (random terms removed)."""
+    out, depth, start, chunks = [], 0, 0, []
+    i = 0
+    while i < len(rhs):
+        ch = rhs[i]
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                chunks.append((start, i + 1))
+        i += 1
+    keep, last = [], 0
+    for s, e in chunks:
+        if "|" in rhs[s:e]:
+            keep.append(rhs[last:s])
+            last = e
+    keep.append(rhs[last:])
+    text = "".join(keep)
+    text = re.sub(r"(\+\s*)+", "+ ", text).strip()
+    return text.strip("+ ").strip() or "1"
+
+
+class _Parser:
+    def __init__(self, text: str, where: str) -> None:
+        self.text = text
+        self.where = where
+        self.tokens: list[str] = []
+        pos = 0
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None or m.end() == pos:
+                break
+            tok = m.group(1) or m.group(2) or m.group(3) or m.group(4)
+            pos = m.end()
+            if tok is not None and tok.strip():
+                self.tokens.append(tok)
+        self.i = 0
+        self.order: list[str] = []  # variables in order of first appearance
+        self.forced: set[str] = set()
+
+    def fail(self, message: str) -> None:
+        raise BibInputError(f"{self.where}: {message} in {self.text!r}")
+
+    def peek(self) -> str | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (expected is not None and tok != expected):
+            self.fail(f"expected {expected!r}" if expected else "unexpected end")
+        self.i += 1
+        return tok  # type: ignore[return-value]
+
+    def note(self, name: str) -> None:
+        if name not in self.order:
+            self.order.append(name)
+
+    # An expression is a list of terms; each term a tuple of variables; () is the intercept,
+    # and ("-", ...) marks removal. Terms are returned as frozensets with a removal flag.
+    def expr(self) -> list[tuple[bool, frozenset[str]]]:
+        out = self.product()
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            rhs = self.product()
+            out += [((op == "-") != neg, t) for neg, t in rhs]
+        return out
+
+    def product(self) -> list[tuple[bool, frozenset[str]]]:
+        out = self.nest()
+        while self.peek() == "*":
+            self.take()
+            rhs = self.nest()
+            cross = [(False, a | b) for _, a in out for _, b in rhs]
+            out = out + rhs + cross
+        return out
+
+    def nest(self) -> list[tuple[bool, frozenset[str]]]:
+        out = self.inter()
+        while self.peek() == "/":
+            self.take()
+            rhs = self.inter()
+            outer = frozenset().union(*[t for _, t in out])
+            out = out + [(False, outer | t) for _, t in rhs]
+        return out
+
+    def inter(self) -> list[tuple[bool, frozenset[str]]]:
+        out = self.atom()
+        while self.peek() == ":":
+            self.take()
+            rhs = self.atom()
+            out = [(False, a | b) for _, a in out for _, b in rhs]
+        return out
+
+    def atom(self) -> list[tuple[bool, frozenset[str]]]:
+        tok = self.peek()
+        if tok is None:
+            self.fail("unexpected end")
+        if tok == "(":
+            self.take()
+            inner = self.expr()
+            self.take(")")
+            return inner
+        if tok == "-":
+            self.take()
+            return [(not neg, t) for neg, t in self.atom()]
+        if re.fullmatch(r"\d+(\.\d*)?", tok):
+            self.take()
+            if float(tok) not in (0.0, 1.0):
+                self.fail(f"only 0 or 1 may stand alone, got {tok}")
+            return [(float(tok) == 0.0, frozenset())]
+        if re.fullmatch(r"[A-Za-z_.][A-Za-z0-9_.]*", tok):
+            self.take()
+            if self.peek() == "(":
+                if tok not in ("factor", "C", "as.factor"):
+                    self.fail(f"unknown function {tok}() (only factor() in the predictors)")
+                self.take("(")
+                name = self.take()
+                self.take(")")
+                self.forced.add(name)
+                self.note(name)
+                return [(False, frozenset([name]))]
+            self.note(tok)
+            return [(False, frozenset([tok]))]
+        self.fail(f"unexpected {tok!r}")
+        raise AssertionError
+
+
+def _resolve(items: list[tuple[bool, frozenset[str]]], order: list[str]) -> tuple[bool, list[tuple[str, ...]]]:
+    """Apply removals; return (intercept, terms ordered by degree then appearance)."""
+    intercept = True
+    terms: list[frozenset[str]] = []
+    for neg, t in items:
+        if not t:
+            intercept = not neg
+            continue
+        if neg:
+            terms = [x for x in terms if x != t]
+        elif t not in terms:
+            terms.append(t)
+    ordered = sorted(terms, key=len)  # stable: R orders terms by degree, keeping appearance order
+    rank = {v: i for i, v in enumerate(order)}
+    return intercept, [tuple(sorted(t, key=rank.__getitem__)) for t in ordered]
+
+
+def _split_top(text: str, where: str) -> tuple[str, list[str]]:
+    """Split a right-hand side into the fixed text and the ``(... | ...)`` random-term texts."""
+    random, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise BibInputError(f"{where}: unbalanced parentheses in {text!r}")
+            if depth == 0 and "|" in text[start:i]:
+                random.append(text[start:i + 1])
+    if depth != 0:
+        raise BibInputError(f"{where}: unbalanced parentheses in {text!r}")
+    return _strip_random(text), random
+
+
+def parse_formula(text: str, where: str = "model.formula") -> Formula:
+    """Parse an lme4-style formula.
+
+    Args:
+        text: e.g. ``"log_lt ~ outcome * age_mo + (1 | participant) + (1 | item)"``.
+        where: names the spec field in error messages.
+
+    Raises:
+        BibInputError: a syntax error, naming ``where`` and the formula.
+    """
+    if text.count("~") != 1:
+        raise BibInputError(f"{where}: a formula needs exactly one '~', got {text!r}")
+    lhs, rhs = (s.strip() for s in text.split("~"))
+    m = re.fullmatch(r"(?:(log)\s*\(\s*([A-Za-z_.][A-Za-z0-9_.]*)\s*\)|([A-Za-z_.][A-Za-z0-9_.]*))", lhs)
+    if m is None:
+        raise BibInputError(f"{where}: the response must be a column or log(column), got {lhs!r}")
+    response_fn, response = (m.group(1), m.group(2)) if m.group(2) else (None, m.group(3))
+    fixed_text, random_texts = _split_top(rhs, where)
+    p = _Parser(fixed_text, where)
+    items = p.expr()
+    if p.peek() is not None:
+        p.fail(f"unexpected {p.peek()!r}")
+    intercept, terms = _resolve(items, p.order)
+    random: list[RandomTerm] = []
+    for rt in random_texts:
+        random += _parse_random(rt, where, p)
+    return Formula(response, response_fn, tuple(terms), intercept, tuple(random), frozenset(p.forced), lhs,
+                   " ".join(fixed_text.split()))
+
+
+def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
+    inner = text.strip()[1:-1]
+    double = "||" in inner
+    bar = "||" if double else "|"
+    if inner.count(bar) != 1 or (not double and inner.count("|") != 1):
+        raise BibInputError(f"{where}: a random term needs one '|' or '||', got {text!r}")
+    lhs, rhs = inner.split(bar)
+    lp = _Parser(lhs, where)
+    lp.order = outer.order
+    intercept, terms = _resolve(lp.expr(), lp.order)
+    if lp.peek() is not None:
+        lp.fail(f"unexpected {lp.peek()!r}")
+    outer.forced |= lp.forced
+    gp = _Parser(rhs, where)
+    gp.order = outer.order
+    groups = gp.expr()
+    if gp.peek() is not None:
+        gp.fail(f"unexpected {gp.peek()!r}")
+    group_terms = [tuple(sorted(t, key=gp.order.index)) for neg, t in groups if t and not neg]
+    if not group_terms:
+        raise BibInputError(f"{where}: random term {text!r} has no grouping factor")
+    out = []
+    for g in group_terms:
+        gtext = ":".join(g)
+        if double:
+            pieces: list[tuple[bool, tuple[tuple[str, ...], ...]]] = ([(True, ())] if intercept else [])
+            pieces += [(False, (t,)) for t in terms]
+            for icpt, ts in pieces:
+                lhs_text = "1" if icpt else "0 + " + ":".join(ts[0])
+                out.append(RandomTerm(ts, icpt, g, f"({lhs_text} | {gtext})"))
+        else:
+            lhs_text = " + ".join((["1"] if intercept else ["0"]) + [":".join(t) for t in terms])
+            out.append(RandomTerm(tuple(terms), intercept, g, f"({lhs_text} | {gtext})"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Design matrices
+
+
+@dataclass
+class Variable:
+    """A data variable as the design sees it: numeric values, or a factor with its levels."""
+
+    name: str
+    numeric: np.ndarray | None = None
+    codes: np.ndarray | None = None
+    levels: list[str] = field(default_factory=list)
+
+    @property
+    def is_factor(self) -> bool:
+        return self.codes is not None
+
+
+def _level_key(v: str) -> tuple:
+    """Sort levels as R does in most locales: numbers numerically, text case-insensitively."""
+    try:
+        return (0, float(v), "")
+    except ValueError:
+        return (1, 0.0, v.casefold() + "\0" + v)
+
+
+def make_variable(name: str, values: pd.Series, *, factor: bool = False, reference: str | None = None,
+                  where: str = "model") -> Variable:
+    """A numeric variable, or a factor (text, logical TRUE/FALSE, or ``factor=True``).
+
+    Raises:
+        BibInputError: a reference level not among the values.
+    """
+    if values.dtype.kind in "biuf" and not factor:
+        return Variable(name, numeric=values.to_numpy(dtype=float))
+    if values.dtype.kind == "b":
+        text_arr = np.where(values.to_numpy(dtype=bool), "TRUE", "FALSE")
+    else:
+        text_arr = values.to_numpy(dtype=object).astype(str)
+    uniq, inverse = np.unique(text_arr, return_inverse=True)
+    uniq = [str(u) for u in uniq]
+    if not factor and values.dtype.kind not in "biuf" and not set(uniq) & _LOGICAL:
+        num = pd.to_numeric(pd.Series(uniq), errors="coerce")
+        if num.notna().all():
+            return Variable(name, numeric=num.to_numpy(dtype=float)[inverse])
+    if set(uniq) <= _LOGICAL:
+        levels = sorted(uniq, key=lambda v: v.upper() == "TRUE")
+    else:
+        levels = sorted(uniq, key=_level_key)
+    if reference is not None:
+        if reference not in levels:
+            raise BibInputError(f"{where}: reference level {reference!r} of {name} is not among its values "
+                                f"({', '.join(levels[:8])})")
+        levels = [reference] + [v for v in levels if v != reference]
+    position = np.array([levels.index(u) for u in uniq], dtype=np.int64)
+    return Variable(name, codes=position[inverse], levels=levels)
+
+
+def _columns(var: Variable, contrasts: bool) -> tuple[np.ndarray, list[str]]:
+    if not var.is_factor:
+        return var.numeric[:, None], [var.name]  # type: ignore[index]
+    first = 1 if contrasts else 0
+    n_lev = len(var.levels)
+    mat = np.zeros((len(var.codes), n_lev - first))  # type: ignore[arg-type]
+    for j in range(first, n_lev):
+        mat[:, j - first] = var.codes == j
+    return mat, [f"{var.name}{lev}" for lev in var.levels[first:]]
+
+
+def term_matrix(terms: tuple[tuple[str, ...], ...], intercept: bool, variables: dict[str, Variable],
+                n: int) -> tuple[np.ndarray, list[str]]:
+    """R's ``model.matrix`` for the given terms: columns and their names."""
+    present = {frozenset(t) for t in terms}
+    if intercept:
+        present.add(frozenset())
+    blocks, names = [], []
+    if intercept:
+        blocks.append(np.ones((n, 1)))
+        names.append("(Intercept)")
+    for term in terms:
+        mat, nm = np.ones((n, 1)), [""]
+        for v in term:
+            contr = frozenset(term) - {v} in present
+            cols, cn = _columns(variables[v], contr if variables[v].is_factor else True)
+            # R: the first variable varies fastest.
+            mat = (mat[:, None, :] * cols[:, :, None]).reshape(n, -1)
+            nm = [f"{a}:{b}" if a else b for b in cn for a in nm]
+        blocks.append(mat)
+        names += nm
+    return (np.hstack(blocks) if blocks else np.zeros((n, 0))), names
+
+
+def group_codes(group: tuple[str, ...], variables: dict[str, Variable]) -> tuple[np.ndarray, list[str]]:
+    """Integer codes and level names of a grouping factor (``a:b`` = the observed combinations)."""
+    codes = np.zeros(0, dtype=np.int64)
+    labels: list[str] = []
+    for i, g in enumerate(group):
+        var = variables[g]
+        if var.is_factor:
+            c, lv = var.codes, var.levels
+        else:
+            uniq, c = np.unique(var.numeric, return_inverse=True)  # type: ignore[call-overload]
+            lv = [f"{u:.15g}" for u in uniq]
+        if i == 0:
+            codes, labels = c.astype(np.int64), list(lv)
+            continue
+        pair = codes * len(lv) + c
+        used, codes = np.unique(pair, return_inverse=True)
+        labels = [f"{labels[u // len(lv)]}:{lv[u % len(lv)]}" for u in used]
+    used, codes = np.unique(codes, return_inverse=True)
+    labels = [labels[u] for u in used]
+    order = sorted(range(len(labels)), key=lambda j: _level_key(labels[j]))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], [labels[j] for j in order]
+
+
+def finite(x: float) -> bool:
+    """``x`` is a finite float."""
+    return isinstance(x, float) and math.isfinite(x)

@@ -1,0 +1,639 @@
+"""Linear mixed models as lme4 fits them, with lmerTest's Satterthwaite inference.
+
+The engine is lme4's penalized least squares (Bates, Maechler, Bolker & Walker 2015, J. Stat.
+Softw. 67(1), section 3). The random effects are ``b = Lambda_theta u`` with ``u ~ N(0, sigma^2 I)``;
+for a given ``theta`` the sparse system
+
+    [Lambda'Z'Z Lambda + I   Lambda'Z'X] [u   ]   [Lambda'Z'y]
+    [X'Z Lambda              X'X       ] [beta] = [X'y       ]
+
+is solved, and ``sigma`` and ``beta`` are profiled out of the (REML or ML) deviance, which is then
+minimised over ``theta`` with bounds (diagonal elements of each relative covariance factor >= 0;
+L-BFGS-B, where lme4 uses BOBYQA). A fit is *singular* when a diagonal element ends below 1e-4,
+lme4's ``isSingular`` rule.
+
+The factorization of ``A = Lambda'Z'Z Lambda + I`` uses the structure lme4's fill-reducing ordering
+finds: the random-effects term with the most levels comes first, and its block of ``A`` is block
+diagonal (each observation belongs to one level), so it is inverted block by block and only the
+Schur complement of the other terms (labs, items: a few hundred columns) is factorized, densely
+(``numpy``) when it has at most 3,000 columns, else with ``scipy.sparse.linalg.splu`` on the SPD
+matrix without pivoting. scipy has no sparse Cholesky; the profiled deviance only needs
+``log det A`` and ``A^{-1}`` applied to the ``p + 1`` right-hand sides, which this gives exactly.
+
+Inference follows lmerTest 3.x: the variance parameters are ``(theta, sigma)``; the Hessian of the
+unprofiled deviance in them (numerically, central differences with Richardson extrapolation)
+gives their asymptotic covariance ``A = 2 H^{-1}`` (Moore-Penrose where H is singular), the
+Jacobian of ``Var(beta) = sigma^2 (R_X'R_X)^{-1}`` gives ``g``, and a contrast ``L beta`` has
+Satterthwaite ``df = 2 (L V L')^2 / (g' A g)``. Intervals are Wald intervals with the
+Satterthwaite t quantile (lmerTest's ``confint`` in ``contest``); the Wald z p-value is kept as
+well and labelled as such.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy import linalg, optimize, stats
+
+from bib.analysis.formula import Formula, RandomTerm, Variable, group_codes, make_variable, term_matrix
+from bib.errors import BibInputError
+
+#: lme4's ``isSingular`` tolerance on the diagonal of the relative covariance factors.
+SINGULAR_TOL = 1e-4
+#: lme4's ``check.conv.grad`` tolerance on the scaled gradient.
+GRAD_TOL = 2e-3
+#: Largest Schur complement factorized densely.
+DENSE_MAX = 3000
+
+
+@dataclass(frozen=True)
+class ReTerm:
+    """A random-effects term in the model: its group, columns, levels and where it sits in ``u``."""
+
+    text: str
+    group: str
+    columns: list[str]
+    levels: list[str]
+    codes: np.ndarray
+    values: np.ndarray  # n x k: the lhs model matrix
+    offset: int = 0
+
+    @property
+    def k(self) -> int:
+        return len(self.columns)
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.levels)
+
+    @property
+    def q(self) -> int:
+        return self.k * self.n_levels
+
+    @property
+    def n_theta(self) -> int:
+        return self.k * (self.k + 1) // 2
+
+
+@dataclass
+class ModelFrame:
+    """The numbers a fit needs: response, fixed-effects matrix, random-effects terms."""
+
+    formula: Formula
+    y: np.ndarray
+    X: np.ndarray
+    xnames: list[str]
+    terms: list[ReTerm]
+    dropped: list[str] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+
+def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], where: str) -> dict[str, Variable]:
+    out = {}
+    for name in formula.variables[1:]:
+        if name not in data.columns:
+            raise BibInputError(f"{where}: column {name} (named in the formula) is not in the data")
+        out[name] = make_variable(name, data[name], factor=name in formula.factors_forced,
+                                  reference=reference.get(name), where=where)
+    for name in reference:
+        if name not in out:
+            raise BibInputError(f"{where}: reference level given for {name}, which the formula does not use")
+    return out
+
+
+def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, str] | None = None,
+                where: str = "model.formula") -> ModelFrame:
+    """Build ``y``, ``X`` and the random-effects terms of ``formula`` on ``data``.
+
+    Raises:
+        BibInputError: a column the formula names is missing, a value is missing or not finite, a
+            grouping factor has one level (or as many as there are rows), or a random slope does
+            not vary within any level of its group.
+    """
+    reference = reference or {}
+    if formula.response not in data.columns:
+        raise BibInputError(f"{where}: response column {formula.response} is not in the data")
+    y = pd.to_numeric(data[formula.response], errors="coerce").to_numpy(dtype=float)
+    if formula.response_fn == "log":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.log(y)
+    if not np.isfinite(y).all():
+        raise BibInputError(f"{where}: response {formula.lhs_text} is missing or not finite in "
+                            f"{int((~np.isfinite(y)).sum())} rows")
+    variables = _variables(formula, data, reference, where)
+    for name, var in variables.items():
+        if not var.is_factor and not np.isfinite(var.numeric).all():  # type: ignore[arg-type]
+            raise BibInputError(f"{where}: column {name} has missing or non-numeric values")
+    n = len(y)
+    X, xnames = term_matrix(formula.terms, formula.intercept, variables, n)
+    X, xnames, dropped = _full_rank(X, xnames)
+    terms = []
+    for r in formula.random:
+        terms.append(_re_term(r, variables, n, where))
+    terms.sort(key=lambda t: -t.n_levels)  # lme4 puts the term with most levels first
+    offset = 0
+    placed = []
+    for t in terms:
+        placed.append(ReTerm(t.text, t.group, t.columns, t.levels, t.codes, t.values, offset))
+        offset += t.q
+    return ModelFrame(formula, y, X, xnames, placed, dropped)
+
+
+def _re_term(r: RandomTerm, variables: dict[str, Variable], n: int, where: str) -> ReTerm:
+    for g in r.group:
+        if variables[g].is_factor is False and g in variables:
+            pass
+    codes, levels = group_codes(r.group, variables)
+    if len(levels) < 2:
+        raise BibInputError(f"{where}: random term {r.text}: grouping factor {r.group_name} has one level "
+                            f"({levels[0] if levels else 'none'}); a variance needs at least two")
+    if len(levels) >= n:
+        raise BibInputError(f"{where}: random term {r.text}: grouping factor {r.group_name} has {len(levels)} "
+                            f"levels for {n} rows (lme4 needs fewer levels than rows)")
+    values, names = term_matrix(r.terms, r.intercept, variables, n)
+    if values.shape[1] == 0:
+        raise BibInputError(f"{where}: random term {r.text} has no columns")
+    for j, name in enumerate(names):
+        if name == "(Intercept)":
+            continue
+        col = values[:, j]
+        lo = np.full(len(levels), np.inf)
+        hi = np.full(len(levels), -np.inf)
+        np.minimum.at(lo, codes, col)
+        np.maximum.at(hi, codes, col)
+        if not (hi - lo > 1e-12).any():
+            var = next(v for t in r.terms for v in t if name.startswith(v))
+            raise BibInputError(f"{where}: random term {r.text}: {var} does not vary within any level of "
+                                f"{r.group_name}, so its slope has no variance to estimate")
+    return ReTerm(r.text, r.group_name, names, levels, codes, values)
+
+
+def _full_rank(X: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str], list[str]]:
+    """Drop columns that make ``X`` rank deficient (as lme4 does, with a message)."""
+    if X.shape[1] == 0:
+        return X, names, []
+    norms = np.sqrt((X ** 2).sum(axis=0))
+    if (norms > 0).all():
+        Xs = X / norms
+        ev = np.linalg.eigvalsh(Xs.T @ Xs)
+        if ev[0] > 1e-10 * ev[-1]:
+            return X, names, []
+    _, r, piv = linalg.qr(X, mode="economic", pivoting=True)
+    d = np.abs(np.diag(r))
+    rank = int((d > 1e-7 * d[0]).sum()) if d.size else 0
+    if rank == X.shape[1]:
+        return X, names, []
+    keep = sorted(piv[:rank])
+    drop = [names[i] for i in sorted(piv[rank:])]
+    return X[:, keep], [names[i] for i in keep], drop
+
+
+# ---------------------------------------------------------------------------------------------
+# Penalized least squares
+
+
+@dataclass
+class _State:
+    logdet_a: float
+    rtr: np.ndarray  # R_X'R_X
+    beta: np.ndarray
+    r2: float
+
+
+class PLS:
+    """The penalized least-squares problem of one model frame (lme4's ``merPredD`` in spirit)."""
+
+    def __init__(self, frame: ModelFrame) -> None:
+        self.frame = frame
+        n, p = frame.X.shape
+        self.n, self.p = n, p
+        self.q = sum(t.q for t in frame.terms)
+        rows, cols, vals = [], [], []
+        for t in frame.terms:
+            for j in range(t.k):
+                rows.append(np.arange(n))
+                cols.append(t.offset + t.codes * t.k + j)
+                vals.append(t.values[:, j])
+        Z = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, self.q))
+        self.ZtZ = (Z.T @ Z).tocsc()
+        self.ZtXy = np.asarray(Z.T @ np.column_stack([frame.X, frame.y]))
+        Xy = np.column_stack([frame.X, frame.y])
+        self.XytXy = Xy.T @ Xy
+        # Lambda's pattern: lower-triangular k x k per level, theta in column-major lower-triangle order.
+        lr, lc, li, lower = [], [], [], []
+        base = 0
+        for t in frame.terms:
+            idx = 0
+            for c in range(t.k):
+                for r in range(c, t.k):
+                    lr.append(t.offset + np.arange(t.n_levels) * t.k + r)
+                    lc.append(t.offset + np.arange(t.n_levels) * t.k + c)
+                    li.append(np.full(t.n_levels, base + idx))
+                    lower.append(0.0 if r == c else -np.inf)
+                    idx += 1
+            base += t.n_theta
+        self.n_theta = base
+        self.lower = np.array(lower)
+        self._lr = np.concatenate(lr) if lr else np.zeros(0, int)
+        self._lc = np.concatenate(lc) if lc else np.zeros(0, int)
+        self._li = np.concatenate(li) if li else np.zeros(0, int)
+        first = frame.terms[0]
+        self.q1, self.k1 = first.q, first.k
+        self.evaluations = 0
+        # Intercept-only terms (every k = 1): Lambda is diagonal and A's pattern is fixed.
+        self.diagonal = all(t.k == 1 for t in frame.terms)
+        if self.diagonal:
+            q1 = self.q1
+            self._tidx = np.concatenate([np.full(t.q, i) for i, t in enumerate(frame.terms)])
+            self._c11 = self.ZtZ.diagonal()[:q1]
+            csr = self.ZtZ.tocsr()
+            self._c21 = csr[q1:, :q1].tocsr()
+            self._c22 = csr[q1:, q1:].toarray() if self.q - q1 <= DENSE_MAX else csr[q1:, q1:].tocsc()
+
+    def theta_start(self) -> np.ndarray:
+        """lme4's start: 1 on the diagonals, 0 off them."""
+        return np.where(self.lower == 0.0, 1.0, 0.0)
+
+    def lam(self, theta: np.ndarray) -> sp.csc_matrix:
+        """``Lambda_theta`` as a sparse matrix."""
+        return sp.csc_matrix((theta[self._li], (self._lr, self._lc)), shape=(self.q, self.q))
+
+    def solve(self, theta: np.ndarray) -> _State:
+        """Solve the PLS system at ``theta``: ``log det A``, ``R_X'R_X``, ``beta`` and the penalized RSS."""
+        self.evaluations += 1
+        if self.diagonal:
+            return self._solve_diagonal(np.asarray(theta, dtype=float))
+        lam = self.lam(np.asarray(theta, dtype=float))
+        A = (lam.T @ self.ZtZ @ lam).tocsc() + sp.identity(self.q, format="csc")
+        B = np.asarray(lam.T @ self.ZtXy)
+        q1, k1 = self.q1, self.k1
+        # Block-diagonal inverse of the first term's block.
+        blocks = np.empty((q1 // k1, k1, k1))
+        A11 = A[:q1, :q1]
+        for j in range(k1):
+            for m in range(k1):
+                diag = A11.diagonal(m - j)
+                blocks[:, j, m] = diag[np.arange(q1 // k1) * k1 + min(j, m)]
+        chol = np.linalg.cholesky(blocks)
+        logdet = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
+        binv = np.linalg.inv(blocks)
+        base = np.arange(q1 // k1)[:, None, None] * k1
+        rr, cc = np.broadcast_arrays(base + np.arange(k1)[None, :, None], base + np.arange(k1)[None, None, :])
+        Dinv = sp.csc_matrix((binv.ravel(), (rr.ravel(), cc.ravel())), shape=(q1, q1))
+        B1 = B[:q1]
+        if q1 < self.q:
+            A21 = A[q1:, :q1]
+            A22 = A[q1:, q1:]
+            A21D = (A21 @ Dinv).tocsc()
+            S = A22 - A21D @ A21.T
+            rhs2 = B[q1:] - A21D @ B1
+            if S.shape[0] <= DENSE_MAX:
+                cS = linalg.cho_factor(S.toarray(), lower=True, check_finite=False)
+                logdet += 2.0 * float(np.log(np.diag(cS[0])).sum())
+                W2 = linalg.cho_solve(cS, rhs2, check_finite=False)
+            else:
+                lu = sp.linalg.splu(S.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                                    options={"SymmetricMode": True})
+                logdet += float(np.log(np.abs(lu.U.diagonal())).sum())
+                W2 = lu.solve(rhs2)
+            W1 = Dinv @ (B1 - A21.T @ W2)
+            M = B1.T @ W1 + B[q1:].T @ W2
+        else:
+            M = B1.T @ (Dinv @ B1)
+        return self._finish(M, logdet)
+
+    def _solve_diagonal(self, theta: np.ndarray) -> _State:
+        q1 = self.q1
+        lam = theta[self._tidx]
+        t1 = theta[0]
+        d1 = t1 * t1 * self._c11 + 1.0
+        logdet = float(np.log(d1).sum())
+        B1 = t1 * self.ZtXy[:q1]
+        if q1 == self.q:
+            return self._finish(B1.T @ (B1 / d1[:, None]), logdet)
+        lam2 = lam[q1:]
+        B2 = lam2[:, None] * self.ZtXy[q1:]
+        w = (t1 * t1) / d1
+        G = self._c21.multiply(w[None, :]).tocsr() @ self._c21.T
+        if isinstance(self._c22, np.ndarray):
+            S = lam2[:, None] * (self._c22 - G.toarray()) * lam2[None, :]
+            S[np.diag_indices_from(S)] += 1.0
+        else:
+            S = (sp.diags(lam2) @ (self._c22 - G) @ sp.diags(lam2) + sp.identity(len(lam2))).tocsc()
+        A21 = self._c21.multiply((t1 * lam2)[:, None]).tocsr()
+        rhs2 = B2 - A21 @ (B1 / d1[:, None])
+        if isinstance(S, np.ndarray):
+            cS = linalg.cho_factor(S, lower=True, check_finite=False)
+            logdet += 2.0 * float(np.log(np.diag(cS[0])).sum())
+            W2 = linalg.cho_solve(cS, rhs2, check_finite=False)
+        else:
+            lu = sp.linalg.splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+            logdet += float(np.log(np.abs(lu.U.diagonal())).sum())
+            W2 = lu.solve(rhs2)
+        W1 = (B1 - A21.T @ W2) / d1[:, None]
+        return self._finish(B1.T @ W1 + B2.T @ W2, logdet)
+
+    def _finish(self, M: np.ndarray, logdet: float) -> _State:
+        p = self.p
+        G = self.XytXy - M
+        rtr = G[:p, :p]
+        rhs = G[:p, p]
+        if p:
+            cR = linalg.cho_factor(rtr, lower=True, check_finite=False)
+            beta = linalg.cho_solve(cR, rhs, check_finite=False)
+        else:
+            beta = np.zeros(0)
+        r2 = float(G[p, p] - rhs @ beta)
+        return _State(logdet, rtr, beta, max(r2, 1e-300))
+
+    def deviance(self, theta: np.ndarray, reml: bool) -> float:
+        """The profiled deviance (``-2 log L`` or the REML criterion) at ``theta``."""
+        s = self.solve(theta)
+        n, p = self.n, self.p
+        if not reml:
+            return s.logdet_a + n * (1.0 + math.log(2.0 * math.pi * s.r2 / n))
+        logdet_r = float(np.linalg.slogdet(s.rtr)[1]) if p else 0.0
+        return s.logdet_a + logdet_r + (n - p) * (1.0 + math.log(2.0 * math.pi * s.r2 / (n - p)))
+
+    def deviance_vp(self, varpar: np.ndarray, reml: bool) -> float:
+        """The deviance as a function of ``(theta, sigma)`` (lmerTest's ``devfun_vp``)."""
+        theta, sigma2 = varpar[:-1], varpar[-1] ** 2
+        s = self.solve(theta)
+        dev = s.logdet_a + s.r2 / sigma2 + self.n * math.log(2 * math.pi * sigma2)
+        if not reml:
+            return dev
+        logdet_r = float(np.linalg.slogdet(s.rtr)[1]) if self.p else 0.0
+        return dev + logdet_r - self.p * math.log(2 * math.pi * sigma2)
+
+    def vcov_vp(self, varpar: np.ndarray) -> np.ndarray:
+        """``Var(beta) = sigma^2 (R_X'R_X)^{-1}`` at ``(theta, sigma)``."""
+        s = self.solve(varpar[:-1])
+        return varpar[-1] ** 2 * np.linalg.inv(s.rtr)
+
+
+def _step(x: float) -> float:
+    return 1e-3 * abs(x) if abs(x) > 1e-2 else 1e-5
+
+
+def numeric_hessian(f: Any, x: np.ndarray) -> np.ndarray:
+    """Hessian by central differences with one Richardson step (steps h and h/2)."""
+    m = len(x)
+
+    def hess(scale: float) -> np.ndarray:
+        h = np.array([_step(v) for v in x]) * scale
+        f0 = f(x)
+        H = np.empty((m, m))
+        for i in range(m):
+            ei = np.zeros(m)
+            ei[i] = h[i]
+            H[i, i] = (f(x + ei) - 2 * f0 + f(x - ei)) / h[i] ** 2
+            for j in range(i):
+                ej = np.zeros(m)
+                ej[j] = h[j]
+                H[i, j] = H[j, i] = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * h[i] * h[j])
+        return H
+
+    h1, h2 = hess(1.0), hess(0.5)
+    return (4 * h2 - h1) / 3
+
+
+def numeric_jacobian(f: Any, x: np.ndarray) -> list[np.ndarray]:
+    """Derivatives of a matrix-valued ``f`` in each coordinate (central differences, Richardson)."""
+    out = []
+    for i in range(len(x)):
+        def d(scale: float, i: int = i) -> np.ndarray:
+            e = np.zeros(len(x))
+            e[i] = _step(x[i]) * scale
+            return (f(x + e) - f(x - e)) / (2 * e[i])
+        out.append((4 * d(0.5) - d(1.0)) / 3)
+    return out
+
+
+@dataclass
+class VarComp:
+    """One variance component: group, name(s), variance / SD and, for slopes, correlations."""
+
+    group: str
+    name: str
+    variance: float
+    sd: float
+
+
+@dataclass
+class LmmFit:
+    """A fitted linear mixed model: fixed effects with Satterthwaite inference, variance components.
+
+    ``coefficients`` has one row per fixed effect: ``estimate, se, df, t, p`` (Satterthwaite),
+    ``p_wald_z`` (the Wald z p-value) and ``ci_low, ci_high`` (Wald interval with the
+    Satterthwaite t quantile at ``1 - alpha``).
+    """
+
+    formula: str
+    reml: bool
+    coefficients: pd.DataFrame
+    vcov: pd.DataFrame
+    varcomps: list[VarComp]
+    theta: np.ndarray
+    sigma: float
+    deviance: float
+    n_obs: int
+    n_groups: dict[str, int]
+    converged: bool
+    singular: bool
+    warnings: list[str]
+    alpha: float
+    seconds: float
+    evaluations: int
+    _pls: PLS | None = field(default=None, repr=False)
+    _vp: np.ndarray | None = field(default=None, repr=False)
+    _A: np.ndarray | None = field(default=None, repr=False)
+    _jac: list[np.ndarray] | None = field(default=None, repr=False)
+
+    def contrast(self, weights: dict[str, float], alpha: float | None = None) -> dict[str, float]:
+        """Estimate, SE, Satterthwaite df, t, p, Wald-z p and interval of ``sum(w * beta)``."""
+        alpha = self.alpha if alpha is None else alpha
+        names = list(self.coefficients.index)
+        unknown = [k for k in weights if k not in names]
+        if unknown:
+            raise KeyError(f"not fixed effects of the model: {', '.join(unknown)}")
+        L = np.array([weights.get(n, 0.0) for n in names])
+        return _contrast(L, self.coefficients["estimate"].to_numpy(), self.vcov.to_numpy(), self._jac, self._A, alpha)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (see docs/analysis.md, "report.json")."""
+        return {
+            "formula": self.formula,
+            "method": "REML" if self.reml else "ML",
+            "fixed_effects": [{"term": k, **{c: _num(v) for c, v in row.items()}} for k, row in self.coefficients.iterrows()],
+            "random_effects": [{"group": v.group, "name": v.name, "variance": v.variance, "sd": v.sd} for v in self.varcomps],
+            "residual_sd": self.sigma,
+            "theta": [float(t) for t in self.theta],
+            "deviance": self.deviance,
+            "n_obs": self.n_obs,
+            "n_groups": self.n_groups,
+            "converged": self.converged,
+            "singular": self.singular,
+            "warnings": list(self.warnings),
+            "inference": "Satterthwaite df (lmerTest); CI: Wald with the Satterthwaite t quantile; p_wald_z: Wald z",
+        }
+
+    def to_markdown(self) -> str:
+        """The fixed-effects and variance-components tables in Markdown."""
+        lines = [f"`{self.formula}` ({'REML' if self.reml else 'ML'}, {self.n_obs} observations; "
+                 + ", ".join(f"{g}: {n}" for g, n in self.n_groups.items()) + ")", "",
+                 "| term | estimate | SE | df | t | p | 95% CI |", "|---|---|---|---|---|---|---|"]
+        for k, r in self.coefficients.iterrows():
+            lines.append(f"| {k} | {r['estimate']:.4f} | {r['se']:.4f} | {r['df']:.1f} | {r['t']:.2f} | "
+                         f"{format_p(r['p'])} | [{r['ci_low']:.4f}, {r['ci_high']:.4f}] |")
+        lines += ["", "| group | name | variance | SD |", "|---|---|---|---|"]
+        for v in self.varcomps:
+            lines.append(f"| {v.group} | {v.name} | {v.variance:.5f} | {v.sd:.4f} |")
+        lines.append(f"| Residual | | {self.sigma ** 2:.5f} | {self.sigma:.4f} |")
+        return "\n".join(lines)
+
+
+def _num(v: Any) -> Any:
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def format_p(p: float) -> str:
+    """APA-style p: ``< .001``, else three decimals without the leading zero (``.010``)."""
+    if p is None or not math.isfinite(p):
+        return "nan"
+    if p < 0.001:
+        return "< .001"
+    return f"{p:.3f}".lstrip("0") if p < 1 else "1.000"
+
+
+def _contrast(L: np.ndarray, beta: np.ndarray, V: np.ndarray, jac: list[np.ndarray] | None, A: np.ndarray | None,
+              alpha: float) -> dict[str, float]:
+    est = float(L @ beta)
+    var = float(L @ V @ L)
+    se = math.sqrt(max(var, 0.0))
+    if jac is not None and A is not None and var > 0:
+        g = np.array([L @ J @ L for J in jac])
+        denom = float(g @ A @ g)
+        df = 2 * var ** 2 / denom if denom > 0 else math.inf
+    else:
+        df = math.inf
+    t = est / se if se > 0 else math.nan
+    p = float(2 * stats.t.sf(abs(t), df)) if math.isfinite(t) else math.nan
+    pz = float(2 * stats.norm.sf(abs(t))) if math.isfinite(t) else math.nan
+    q = float(stats.t.ppf(1 - alpha / 2, df))
+    return {"estimate": est, "se": se, "df": df, "t": t, "p": p, "p_wald_z": pz, "ci_low": est - q * se,
+            "ci_high": est + q * se}
+
+
+def fit_lmm(frame: ModelFrame, *, reml: bool = True, alpha: float = 0.05, satterthwaite: bool = True,
+            theta0: np.ndarray | None = None) -> LmmFit:
+    """Fit the model of ``frame`` by (RE)ML and compute lmerTest's Satterthwaite inference.
+
+    Non-convergence and singular fits are recorded in ``warnings`` (with ``converged`` and
+    ``singular``), never raised or silenced.
+    """
+    if not frame.terms:
+        raise BibInputError(f"{frame.formula.text}: a mixed model needs at least one random term")
+    t0 = time.perf_counter()
+    pls = PLS(frame)
+    messages = [f"fixed-effect model matrix is rank deficient; dropped {', '.join(frame.dropped)}"] if frame.dropped else []
+    start = pls.theta_start() if theta0 is None else theta0
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in pls.lower]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = optimize.minimize(lambda th: pls.deviance(th, reml), start, method="L-BFGS-B", bounds=bounds,
+                                options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 2000, "maxls": 50})
+    theta = np.where((pls.lower == 0.0) & (res.x < 0), 0.0, res.x)
+    converged = bool(res.success)
+    if not converged:
+        messages.append(f"optimizer (L-BFGS-B) did not converge: {res.message}")
+    state = pls.solve(theta)
+    n, p = pls.n, pls.p
+    sigma = math.sqrt(state.r2 / (n - p if reml else n))
+    dev = pls.deviance(theta, reml)
+    singular = bool(((pls.lower == 0.0) & (theta < SINGULAR_TOL)).any())
+    if singular:
+        messages.append("boundary (singular) fit: a variance component is estimated as 0 (theta < 1e-4)")
+    # lme4's convergence check on the free (interior) coordinates: the gradient scaled by the
+    # Cholesky factor of the Hessian, max |.| < 0.002.
+    free = np.flatnonzero(~((pls.lower == 0.0) & (theta < SINGULAR_TOL)))
+    if free.size:
+        def sub(v: np.ndarray) -> float:
+            full = theta.copy()
+            full[free] = v
+            return pls.deviance(full, reml)
+
+        x0 = theta[free]
+        grad = np.array([(sub(x0 + e) - sub(x0 - e)) / (2 * e[i])
+                         for i, e in enumerate(np.diag([_step(v) for v in x0]))])
+        Hf = numeric_hessian(sub, x0)
+        try:
+            scaled = linalg.solve_triangular(np.linalg.cholesky(Hf), grad, lower=True)
+        except np.linalg.LinAlgError:
+            scaled = grad
+            messages.append("the Hessian of the deviance in theta is not positive definite at the optimum")
+        if np.max(np.abs(scaled)) > GRAD_TOL:
+            converged = False
+            messages.append(f"model failed to converge with max|scaled grad| = {np.max(np.abs(scaled)):.3g} (tol 0.002)")
+    V = sigma ** 2 * np.linalg.inv(state.rtr) if p else np.zeros((0, 0))
+    jac = A = None
+    vp = np.append(theta, sigma)
+    if satterthwaite and p:
+        H = numeric_hessian(lambda v: pls.deviance_vp(v, reml), vp)
+        ev, evec = np.linalg.eigh(H)
+        tol = 1e-8
+        if (ev < -tol).any():
+            messages.append("model failed to converge: the Hessian of the deviance has "
+                            f"{int((ev < -tol).sum())} negative eigenvalue(s)")
+        pos = ev > tol
+        A = 2 * (evec[:, pos] / ev[pos]) @ evec[:, pos].T
+        jac = numeric_jacobian(pls.vcov_vp, vp)
+    names = frame.xnames
+    rows = [_contrast(np.eye(p)[i], state.beta, V, jac, A, alpha) for i in range(p)]
+    coef = pd.DataFrame(rows, index=names)[["estimate", "se", "df", "t", "p", "p_wald_z", "ci_low", "ci_high"]]
+    varcomps = []
+    k0 = 0
+    for t in frame.terms:
+        m = t.n_theta
+        T = np.zeros((t.k, t.k))
+        idx = 0
+        for c in range(t.k):
+            for r in range(c, t.k):
+                T[r, c] = theta[k0 + idx]
+                idx += 1
+        cov = sigma ** 2 * T @ T.T
+        for j, name in enumerate(t.columns):
+            varcomps.append(VarComp(t.group, name, float(cov[j, j]), math.sqrt(max(cov[j, j], 0.0))))
+        k0 += m
+    return LmmFit(
+        formula=frame.formula.text,
+        reml=reml,
+        coefficients=coef,
+        vcov=pd.DataFrame(V, index=names, columns=names),
+        varcomps=varcomps,
+        theta=theta,
+        sigma=sigma,
+        deviance=dev,
+        n_obs=n,
+        n_groups={t.group: t.n_levels for t in frame.terms},
+        converged=converged,
+        singular=singular,
+        warnings=messages,
+        alpha=alpha,
+        seconds=time.perf_counter() - t0,
+        evaluations=pls.evaluations,
+        _pls=pls,
+        _vp=vp,
+        _A=A,
+        _jac=jac,
+    )

@@ -1,0 +1,78 @@
+"""lme4/lmerTest parity of the mixed-model engine: fixtures made by tests/fixtures/lme4/make_fixtures.R.
+
+Estimates agree within 1e-4, standard errors within 1e-3 relative, Satterthwaite df within 1%.
+The MB1 fixtures need the shared data file (../shared/data/manybabies1/); a live R comparison needs
+Rscript with lmerTest. Both skip with the reason when absent.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bib.analysis.formula import parse_formula
+from bib.analysis.mixed import fit_lmm, model_frame
+
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures" / "lme4"
+MB1 = ROOT.parent / "shared" / "data" / "manybabies1" / "03_data_trial_main.csv.gz"
+needs_mb1 = pytest.mark.skipif(not MB1.exists(), reason=f"the ManyBabies 1 file is not at {MB1}")
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((FIX / f"{name}.json").read_text())
+
+
+def assert_parity(fit, ref: dict) -> None:  # noqa: ANN001
+    """Every fixed effect of ``ref`` (lme4 names) within the tolerances of issue 14."""
+    coef = fit.coefficients
+    assert sorted(coef.index) == sorted(r["term"] for r in ref["fixed"])
+    for r in ref["fixed"]:
+        row = coef.loc[r["term"]]
+        assert row["estimate"] == pytest.approx(r["estimate"], abs=1e-4), r["term"]
+        assert row["se"] == pytest.approx(r["se"], rel=1e-3), r["term"]
+        assert row["df"] == pytest.approx(r["df"], rel=1e-2), r["term"]
+    assert fit.sigma == pytest.approx(ref["sigma"], rel=1e-3)
+    assert fit.deviance == pytest.approx(ref["deviance"], abs=1e-3)
+
+
+@pytest.mark.parametrize("name", ["crossed", "nested", "slopes", "slopes_uncorrelated", "crossed_ml"])
+def test_simulated_designs_match_lme4(name: str) -> None:
+    ref = _fixture(name)
+    data = pd.read_csv(FIX / f"{name.split('_')[0]}.csv", dtype={"participant": str, "item": str, "lab": str})
+    frame = model_frame(parse_formula(ref["formula"]), data)
+    fit = fit_lmm(frame, reml=ref["method"] == "REML")
+    assert_parity(fit, ref)
+    assert fit.singular == ref["singular"]
+
+
+def mb1_rows() -> pd.DataFrame:
+    """The MB1 paper's rows, preprocessed exactly as make_fixtures.R does."""
+    d = pd.read_csv(MB1, dtype=str, keep_default_na=False)
+    d = d[d["trial_type"].isin(["IDS", "ADS"])].copy()
+    d["age_mo"] = pd.to_numeric(d["age_mo"])
+    d["age_mo"] -= d["age_mo"].mean()
+    lt = pd.to_numeric(d["looking_time"], errors="coerce")
+    with np.errstate(divide="ignore"):
+        d["log_lt"] = np.log(lt)
+    d = d[np.isfinite(d["log_lt"])].copy()
+    d["item"] = d["stimulus_num"] + d["trial_type"]
+    d["trial_num"] = pd.to_numeric(d["trial_num"])
+    return d
+
+
+@needs_mb1
+@pytest.mark.parametrize("name", ["mb1_participant", "mb1_lab", "mb1_lab_item", "mb1_paper"])
+def test_manybabies1_models_match_lme4(name: str) -> None:
+    ref = _fixture(name)
+    reference = {"method": "singlescreen"} if "method" in ref["formula"] else {}
+    frame = model_frame(parse_formula(ref["formula"]), mb1_rows(), reference=reference)
+    fit = fit_lmm(frame)
+    assert fit.n_obs == ref["n_obs"] == 26895
+    assert_parity(fit, ref)
