@@ -28,6 +28,7 @@ from bib.render.video import CODECS, codec_for, render_episode
 from bib.stimuli.manifest import MANIFEST, format_rows, read_manifest, row_is_intact, write_manifest
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
 from bib.tasks.difficulty import DECIMALS, pair_difficulty
+from bib.tasks.options import LEGACY, TaskOptions
 
 if TYPE_CHECKING:
     from bib.stimuli.spec import StimulusSpec
@@ -44,10 +45,21 @@ class Job:
     settings: RenderSettings
     codec: str
     per_trial: bool
+    options: TaskOptions = LEGACY
 
     @property
     def unit_id(self) -> str:
         return unit_id(self.task, self.index)
+
+    @property
+    def pair_ids(self) -> list[str]:
+        """Ids of the unit's pairs (or of its background episode)."""
+        return [unit_id(self.task, self.index + j) for j in range(self.options.group_size)]
+
+    @property
+    def n_episodes(self) -> int:
+        """Episodes the unit yields."""
+        return 2 * self.options.group_size if get_task(self.task).kind == "evaluation" else 1
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,7 @@ def build_unit(job: Job) -> list[dict[str, object]]:
     """Generate one unit, write its episode files (and videos); return its manifest rows."""
     root = Path(job.out)
     rows = []
-    episodes = make_unit(job.task, job.index, job.seed)
+    episodes = make_unit(job.task, job.index, job.seed, job.options)
     design = design_columns(episodes)
     for ep in episodes:
         rel = f"episodes/{ep.id}.json"
@@ -140,7 +152,7 @@ def _video_matches(out: Path, row: dict[str, str], job: Job) -> bool:
 def _row_ok(out: Path, row: dict[str, str], job: Job) -> bool:
     if not row_is_intact(out, row, job.video):
         return False
-    if row["seed"] != str(unit_seed(job.seed, job.task, job.index)):
+    if row["seed"] != str(unit_seed(job.seed, job.task, job.index, job.options)):
         return False
     if job.video and not _video_matches(out, row, job):
         return False
@@ -156,11 +168,12 @@ def _intact_units(out: Path, jobs: Sequence[Job]) -> tuple[dict[str, list[dict[s
     present, matching their hashes, seeds and settings), and rows of other units (e.g. another
     task generated into the same folder earlier) whose episode files are intact, kept as they are.
     """
+    unit_of = {pid: j.unit_id for j in jobs for pid in j.pair_ids}
     by_unit: dict[str, list[dict[str, str]]] = {}
     for row in read_manifest(out, strict=False):
-        unit = row["pair_id"] or row["episode_id"]
-        by_unit.setdefault(unit, []).append(row)
-    need = {j.unit_id: (j, 2 if get_task(j.task).kind == "evaluation" else 1) for j in jobs}
+        pid = row["pair_id"] or row["episode_id"]
+        by_unit.setdefault(unit_of.get(pid, pid), []).append(row)
+    need = {j.unit_id: (j, j.n_episodes) for j in jobs}
     done = {
         unit: rows
         for unit, rows in by_unit.items()
@@ -188,6 +201,7 @@ def build(
     workers: int = 1,
     scheduler: str | None = None,
     limit: int | None = None,
+    options: dict[str, TaskOptions] | None = None,
 ) -> BuildSummary:
     """Generate ``n`` units of each ``(task, n)`` into ``out``.
 
@@ -202,8 +216,12 @@ def build(
         per_trial: also write one video per trial under ``videos/trials/``.
         workers: local worker processes.
         scheduler: Dask scheduler address, instead of local processes.
-        limit: build at most this many units per task (for trying a big spec).
+        limit: build at most this many units per task (for trying a big spec); with twins, this
+            many pairs rounded up to whole groups.
+        options: generation options per task id (:mod:`bib.tasks.options`; default: none, BIB's
+            design). With twins ``n`` must be even; a unit is then a pair and its twin.
     """
+    opts = options or {}
     for task, n in units:
         get_task(task)  # fail early on an unknown id
         if n < 0:
@@ -216,11 +234,12 @@ def build(
         ensure_dir(root / "videos")
     if limit is not None and limit < 0:
         raise ValueError(f"negative limit {limit}")
-    jobs = [
-        Job(task, i, seed, str(root), video, s, chosen, per_trial)
-        for task, n in units
-        for i in range(n if limit is None else min(n, limit))
-    ]
+    jobs = []
+    for task, n in units:
+        o = opts.get(task, LEGACY)
+        g = o.group_size
+        count = n if limit is None else min(n, -(-limit // g) * g)
+        jobs += [Job(task, i, seed, str(root), video, s, chosen, per_trial, o) for i in range(0, count, g)]
     done, others = _intact_units(root, jobs)
     kept_rows = others + [r for rows in done.values() for r in rows]
     write_manifest(root, kept_rows)  # drop rows whose files are missing or changed
@@ -235,6 +254,44 @@ def build(
     final = others + [row for j in jobs for row in (done.get(j.unit_id) or built[j.unit_id])]
     write_manifest(root, final)
     return BuildSummary(out=root, built=len(todo), kept=len(done), episodes=len(final))
+
+
+PROBE_ATTEMPTS = 60
+"""Layout attempts a difficulty bin gets in :func:`check_difficulty` before the spec is refused."""
+
+
+def check_difficulty(spec: StimulusSpec) -> None:
+    """Refuse, before anything is written, a difficulty bin no layout of its condition meets.
+
+    For every task with ``difficulty`` bins, one unit of each bin is generated (probe seeds, not
+    the set's) with at most :data:`PROBE_ATTEMPTS` layout attempts.
+
+    Raises:
+        BibInputError: naming the task entry, the condition and the bin.
+    """
+    from bib.errors import BibInputError
+
+    options = spec.options()
+    for i, t in enumerate(spec.tasks):
+        o = options[t.id]
+        if o.difficulty is None or t.n == 0:
+            continue
+        n_var = len(o.variants)
+        for b in range(len(o.difficulty) - 1):
+            seen = set()
+            for v, name in enumerate(o.variants):
+                if name in seen:
+                    continue
+                seen.add(name)
+                group = b * n_var + v  # the first group of variant v in bin b
+                try:
+                    make_unit(t.id, group * o.group_size, spec.seed, o, attempts=PROBE_ATTEMPTS)
+                except RuntimeError:
+                    lo, hi = o.difficulty[b], o.difficulty[b + 1]
+                    what = f"{t.id} ({name}) layout" if name else f"{t.id} layout"
+                    raise BibInputError(
+                        f"{spec.name}: field 'tasks[{i}].difficulty': no {what} met the bin [{lo}, {hi}) cells "
+                        f"in {PROBE_ATTEMPTS} tries; widen or drop it") from None
 
 
 def build_spec(
@@ -263,9 +320,10 @@ def build_spec(
     r = spec.render
     with_video = r.video if video is None else video
     per_trial = r.per_trial and with_video
+    check_difficulty(spec)
     summary = build(
         spec.units, spec.seed, out, video=with_video, settings=r.settings(), codec=r.codec,
-        per_trial=per_trial, workers=workers, scheduler=scheduler, limit=limit,
+        per_trial=per_trial, workers=workers, scheduler=scheduler, limit=limit, options=spec.options(),
     )
     if record:
         from bib.stimuli.spec import override, spec_to_toml

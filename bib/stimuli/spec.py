@@ -24,6 +24,7 @@ one line naming the file and the field, e.g. ``stimuli/x.toml: field 'tasks[2].n
 from __future__ import annotations
 
 import json
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bib.errors import BibInputError
 from bib.render.frames import RenderSettings
 from bib.render.video import CODECS
+from bib.tasks.options import LEGACY, AgentModel, TaskOptions
 
 MAX_UNITS = 1_000_000
 """Largest count one task entry may ask for."""
@@ -69,11 +71,26 @@ class RenderSpec(_Strict):
         return RenderSettings(**fields)
 
 
+class AgentSpec(_Strict):
+    """The stimulus agent (``[agent]``; see :class:`bib.tasks.options.AgentModel`)."""
+
+    policy: str = "deterministic"
+    beta: tuple[float, float] | None = None
+    max_excess: float = Field(3.0, gt=0, le=100)
+
+
 class TaskEntry(_Strict):
-    """One task of a set and how many units of it to generate."""
+    """One task of a set, how many units of it to generate, and the controlled-set options.
+
+    ``n`` counts pairs (evaluation conditions) or episodes (background tasks). ``twins``,
+    ``variants`` and ``difficulty`` are :class:`bib.tasks.options.TaskOptions` fields.
+    """
 
     id: str
     n: int = Field(ge=0, le=MAX_UNITS)
+    twins: bool = False
+    variants: list[str] | None = Field(None, min_length=1)
+    difficulty: list[float] | None = None
 
 
 class OrdersSpec(_Strict):
@@ -89,6 +106,7 @@ class StimulusSpec(_Strict):
     description: str = ""
     seed: int = Field(0, ge=0, le=2**63 - 1)
     render: RenderSpec = RenderSpec()
+    agent: AgentSpec | None = None
     tasks: list[TaskEntry] = Field(min_length=1)
     orders: OrdersSpec | None = None
 
@@ -96,6 +114,23 @@ class StimulusSpec(_Strict):
     def units(self) -> list[tuple[str, int]]:
         """``[(task_id, n), ...]`` as :func:`bib.stimuli.build.build` takes them."""
         return [(t.id, t.n) for t in self.tasks]
+
+    def options(self) -> dict[str, TaskOptions]:
+        """``{task_id: TaskOptions}`` of every task (:data:`bib.tasks.options.LEGACY` where nothing is asked).
+
+        The ``[agent]`` applies to the evaluation conditions whose generators have the controlled-set
+        options; background tasks keep the noise-free planner.
+        """
+        from bib.tasks import REGISTRY
+
+        a = self.agent or AgentSpec()
+        agent = AgentModel(a.policy, a.beta, a.max_excess)
+        return {
+            t.id: TaskOptions(agent, t.twins, tuple(t.variants) if t.variants else ("",),
+                              tuple(t.difficulty) if t.difficulty is not None else None)
+            if REGISTRY[t.id].kind == "evaluation" and REGISTRY[t.id].controls.boltzmann else LEGACY
+            for t in self.tasks
+        }
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -120,6 +155,7 @@ def _check(spec: StimulusSpec, source: str) -> None:
         if task.id in seen:
             raise _fail(source, f"tasks[{i}].id", f"task {task.id!r} is already listed as tasks[{seen[task.id]}]")
         seen[task.id] = i
+    _check_controls(spec, source)
     r = spec.render
     if r.codec not in CODECS:
         raise _fail(source, "render.codec", f"unknown codec {r.codec!r}; known: {', '.join(CODECS)}")
@@ -143,6 +179,54 @@ def _check(spec: StimulusSpec, source: str) -> None:
                 f"{spec.orders.n_orders} cannot balance first outcome x task order over {len(spec.tasks)} task(s); "
                 f"use a multiple of {step}",
             )
+
+
+def _check_controls(spec: StimulusSpec, source: str) -> None:
+    """The agent's policy and beta range; per task, twins, variants and difficulty bins its condition supports."""
+    from bib.tasks import REGISTRY
+    from bib.tasks.options import POLICIES
+
+    a = spec.agent
+    if a is not None:
+        if a.policy not in POLICIES:
+            raise _fail(source, "agent.policy", f"unknown policy {a.policy!r}; known: {', '.join(POLICIES)}")
+        if a.policy == "boltzmann" and a.beta is None:
+            raise _fail(source, "agent.beta", "missing (the boltzmann policy draws each unit's beta from this range)")
+        if a.policy != "boltzmann" and a.beta is not None:
+            raise _fail(source, "agent.beta", f"only the boltzmann policy has a beta (policy is {a.policy!r})")
+        if a.beta is not None:
+            lo, hi = a.beta
+            if not (lo > 0 and hi > 0) or not all(map(math.isfinite, a.beta)):
+                raise _fail(source, "agent.beta", f"[{lo}, {hi}]: both ends must be finite and > 0")
+            if lo > hi:
+                raise _fail(source, "agent.beta", f"[{lo}, {hi}] is inverted (low > high)")
+    for i, t in enumerate(spec.tasks):
+        task = REGISTRY[t.id]
+        c = task.controls
+        asked = t.twins or t.variants is not None or t.difficulty is not None
+        if asked and task.kind != "evaluation":
+            raise _fail(source, f"tasks[{i}]", f"{t.id} is not an evaluation condition: twins, variants and "
+                                               "difficulty need pairs")
+        if t.twins and not c.twins:
+            have = ", ".join(k for k, v in REGISTRY.items() if v.controls.twins)
+            raise _fail(source, f"tasks[{i}].twins", f"{t.id} has no label-flipping twin; conditions with twins: {have}")
+        for j, v in enumerate(t.variants or []):
+            if v not in c.variants:
+                known = ", ".join(repr(k) for k in c.variants)
+                raise _fail(source, f"tasks[{i}].variants[{j}]", f"{t.id} has no variant {v!r}; known: {known}")
+        if t.difficulty is not None:
+            d = t.difficulty
+            if not c.graded:
+                have = ", ".join(k for k, v in REGISTRY.items() if v.controls.graded)
+                raise _fail(source, f"tasks[{i}].difficulty", f"{t.id} is not graded; graded conditions: {have}")
+            if len(d) < 2 or not all(map(math.isfinite, d)) or d[0] <= 0 or any(b <= a for a, b in zip(d, d[1:])):
+                raise _fail(source, f"tasks[{i}].difficulty", f"{d}: need two or more increasing bin edges > 0 (cells)")
+        group = 2 if t.twins else 1
+        if t.n % group:
+            raise _fail(source, f"tasks[{i}].n", f"{t.n} pairs cannot be split into whole pairs + twins; use an even number")
+        if a is not None and a.policy != "deterministic" and task.kind == "evaluation" and not c.boltzmann:
+            have = ", ".join(k for k, v in REGISTRY.items() if v.controls.boltzmann)
+            raise _fail(source, f"tasks[{i}].id", f"{t.id} has no {a.policy} stimulus agent yet; conditions with one: {have}")
 
 
 def parse_spec(data: dict[str, Any], source: str = "<spec>") -> StimulusSpec:
@@ -203,9 +287,12 @@ def spec_to_toml(spec: StimulusSpec, note: str = "") -> str:
     table({k: data[k] for k in ("name", "description", "seed")})
     lines += ["", "[render]"]
     table(data["render"])
+    if data["agent"] is not None:
+        lines += ["", "[agent]"]
+        table(data["agent"])
     for task in data["tasks"]:
         lines += ["", "[[tasks]]"]
-        table(task)
+        table({k: v for k, v in task.items() if not (k == "twins" and v is False)})
     if data["orders"] is not None:
         lines += ["", "[orders]"]
         table(data["orders"])

@@ -13,6 +13,10 @@ so meg and agency can query them at any state.
   this is an ordinary shortest path.
 - :class:`InstrumentalAgent`: a rational agent with one goal object; when the object is locked
   in, its optimal plan is key -> a cell next to the lock (unlock) -> object.
+- :class:`BoltzmannAgent`: a rational agent with graded rationality ``beta``: each move is drawn
+  with probability proportional to ``exp(-beta * (move cost + cost-to-go after it))`` over the
+  key/lock planner's values, so a move costing one cell more is ``e^beta`` times less likely
+  (the controlled set's noisy stimulus agents).
 - :class:`IrrationalAgent`: replays a given path (e.g. a curved path) whatever the layout.
 """
 
@@ -26,7 +30,7 @@ import numpy as np
 from bib.episode import Event
 from bib.world.dynamics import ACTION_NAMES, STAY, AgentState, action_between, move_legal, step
 from bib.world.grid import Cell, Layout
-from bib.world.keylock import optimal_cost, optimal_moves
+from bib.world.keylock import move_costs, optimal_cost, optimal_moves
 
 
 @runtime_checkable
@@ -73,6 +77,36 @@ class RationalAgent:
         if len(options) > 1 and self.rng is not None:
             return options[int(self.rng.integers(len(options)))]
         return options[0]
+
+
+class BoltzmannAgent(RationalAgent):
+    """Pursues its most preferred reachable goal with a Boltzmann policy over the key/lock Q values.
+
+    Args:
+        preference: goals from most to least preferred (as :class:`RationalAgent`).
+        beta: rationality (per cell of cost; large = nearly optimal).
+        rng: generator for the draws.
+    """
+
+    def __init__(self, preference: Sequence[str], beta: float, rng: np.random.Generator) -> None:
+        super().__init__(preference, rng)
+        if not beta > 0:
+            raise ValueError(f"beta must be > 0, got {beta}")
+        self.beta = float(beta)
+
+    def act(self, layout: Layout, state: AgentState) -> int:
+        """A move drawn from the Boltzmann policy; ``STAY`` on the goal or when nothing is reachable."""
+        g = self.goal(layout, state)
+        if g is None:
+            return STAY
+        cell = layout.goal_cell(g)
+        if state.cell == cell:
+            return STAY
+        here, moves = move_costs(layout, state, cell)
+        weights = np.exp(-self.beta * (np.array([c for _, c in moves]) - here))
+        u = float(self.rng.random()) * float(weights.sum())  # type: ignore[union-attr]
+        k = min(int(np.searchsorted(np.cumsum(weights), u, side="right")), len(moves) - 1)
+        return moves[k][0]
 
 
 class InstrumentalAgent(RationalAgent):

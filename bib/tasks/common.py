@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from bib.episode import Episode, Event, Trial
 from bib.render.sprites import AGENT_SHAPES, OBJECT_SHAPES
+from bib.tasks.options import TaskOptions
 from bib.tasks.registry import LayoutRejected, UnitInfo
 from bib.world.dynamics import AgentState, action_between, step
 from bib.world.grid import Agent, Cell, GridObject, Layout, border_walls
@@ -108,3 +110,133 @@ def make_episode(
         trials=tuple(trials),
         moves=lay.moves,
     )
+
+
+# ---------------------------------------------------------------- controlled set (bib.tasks.options)
+
+WALK_TRIES = 20
+"""Boltzmann draws of one path before the layout is rejected (a draw must respect its excess bound)."""
+
+
+class Walker:
+    """The stimulus agent of one unit: walks to a goal optimally or, with the Boltzmann policy, noisily.
+
+    Args:
+        options: the task's options (their ``agent`` says which policy).
+        rng: the unit's generator.
+
+    Attributes:
+        beta: the unit's rationality (drawn once per unit; None for the deterministic policy).
+    """
+
+    def __init__(self, options: TaskOptions, rng: np.random.Generator) -> None:
+        self.model = options.agent
+        self.rng = rng
+        self.beta = self.model.draw_beta(rng)
+
+    def walk(self, layout: Layout, goal: str, bound: float | None = None) -> list[Cell]:
+        """A path from the agent's home to ``goal`` (object id or ``"key"``).
+
+        Deterministic: an optimal key/lock-space path, ties broken at random. Boltzmann: a draw
+        whose excess cost over optimal is at most ``bound`` (default: the agent's ``max_excess``),
+        redrawn up to :data:`WALK_TRIES` times.
+
+        Raises:
+            LayoutRejected: the goal is unreachable, or no draw met the bound.
+        """
+        from bib.tasks.agents import BoltzmannAgent, RationalAgent, rollout
+        from bib.world.keylock import optimal_cost
+        from bib.world.planning import path_cost
+
+        cell = layout.goal_cell(goal)
+        best = optimal_cost(layout, cell)
+        if not np.isfinite(best):
+            raise LayoutRejected(f"goal {goal!r} is unreachable")
+        if self.beta is None:
+            return rollout(RationalAgent([goal], self.rng), layout)[0]
+        limit = self.model.max_excess if bound is None else bound
+        for _ in range(WALK_TRIES):
+            path = rollout(BoltzmannAgent([goal], self.beta, self.rng), layout)[0]
+            if path[-1] == cell and path_cost(path) - best <= limit + 1e-9:
+                return path
+        raise LayoutRejected(f"no Boltzmann path to {goal!r} within {limit} cells of optimal in {WALK_TRIES} draws")
+
+
+@dataclass(frozen=True)
+class PairDraft:
+    """One pair of a group before it is named: familiarizations and test trials of both outcomes.
+
+    Attributes:
+        fam_e, fam_u: familiarization trials of the expected and unexpected episodes (often the same).
+        test_e, test_u: the two test trials.
+        variant: the pair's variant (``""`` for BIB's design).
+        twin: position in the group of this pair's twin, or None.
+        difficulty: the pair's difficulty when the generator measured it (else it is measured
+            with the task's :attr:`~bib.tasks.registry.TaskSpec.difficulty`, where there is one).
+    """
+
+    fam_e: Sequence[Trial]
+    test_e: Trial
+    fam_u: Sequence[Trial]
+    test_u: Trial
+    variant: str = ""
+    twin: int | None = None
+    difficulty: float | None = None
+
+
+def is_twin(variant: str) -> bool:
+    """Whether a variant names the twin (flipped familiarization) of a pair."""
+    return "twin" in variant.split("+")
+
+
+def twin_of(draft: PairDraft, fam: Sequence[Trial], position: int) -> PairDraft:
+    """The label-flipping twin of ``draft`` (at ``position`` in the group): the same two test trials, swapped, after ``fam``.
+
+    Its variant is ``draft``'s plus the token ``twin``.
+    """
+    return PairDraft(fam, draft.test_u, fam, draft.test_e, "+".join(t for t in (draft.variant, "twin") if t),
+                     position, draft.difficulty)
+
+
+def with_excess(trials: Sequence[Trial], cache: dict[int, Trial]) -> tuple[Trial, ...]:
+    """``trials`` with their ``excess_cost`` recorded (rounded; each distinct trial object measured once)."""
+    from dataclasses import replace
+
+    from bib.tasks.difficulty import DECIMALS, excess_cost
+
+    out = []
+    for t in trials:
+        if id(t) not in cache:
+            cache[id(t)] = replace(t, excess_cost=round(excess_cost(t), DECIMALS))
+        out.append(cache[id(t)])
+    return tuple(out)
+
+
+def finish_group(unit: UnitInfo, drafts: Sequence[PairDraft], beta: float | None) -> list[Episode]:
+    """Name the pairs of a group (pair indices ``unit.index + position``) and record their design.
+
+    Every episode records its variant, twin id, difficulty and ``beta``; every trial its excess cost.
+    """
+    from dataclasses import replace
+
+    from bib.tasks.difficulty import DECIMALS
+    from bib.tasks.registry import get_task, unit_id
+
+    measure = get_task(unit.task).difficulty
+    cache: dict[int, Trial] = {}
+    out: list[Episode] = []
+    for j, d in enumerate(drafts):
+        pair = UnitInfo(unit.task, unit.index + j, unit.seed, unit.options)
+        twin_id = None if d.twin is None else unit_id(unit.task, unit.index + d.twin)
+        e = make_episode(pair, [*with_excess(d.fam_e, cache), *with_excess([d.test_e], cache)],
+                         outcome="expected", paired=True)
+        u = make_episode(pair, [*with_excess(d.fam_u, cache), *with_excess([d.test_u], cache)],
+                         outcome="unexpected", paired=True)
+        difficulty = d.difficulty
+        if is_twin(d.variant) and d.twin is not None and d.twin < j:
+            difficulty = out[2 * d.twin].difficulty  # the same two test trials: the base pair's
+        elif difficulty is None and measure is not None:
+            difficulty = measure(e, u)
+        difficulty = None if difficulty is None else round(difficulty, DECIMALS)
+        out += [replace(ep, variant=d.variant, twin_id=twin_id, difficulty=difficulty, beta=beta) for ep in (e, u)]
+    return out

@@ -19,6 +19,10 @@ import numpy as np
 from bib.episode import Episode, Problem, Trial, trial_to_dict
 from bib.tasks.common import (
     N_FAMILIARIZATION,
+    PairDraft,
+    Walker,
+    finish_group,
+    twin_of,
     empty_layout,
     interior,
     make_episode,
@@ -28,6 +32,7 @@ from bib.tasks.common import (
     sample_cells,
     sample_looks,
 )
+from bib.tasks.options import Controls
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Agent, Cell, Layout
 from bib.world.planning import TOL, distance_field, path_cost, shortest_path
@@ -208,7 +213,7 @@ def goal_problems(ep: Episode, test_to_other: bool = False) -> list[Problem]:
             out.append(Problem(ep.id, "objects differ from trial 0's (ids, shapes and colours must stay)", i))
         if trial.goal not in looks:
             out.append(Problem(ep.id, f"goal {trial.goal!r} is not one of the two objects", i))
-        elif abs(path_cost(trial.path) - home_cost(trial.layout, trial.path[-1])) > TOL:
+        elif ep.beta is None and abs(path_cost(trial.path) - home_cost(trial.layout, trial.path[-1])) > TOL:
             out.append(Problem(ep.id, f"path to {trial.goal!r} is not a shortest path", i))
         if trial.phase != "familiarization":
             if test_to_other and trial.goal == first.goal:
@@ -275,15 +280,8 @@ def swapped(fam_layout: Layout, test_layout: Layout) -> bool:
     return test_cells[i] == fam_cells[j] and test_cells[j] == fam_cells[i]
 
 
-def _preference(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
-    """A preference pair; the test reuses a familiarization layout where ``A`` was closer with p = 1/2.
-
-    Balancing that coin makes "the agent goes to the closer object" right on half of the pairs
-    and wrong on the other half.
-    """
-    agent, looks = start_unit(rng)
-    home = agent.home
-    pref_closer = bool(rng.integers(2))
+def _identity_placer(rng: np.random.Generator, home: Cell) -> Placer:
+    """A placer keeping each object within one cell of its own base cell (locations correlate with identity)."""
     for _ in range(MAX_TRIES):
         a0, b0 = sample_cells(rng, interior(), 2, exclude=[home])
         if chebyshev(a0, b0) >= MIN_GAP + 2 and min(chebyshev(home, a0), chebyshev(home, b0)) >= MIN_GAP + 1:
@@ -295,6 +293,20 @@ def _preference(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
     def placer(g: np.random.Generator) -> tuple[Cell, Cell]:
         return near_a[int(g.integers(len(near_a)))], near_b[int(g.integers(len(near_b)))]
 
+    return placer
+
+
+def _preference(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    """A preference pair; the test reuses a familiarization layout where ``A`` was closer with p = 1/2.
+
+    Balancing that coin makes "the agent goes to the closer object" right on half of the pairs
+    and wrong on the other half.
+    """
+    if not unit.options.legacy:
+        return _preference_controlled(rng, unit)
+    agent, looks = start_unit(rng)
+    pref_closer = bool(rng.integers(2))
+    placer = _identity_placer(rng, agent.home)
     fam = familiarization(rng, agent, looks, placer)
     want = PREFERRED if pref_closer else OTHER
     candidates = [i for i, t in enumerate(fam) if closer_object(t.layout) == want]
@@ -309,6 +321,51 @@ def _preference(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
     return make_pair(unit, fam, expected, unexpected)
 
 
+def _preference_controlled(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    """A preference group of the controlled set: a pair (variant ``""`` or ``catch``) and, with twins, its twin.
+
+    ``""``: as BIB (the source layout with the objects swapped; expected = ``A`` at its new place,
+    unexpected = ``B`` on the familiar path). ``catch``: the source layout unchanged; expected =
+    ``A`` along the familiar path, unexpected = ``B`` at its place (a novel path). The twin's
+    familiarization shows the same layouts with the agent going to ``B``; in the source layout it
+    walks exactly the test path that goes to ``B``'s cell, so in the twin the test path to ``B``
+    is expected and the other one (familiar in ``""``, novel in ``catch``) unexpected.
+    """
+    opts = unit.options
+    walker = Walker(opts, rng)
+    catch = "catch" in opts.variant(unit.group).split("+")
+    agent, looks = start_unit(rng)
+    pref_closer = bool(rng.integers(2))
+    placer = _identity_placer(rng, agent.home)
+    layouts = [sample_goal_layout(rng, agent, looks, placer, what="familiarization layout")
+               for _ in range(N_FAMILIARIZATION)]
+    want = PREFERRED if pref_closer else OTHER
+    candidates = [i for i, lay in enumerate(layouts) if closer_object(lay) == want]
+    if not candidates:
+        raise LayoutRejected(f"no familiarization layout where {want} is the closer object")
+    k = candidates[int(rng.integers(len(candidates)))]
+    to_a = [walker.walk(lay, PREFERRED) for lay in layouts]
+    source = layouts[k]
+    if catch:
+        test_layout = source
+        path_e, path_u = to_a[k], walker.walk(source, OTHER)
+    else:
+        old_a, old_b = source.object(PREFERRED).cell, source.object(OTHER).cell
+        test_layout = replace(source, objects=(replace(source.objects[0], cell=old_b),
+                                               replace(source.objects[1], cell=old_a)))
+        path_e, path_u = walker.walk(test_layout, PREFERRED), to_a[k]
+    fam = [make_trial(lay, p, PREFERRED) for lay, p in zip(layouts, to_a)]
+    draft = PairDraft(fam, make_trial(test_layout, path_e, PREFERRED, "test"), fam,
+                      make_trial(test_layout, path_u, OTHER, "test"), "catch" if catch else "")
+    drafts = [draft]
+    if opts.twins:
+        # the path to B's cell in the source layout: the test path that goes to B (catch) or to A at B's old cell
+        to_b = [path_u if (i == k and catch) else path_e if i == k else walker.walk(lay, OTHER)
+                for i, lay in enumerate(layouts)]
+        drafts = [replace(draft, twin=1), twin_of(draft, [make_trial(lay, p, OTHER) for lay, p in zip(layouts, to_b)], 0)]
+    return finish_group(unit, drafts, walker.beta)
+
+
 def _preference_rule(ep: Episode) -> list[Problem]:
     """The test is a familiarization layout with the objects swapped; the outcome decides the goal."""
     out = goal_problems(ep)
@@ -316,6 +373,8 @@ def _preference_rule(ep: Episode) -> list[Problem]:
         return out
     ti, test, pref = last_trial(ep), ep.test, preferred(ep)
     fam = ep.familiarization
+    if "catch" in ep.variant.split("+"):
+        return _catch_rule(ep)
     sources = [t for t in fam if swapped(t.layout, test.layout)]
     if not sources:
         return [Problem(ep.id, "test layout is not a familiarization layout with the two objects swapped", ti)]
@@ -330,6 +389,23 @@ def _preference_rule(ep: Episode) -> list[Problem]:
     return out
 
 
+def _catch_rule(ep: Episode) -> list[Problem]:
+    """A catch pair: the test is a familiarization layout unchanged; expected = the preferred object along
+    that trial's familiar path, unexpected = the other object."""
+    ti, test, pref = last_trial(ep), ep.test, preferred(ep)
+    sources = [t for t in ep.familiarization if t.layout == test.layout]
+    if not sources:
+        return [Problem(ep.id, "catch test layout is not a familiarization layout", ti)]
+    if ep.outcome == "expected":
+        if test.goal != pref:
+            return [Problem(ep.id, f"expected test goal is {test.goal!r}, not the preferred object {pref!r}", ti)]
+        if not any(t.path == test.path for t in sources):
+            return [Problem(ep.id, "expected catch test path does not repeat the familiar path", ti)]
+    elif test.goal == pref:
+        return [Problem(ep.id, f"unexpected test goal is the preferred object {pref!r}", ti)]
+    return []
+
+
 def _preference_pair_rule(expected: Episode, unexpected: Episode) -> list[Problem]:
     """Identical familiarization and the same test layout."""
     out = shared_familiarization_problems(expected, unexpected)
@@ -340,5 +416,6 @@ def _preference_pair_rule(expected: Episode, unexpected: Episode) -> list[Proble
 
 register(TaskSpec("preference", "preference", "evaluation", _preference,
                   rule=_preference_rule, pair_rule=_preference_pair_rule, bib_folder="preference",
+                  controls=Controls(twins=True, variants=("", "catch"), boltzmann=True),
                   expected="preferred object at its new location",
                   unexpected="other object at the preferred object's old location", order=10))

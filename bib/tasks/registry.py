@@ -20,10 +20,12 @@ import numpy as np
 
 from bib.episode import Episode, Problem, validate
 from bib.errors import BibInputError
+from bib.tasks.options import LEGACY, Controls, TaskOptions, in_bin
 
 Generator = Callable[[np.random.Generator, "UnitInfo"], list[Episode]]
 Rule = Callable[[Episode], list[Problem]]
 PairRule = Callable[[Episode, Episode], list[Problem]]
+PairMeasure = Callable[[Episode, Episode], float]
 
 
 def unit_id(task: str, index: int) -> str:
@@ -33,16 +35,26 @@ def unit_id(task: str, index: int) -> str:
 
 @dataclass(frozen=True)
 class UnitInfo:
-    """What a generator needs to name its episodes: task id, unit index and the unit's seed."""
+    """What a generator needs: task id, unit index, the unit's seed and the task's generation options.
+
+    With options (:mod:`bib.tasks.options`) a unit is a group of ``options.group_size`` pairs
+    whose pair indices start at ``index``.
+    """
 
     task: str
     index: int
     seed: int
+    options: TaskOptions = LEGACY
 
     @property
     def pair_id(self) -> str:
         """``<task>-<index:06d>``: the pair id (evaluation) or the episode id (background)."""
         return unit_id(self.task, self.index)
+
+    @property
+    def group(self) -> int:
+        """The unit's group number (its index over the group size)."""
+        return self.index // self.options.group_size
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,10 @@ class TaskSpec:
             background and agent tasks).
         unexpected: one line saying what the unexpected episode shows ("" when there is none).
         order: position in listings and results tables among the tasks of its kind (ascending).
+        controls: what the generator supports beyond BIB's design (twins, variants, graded
+            difficulty; :class:`bib.tasks.options.Controls`).
+        difficulty: ``difficulty(expected, unexpected) -> cells`` of a pair (see
+            :mod:`bib.tasks.difficulty`), or None where pairs are not graded.
     """
 
     id: str
@@ -76,6 +92,8 @@ class TaskSpec:
     expected: str = ""
     unexpected: str = ""
     order: int = 0
+    controls: Controls = Controls()
+    difficulty: PairMeasure | None = None
 
 
 class LayoutRejected(Exception):
@@ -142,38 +160,106 @@ def bib_folders(kind: str) -> dict[str, str]:
     return {t.id: t.bib_folder for t in REGISTRY.values() if t.kind == kind and t.bib_folder}
 
 
-def unit_seed(base_seed: int, task_id: str, index: int) -> int:
-    """The seed of unit ``index`` of ``task_id`` under ``base_seed`` (63-bit, stable across runs)."""
-    ss = np.random.SeedSequence([int(base_seed) & 0xFFFFFFFFFFFFFFFF, zlib.crc32(task_id.encode()), int(index)])
+def unit_seed(base_seed: int, task_id: str, index: int, options: TaskOptions = LEGACY) -> int:
+    """The seed of unit ``index`` of ``task_id`` under ``base_seed`` (63-bit, stable across runs).
+
+    With options, a checksum of them joins the entropy, so a set built with other options (and
+    resumed into the same folder) never keeps a unit built under the old ones.
+    """
+    entropy = [int(base_seed) & 0xFFFFFFFFFFFFFFFF, zlib.crc32(task_id.encode()), int(index)]
+    if not options.legacy:
+        entropy.append(zlib.crc32(repr(options).encode()))
+    ss = np.random.SeedSequence(entropy)
     hi, lo = ss.generate_state(2, dtype=np.uint32)
     return (int(hi) << 31) ^ int(lo)
 
 
-def make_unit(task_id: str, index: int, base_seed: int) -> list[Episode]:
-    """Generate unit ``index`` of a task: a pair (evaluation) or one episode (background).
+def make_unit(task_id: str, index: int, base_seed: int, options: TaskOptions = LEGACY,
+              attempts: int = MAX_ATTEMPTS) -> list[Episode]:
+    """Generate unit ``index`` of a task: a pair (evaluation), a group of pairs (with ``options``), or one episode (background).
 
-    The generator is retried with the same stream (fresh layouts) up to ``MAX_ATTEMPTS`` times
-    when it rejects a layout; every returned episode passes :func:`validate_episode` and the
-    pair rule, or a RuntimeError says which rule kept failing.
+    The generator is retried with the same stream (fresh layouts) up to ``attempts`` times when
+    it rejects a layout; every returned episode passes :func:`validate_episode`, every pair its
+    pair rule and, with options, :func:`group_problems` (twins, difficulty bin, excess bound), or
+    a RuntimeError says which rule kept failing.
+
+    Raises:
+        ValueError: ``index`` is not the first pair of a group.
     """
     spec = get_task(task_id)
-    seed = unit_seed(base_seed, task_id, index)
+    if index % options.group_size:
+        raise ValueError(f"unit index {index} of {task_id} is not a multiple of the group size {options.group_size}")
+    seed = unit_seed(base_seed, task_id, index, options)
     rng = np.random.default_rng(seed)
-    unit = UnitInfo(task_id, index, seed)
+    unit = UnitInfo(task_id, index, seed, options)
     last = "no attempt"
-    for _ in range(MAX_ATTEMPTS):
+    for _ in range(attempts):
         try:
             episodes = spec.make(rng, unit)
         except LayoutRejected as exc:
             last = str(exc) or "layout rejected"
             continue
         problems = [p for ep in episodes for p in validate_episode(ep)]
-        if spec.pair_rule is not None and len(episodes) == 2:
-            problems += spec.pair_rule(*episodes)
+        if spec.pair_rule is not None:
+            problems += [p for e, u in pairs_of(episodes) for p in spec.pair_rule(e, u)]
+        if not options.legacy:
+            problems += group_problems(episodes, unit)
         if not problems:
             return episodes
         last = str(problems[0])
-    raise RuntimeError(f"task {task_id} unit {index}: no valid layout after {MAX_ATTEMPTS} attempts ({last})")
+    raise RuntimeError(f"task {task_id} unit {index}: no valid layout after {attempts} attempts ({last})")
+
+
+def pairs_of(episodes: list[Episode]) -> list[tuple[Episode, Episode]]:
+    """``(expected, unexpected)`` of every pair among ``episodes`` (in order of first appearance)."""
+    by_pair: dict[str, dict[str, Episode]] = {}
+    for ep in episodes:
+        if ep.pair_id is not None:
+            by_pair.setdefault(ep.pair_id, {})[ep.outcome] = ep
+    return [(p["expected"], p["unexpected"]) for p in by_pair.values() if {"expected", "unexpected"} <= set(p)]
+
+
+def group_problems(episodes: list[Episode], unit: UnitInfo) -> list[Problem]:
+    """Rules of a group built with options: twins, the difficulty bin, recorded excess costs and their bound.
+
+    - Twins: a pair's ``twin_id`` names a pair of the group whose ``twin_id`` names it back, whose
+      test trials are the same two trials with the labels swapped.
+    - The pair's recorded ``difficulty`` is what :attr:`TaskSpec.difficulty` measures and lies in
+      the group's bin.
+    - Every trial records its ``excess_cost`` (to 4 decimals); with the Boltzmann policy, every
+      familiarization trial costs at most ``max_excess`` over optimal.
+    """
+    from bib.tasks.difficulty import excess_cost
+
+    spec = get_task(unit.task)
+    opts = unit.options
+    out: list[Problem] = []
+    pairs = {e.pair_id: (e, u) for e, u in pairs_of(episodes)}
+    for pid, (e, u) in pairs.items():
+        if e.twin_id is not None:
+            twin = pairs.get(e.twin_id)
+            if twin is None or twin[0].twin_id != pid:
+                out.append(Problem(e.id, f"twin {e.twin_id!r} is not in the group or does not name {pid!r} back"))
+            elif (twin[0].test, twin[1].test) != (u.test, e.test):
+                out.append(Problem(e.id, f"twin {e.twin_id!r} does not show the same test trials with the labels swapped"))
+        elif opts.twins:
+            out.append(Problem(e.id, "the pair has no twin"))
+        if spec.difficulty is not None and opts.difficulty is not None:
+            d = e.difficulty
+            flipped = "twin" in e.variant.split("+") and e.twin_id in pairs
+            want = pairs[e.twin_id][0].difficulty if flipped else spec.difficulty(e, u)  # type: ignore[index]
+            if d is None or want is None or u.difficulty != d or abs(d - want) > 1e-3:
+                out.append(Problem(e.id, f"recorded difficulty {d!r} is not the pair's"))
+            elif not in_bin(d, opts.bin(unit.group)):
+                out.append(Problem(e.id, f"difficulty {d} is outside the group's bin {opts.bin(unit.group)}"))
+    for ep in episodes:
+        for i, t in enumerate(ep.trials):
+            actual = excess_cost(t)
+            if t.excess_cost is None or abs(t.excess_cost - actual) > 1e-3:
+                out.append(Problem(ep.id, f"recorded excess cost {t.excess_cost!r} is not the path's {actual:.4f}", i))
+            elif opts.agent.noisy and t.phase == "familiarization" and actual > opts.agent.max_excess + 1e-9:
+                out.append(Problem(ep.id, f"excess cost {actual:.4f} exceeds max_excess {opts.agent.max_excess}", i))
+    return out
 
 
 def validate_episode(ep: Episode) -> list[Problem]:

@@ -181,23 +181,33 @@ def optimal_cost(layout: Layout, goal: Cell, state: AgentState | None = None) ->
     return v.value(v.locked.index(s.cell), s.has_key, s.unlocked)
 
 
-def optimal_moves(layout: Layout, state: AgentState, goal: Cell) -> list[int]:
-    """The actions from ``state`` that lie on some optimal path to ``goal`` (``[STAY]`` on it, ``[]`` if cut off)."""
-    if state.cell == goal:
-        return [STAY]
+def move_costs(layout: Layout, state: AgentState, goal: Cell) -> tuple[float, list[tuple[int, float]]]:
+    """The cost-to-go of ``state`` and, for every legal move from it that keeps ``goal`` reachable,
+    ``(action, move cost + cost-to-go after it)`` (minus the Q value), in action order.
+
+    ``(inf, [])`` when ``goal`` cannot be reached from ``state``.
+    """
     v = key_lock_values(layout, goal)
     i = v.locked.index(state.cell)
     here = v.value(i, state.has_key, state.unlocked)
     if here == INF:
-        return []
+        return INF, []
     graph = v.unlocked if state.unlocked else v.locked
-    best = []
+    out = []
     for a, off, w in graph.steps[i]:  # type: ignore[index]
         n = i + off  # type: ignore[operator]
         there = v.value(n, *v.after(n, state.has_key, state.unlocked))
-        if there < INF and abs(w + there - here) < TOL:
-            best.append(a)
-    return best
+        if there < INF:
+            out.append((a, w + there))
+    return here, out
+
+
+def optimal_moves(layout: Layout, state: AgentState, goal: Cell) -> list[int]:
+    """The actions from ``state`` that lie on some optimal path to ``goal`` (``[STAY]`` on it, ``[]`` if cut off)."""
+    if state.cell == goal:
+        return [STAY]
+    here, moves = move_costs(layout, state, goal)
+    return [a for a, c in moves if abs(c - here) < TOL]
 
 
 def is_optimal_path(layout: Layout, path: Sequence[Cell]) -> bool:
