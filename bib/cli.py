@@ -1,19 +1,27 @@
 """The ``bib`` command: one Typer app whose subcommands live in ``bib/commands/<area>.py``.
 
 The CLI is thin: each command parses its arguments, calls the library and prints. Bad input
-raises :class:`bib.errors.BibInputError` anywhere below; :func:`main` turns it into one line on
-stderr and exit code 2, with no traceback.
+raises :class:`bib.errors.BibInputError` anywhere below; :func:`main` turns it (and a usage error
+of the parser) into one line on stderr and exit code 2, with no traceback. Ctrl-C exits 130 with
+a one-line note; SIGTERM unwinds like an exception, so temporary outputs are removed. The
+convention every command follows is docs/cli.md.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
+import signal
 import sys
 
 import typer
+from typer import _click
 
+from bib import __version__
 from bib.errors import BibInputError
+
+INTERRUPTED = "bib: interrupted; rerun the same command to resume"
 
 app = typer.Typer(
     name="bib",
@@ -22,7 +30,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"max_content_width": 120},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"bib {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the bib version and exit."),
+) -> None:
+    """Violation-of-expectation benchmark suite: stimuli, observers, MEG, reflection, agency, analysis.
+
+    Conventions of every command: docs/cli.md (inputs positional, --out a folder, exit 2 on bad input).
+    """
+
 
 # Each area module defines ``register(app)``; add a line here when an area gains commands.
 AREAS = [
@@ -40,17 +67,55 @@ for _name in AREAS:
     importlib.import_module(_name).register(app)
 
 
+def _short_helps(command: _click.Command) -> None:
+    """Give every subcommand its whole first paragraph as short help, so `bib --help` wraps it
+    instead of cutting it with "..." (recursively through groups)."""
+    for sub in getattr(command, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = inspect.cleandoc(sub.help).split("\n\n")[0].replace("\n", " ")
+        _short_helps(sub)
+
+
+def command() -> _click.Command:
+    """The click command tree of ``bib`` (what :func:`main` runs; tests walk it)."""
+    root = typer.main.get_command(app)
+    _short_helps(root)
+    return root
+
+
+def _terminate(signum: int, frame: object) -> None:  # noqa: ARG001
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``bib`` console script."""
+    from bib.io import set_command_line
+
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    args = sys.argv[1:] if argv is None else list(argv)
+    set_command_line(["bib", *args])
+    previous = signal.getsignal(signal.SIGTERM)
     try:
-        app(args=argv, prog_name="bib")
+        signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        code = command().main(args=args, prog_name="bib", standalone_mode=False)
     except BibInputError as exc:
         print(f"bib: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("bib: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except _click.exceptions.UsageError as exc:
+        where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+        print(f"bib: error: {exc.format_message()}{where}", file=sys.stderr)
+        sys.exit(2)
+    except (KeyboardInterrupt, _click.exceptions.Abort):
+        code = 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if code == 130:
+        print(INTERRUPTED, file=sys.stderr)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -82,3 +82,206 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+# --- Output folders: check before work, build in a temporary sibling, rename at the end ---------------
+
+PROVENANCE = "provenance.json"
+"""Written beside every output folder's main result: argv, version, git commit, Python, platform, times."""
+
+_ARGV: list[str] | None = None
+
+
+def set_command_line(argv: list[str]) -> None:
+    """Record the command line for provenance (the CLI calls this with ``["bib", *args]``)."""
+    global _ARGV
+    _ARGV = list(argv)
+
+
+def _git_commit() -> dict[str, object] | None:
+    """The commit of the checkout ``bib`` runs from (and whether tracked files differ), or None."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": dirty}
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def provenance(job: dict[str, object] | None = None, started: str | None = None) -> dict[str, object]:
+    """The provenance record of this run (see :data:`PROVENANCE`)."""
+    import platform
+    import sys
+
+    from bib import __version__
+
+    git = _git_commit()
+    return {
+        "argv": list(_ARGV) if _ARGV is not None else list(sys.argv),
+        "job": job or {},
+        "bib_version": __version__,
+        "git_commit": git["commit"] if git else None,
+        "git_dirty": git["dirty"] if git else None,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "started": started or _now(),
+        "finished": _now(),
+    }
+
+
+def write_provenance(folder: str | os.PathLike[str], job: dict[str, object] | None = None,
+                     started: str | None = None) -> Path:
+    """Write ``folder/provenance.json`` atomically and return its path."""
+    import json
+
+    path = Path(folder) / PROVENANCE
+    atomic_write_text(path, json.dumps(provenance(job, started), indent=2) + "\n")
+    return path
+
+
+def read_provenance(folder: str | os.PathLike[str]) -> dict[str, object] | None:
+    """``folder/provenance.json`` as a dict, or None when absent or unreadable."""
+    import json
+
+    try:
+        doc = json.loads((Path(folder) / PROVENANCE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _writable_ancestor(path: Path) -> None:
+    """Raise BibInputError unless the nearest existing ancestor of ``path`` is a writable folder."""
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise BibInputError(f"{path}: cannot create the output folder ({parent} is a file)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BibInputError(f"{path}: cannot create the output folder ({parent} is not writable)")
+
+
+def _describe(doc: dict[str, object]) -> str:
+    argv = doc.get("argv")
+    if isinstance(argv, list) and argv:
+        import shlex
+
+        return "`" + " ".join(shlex.quote(str(a)) for a in argv) + "`"
+    return "another job"
+
+
+class OutputFolder:
+    """An output folder checked before the work and written atomically (issue 17, docs/cli.md).
+
+    Constructing it checks everything that can be checked before the work: ``out`` is not a file,
+    it (or the folder that will hold it) is writable, and an existing non-empty ``out`` holds the
+    output of the same job (its ``provenance.json`` records the same ``job``) unless ``force``.
+    Nothing is written by the constructor.
+
+    Used as a context manager it yields the folder to write into:
+
+    * by default a temporary sibling ``.<name>.tmp-<pid>``, renamed over ``out`` when the body
+      succeeds (with ``provenance.json`` inside) and removed when it fails, so a failed or
+      interrupted run leaves ``out`` as it was;
+    * with ``resume=True``, ``out`` itself (long jobs that keep finished units and redo only the
+      rest); ``provenance.json`` is written when the body succeeds.
+
+    Args:
+        out: the ``--out`` folder.
+        job: what identifies the output (e.g. ``{"command": "score", "observer": ..., "set": ...}``);
+            rerunning the same job replaces (or resumes) it, another job's folder is refused.
+        force: replace whatever ``out`` holds.
+        resume: write in place (see above).
+        option: the option's name for messages.
+    """
+
+    def __init__(self, out: str | os.PathLike[str], job: dict[str, object], *, force: bool = False,
+                 resume: bool = False, option: str = "--out") -> None:
+        self.path = Path(out)
+        self.job = {k: _plain(v) for k, v in job.items()}
+        self.force = force
+        self.resume = resume
+        self.tmp: Path | None = None
+        self.started = _now()
+        self.existing = read_provenance(self.path) if self.path.is_dir() else None
+        p = self.path
+        if p.exists() and not p.is_dir():
+            raise BibInputError(f"{p}: exists and is a file; {option} names a folder")
+        if p.is_dir():
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise BibInputError(f"{p}: output folder is not writable")
+            if not resume and not os.access(p.parent if str(p.parent) else Path("."), os.W_OK | os.X_OK):
+                raise BibInputError(f"{p}: cannot replace the output folder ({p.parent} is not writable)")
+            if not force and any(p.iterdir()):
+                self.check_same_job(self.existing)
+        else:
+            _writable_ancestor(p)
+
+    def check_same_job(self, doc: dict[str, object] | None) -> None:
+        """Raise BibInputError unless ``doc`` (an existing provenance record) is of this job."""
+        if doc is None:
+            raise BibInputError(f"{self.path}: folder holds files not written by bib; "
+                                "use --force to replace it, or choose another --out")
+        if doc.get("job") != self.job:
+            raise BibInputError(f"{self.path}: folder holds the output of {_describe(doc)}; "
+                                "use --force to replace it, or choose another --out")
+
+    def __enter__(self) -> Path:
+        if self.resume:
+            if self.force and self.path.is_dir():
+                import shutil
+
+                shutil.rmtree(self.path)
+            return ensure_dir(self.path)
+        parent = ensure_dir(self.path.parent if str(self.path.parent) else Path("."))
+        self.tmp = parent / f".{self.path.name}.tmp-{os.getpid()}"
+        if self.tmp.exists():
+            import shutil
+
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir()
+        return self.tmp
+
+    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+        import shutil
+
+        if exc_type is not None:
+            if self.tmp is not None:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+            return
+        if self.resume:
+            write_provenance(self.path, self.job, self.started)
+            return
+        assert self.tmp is not None
+        write_provenance(self.tmp, self.job, self.started)
+        if self.path.exists():
+            old = self.path.parent / f".{self.path.name}.old-{os.getpid()}"
+            os.replace(self.path, old)
+            os.replace(self.tmp, self.path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(self.tmp, self.path)
+
+
+def _plain(value: object) -> object:
+    """JSON-comparable form of a job value (paths as absolute strings, tuples as lists)."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(Path(value).resolve())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value

@@ -7,8 +7,12 @@ the same for any worker count. Functions and items must be picklable (module-lev
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -20,10 +24,44 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies, whatever ends the parent (even SIGKILL).
+
+    Linux only (``prctl(PR_SET_PDEATHSIG)``); a no-op elsewhere. Called in each worker process,
+    in the forkserver (see :mod:`bib._lifeline`) and, as a ``preexec_fn``, in ffmpeg children, so
+    that killing ``bib`` leaves no descendant behind (issue 17). The signal follows the parent
+    *thread* that started the process, so pools are started from the main thread.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        return
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker_init() -> None:
+    die_with_parent()
+    # Ctrl-C goes to the whole process group; the parent handles it and shuts the pool down.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _context() -> multiprocessing.context.BaseContext:
-    # forkserver children start from a clean process (no torch threads inherited); spawn elsewhere.
-    method = "forkserver" if sys.platform.startswith("linux") else "spawn"
-    return multiprocessing.get_context(method)
+    """forkserver on Linux from the main thread (children start from a clean process, no torch threads
+    inherited), spawn elsewhere. The forkserver preloads :mod:`bib._lifeline`, which ties its life to
+    this process.
+    """
+    if sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["__main__", "bib._lifeline"])
+        return ctx
+    return multiprocessing.get_context("spawn")
 
 
 def map_ordered(
@@ -58,8 +96,24 @@ def map_ordered(
         for item in items:
             yield fn(item)
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_init)
+    try:
         yield from _drain(pool.submit, fn, items, limit)
+    except BaseException:
+        # An error, Ctrl-C or an abandoned generator: stop now instead of finishing the tasks in flight.
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.is_alive():
+            p.kill()
+    for p in processes:
+        p.join(timeout=5)
 
 
 def _drain(submit: Callable[..., Any], fn: Callable[[T], R], items: Iterable[T], limit: int) -> Iterator[R]:

@@ -102,9 +102,36 @@ def write_video(
     return n
 
 
+def _ffmpeg_dies_with_parent() -> None:
+    """Make the ffmpeg children of imageio-ffmpeg die with this process (issue 17): its Popen keyword
+    arguments get a ``preexec_fn`` that keeps its own (``setpgrp``) and adds ``PR_SET_PDEATHSIG``.
+    """
+    from imageio_ffmpeg import _io
+
+    original = _io._popen_kwargs
+    if getattr(original, "bib_dies_with_parent", False):
+        return
+    from bib.parallel import die_with_parent
+
+    def popen_kwargs(prevent_sigint: bool = False) -> dict:
+        kwargs = original(prevent_sigint=prevent_sigint)
+        first = kwargs.get("preexec_fn")
+
+        def preexec() -> None:
+            if first is not None:
+                first()
+            die_with_parent()
+
+        return {**kwargs, "preexec_fn": preexec}
+
+    popen_kwargs.bib_dies_with_parent = True  # type: ignore[attr-defined]
+    _io._popen_kwargs = popen_kwargs
+
+
 def _write_h264(frames: Iterator[np.ndarray], path: Path, size: tuple[int, int], fps: int, crf: int, preset: str) -> int:
     import imageio_ffmpeg
 
+    _ffmpeg_dies_with_parent()
     writer = imageio_ffmpeg.write_frames(
         str(path),
         size,

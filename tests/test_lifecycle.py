@@ -1,0 +1,105 @@
+"""Processes die with `bib` (issue 17): SIGKILL of the parent leaves no descendant (forkserver, workers,
+resource tracker, ffmpeg); Ctrl-C exits 130 with the resume note and also leaves none."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; PR_SET_PDEATHSIG is Linux-only")
+
+BIB = str(Path(sys.executable).with_name("bib"))
+
+
+def _ppid_map() -> dict[int, int]:
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            out[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def descendants(pid: int) -> set[int]:
+    parents = _ppid_map()
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, pp in parents.items() if pp == p} - found
+        found |= kids
+        todo += kids
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def start_generate(out: Path) -> tuple[subprocess.Popen, set[int]]:
+    """Start `bib generate --workers 2 --video` and wait until ffmpeg children run; return the
+    process and its descendants at that moment."""
+    env = dict(os.environ, BIB_NO_PROGRESS="1")
+    proc = subprocess.Popen([BIB, "generate", "--task", "single-object", "--n", "400", "--workers", "2", "--video",
+                             "--out", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = descendants(proc.pid)
+        if any("ffmpeg" in cmdline(p) for p in found) and len(found) >= 4:
+            return proc, found
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"no ffmpeg worker child appeared: {proc.communicate()[1][-2000:]}")
+
+
+def survivors(pids: set[int], seconds: float) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    left = [f"{p}: {cmdline(p)[:100]}" for p in pids if alive(p)]
+    for p in pids:
+        if alive(p):
+            os.kill(p, signal.SIGKILL)
+    return left
+
+
+def test_sigkill_of_bib_leaves_no_descendant(tmp_path):
+    proc, kids = start_generate(tmp_path / "set")
+    names = " ".join(cmdline(p) for p in kids)
+    assert "forkserver" in names and "ffmpeg" in names
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert survivors(kids, 5.0) == []
+
+
+def test_ctrl_c_exits_130_with_the_resume_note_and_leaves_no_descendant(tmp_path):
+    proc, kids = start_generate(tmp_path / "set")
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "bib: interrupted; rerun the same command to resume"
+    assert "Traceback" not in err
+    assert survivors(kids, 5.0) == []
