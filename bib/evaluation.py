@@ -22,6 +22,7 @@ import numpy as np
 
 from bib.errors import BibInputError
 from bib.io import atomic_open, atomic_write_text
+from bib.resources import resource
 from bib.results import Result, markdown_table
 from bib.tasks import conditions, families, table_order
 
@@ -455,7 +456,8 @@ def surprise_by_episode(
 # ---------------------------------------------------------------- leaderboard
 
 
-ANCHORS = Path(__file__).resolve().parent.parent / "data" / "published" / "voe_anchors.csv"
+ANCHORS = resource("published/voe_anchors.csv")
+"""The published accuracies shipped with the package (``data/published/voe_anchors.csv`` in a checkout)."""
 TABLE_COLUMNS = ["observer", "condition", "accuracy", "ci_low", "ci_high", "n_pairs", "readout", "stimuli", "command"]
 """Columns of an "ours" table (``baselines/results.csv``): accuracy in [0, 1], one row per observer and condition."""
 

@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bib.analysis.pilot import DEFAULT_PILOT
 from bib.cli import main
+from bib.resources import resource
 
-ROOT = DEFAULT_PILOT.parents[2]
-EXAMPLE = ROOT / "data" / "looking_times" / "example.csv"
-SPEC = ROOT / "analysis" / "infant-pilot.toml"
+EXAMPLE = resource("looking_times/example.csv")
+SPEC = resource("analysis/infant-pilot.toml")
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

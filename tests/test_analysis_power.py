@@ -12,14 +12,14 @@ from bib.analysis import power as power_mod
 from bib.analysis.analyze import analyze
 from bib.analysis.example import simulate_example
 from bib.analysis.importers import read_looking_times
-from bib.analysis.pilot import DEFAULT_PILOT, load_pilot, pilot_task
+from bib.analysis.pilot import load_pilot, pilot_task
 from bib.analysis.power import parse_effect, parse_ns, simulate_studies, summarize_power
 from bib.analysis.spec import load_spec
 from bib.errors import BibInputError
+from bib.resources import resource
 
-ROOT = DEFAULT_PILOT.parents[2]
-EXAMPLE = ROOT / "data" / "looking_times" / "example.csv"
-SPEC = ROOT / "analysis" / "infant-pilot.toml"
+EXAMPLE = resource("looking_times/example.csv")
+SPEC = resource("analysis/infant-pilot.toml")
 
 
 def test_published_numbers() -> None:

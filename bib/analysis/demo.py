@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bib.analysis.pilot import DEFAULT_PILOT
+from bib.resources import resource
 
-ROOT = DEFAULT_PILOT.parents[2]
-EXAMPLE = ROOT / "data" / "looking_times" / "example.csv"
-SPEC = ROOT / "analysis" / "infant-pilot.toml"
+EXAMPLE = resource("looking_times/example.csv")
+SPEC = resource("analysis/infant-pilot.toml")
 
 
 def run(out: Path) -> None:

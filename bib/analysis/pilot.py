@@ -21,9 +21,10 @@ import pandas as pd
 from scipy import stats
 
 from bib.errors import BibInputError
+from bib.resources import resource
 
-#: The committed CSV of the published summaries (in the source tree, beside ``bib/``).
-DEFAULT_PILOT = Path(__file__).resolve().parents[2] / "data" / "published" / "infant_pilot.csv"
+#: The CSV of the published summaries shipped with the package (``data/published/`` in a checkout).
+DEFAULT_PILOT = resource("published/infant_pilot.csv")
 PILOT_COLUMNS = ("task", "n", "beta", "p", "mean_expected", "se_expected", "mean_unexpected", "se_unexpected")
 
 
