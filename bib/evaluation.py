@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.io import atomic_open, atomic_write_text
+from bib.io import atomic_open, atomic_write_bytes, atomic_write_text
 from bib.resources import resource
 from bib.results import Result, markdown_table
 from bib.tasks import conditions, families, table_order
@@ -39,13 +39,20 @@ N_BOOTSTRAP = 2000
 
 @dataclass(frozen=True)
 class EpisodeRef:
-    """One episode of a set, as far as evaluation needs it (no trials)."""
+    """One episode of a set, as far as evaluation needs it (no trials).
+
+    ``twin_id``, ``difficulty`` and ``variant`` come from the manifest columns of the same names
+    when a set has them (controlled sets, issue 12); None otherwise.
+    """
 
     id: str
     pair_id: str | None
     condition: str
     outcome: str
     path: Path
+    twin_id: str | None = None
+    difficulty: float | None = None
+    variant: str | None = None
 
 
 @dataclass
@@ -83,9 +90,23 @@ def _manifest_refs(manifest: Path) -> list[EpisodeRef]:
     if manifest.name != "manifest.csv":
         raise BibInputError(f"{manifest}: a manifest must be named manifest.csv")
     return [
-        EpisodeRef(r["episode_id"], r["pair_id"] or None, r["condition"], r["outcome"], root / r["episode_path"])
+        EpisodeRef(r["episode_id"], r["pair_id"] or None, r["condition"], r["outcome"], root / r["episode_path"],
+                   twin_id=r.get("twin_id") or None, difficulty=_difficulty(manifest, r), variant=r.get("variant") or None)
         for r in read_manifest(root, strict=True)
     ]
+
+
+def _difficulty(manifest: Path, row: Mapping[str, str]) -> float | None:
+    raw = (row.get("difficulty") or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BibInputError(f"{manifest}: episode {row['episode_id']!r}: field 'difficulty': {raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise BibInputError(f"{manifest}: episode {row['episode_id']!r}: field 'difficulty': {raw!r} is not finite")
+    return value
 
 
 def _json_ref(path: Path) -> EpisodeRef:
@@ -344,19 +365,160 @@ def pair_up(refs: Sequence[EpisodeRef]) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+def order_conditions(names: Iterable[str]) -> list[str]:
+    """``names`` in BIB's table order (registered conditions first, then the others sorted)."""
+    have = set(names)
+    known = conditions()
+    return [c for c in known if c in have] + sorted(have - set(known))
+
+
 def evaluate(
     refs: Sequence[EpisodeRef], surprise: Mapping[str, float], seed: int = 0, n_boot: int = N_BOOTSTRAP
 ) -> dict[str, ConditionResult]:
     """Pairwise accuracy with a bootstrap 95% CI per condition (BIB's conditions first, in table order)."""
     pairs = pair_up(refs)
-    known = conditions()
-    order = [c for c in known if c in pairs] + sorted(c for c in pairs if c not in known)
     out = {}
-    for cond in order:
+    for cond in order_conditions(pairs):
         scores = np.array([pair_score(surprise[e], surprise[u]) for e, u in pairs[cond]])
         lo, hi = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
         out[cond] = ConditionResult(cond, float(scores.mean()), lo, hi, int(scores.size), int((scores == 0.5).sum()))
     return out
+
+
+# ---------------------------------------------------------------- difficulty bins
+
+DIFFICULTY_EDGES: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, math.inf)
+"""Bin edges of a pair's ``difficulty`` (manifest column: the excess path cost of its deviation, in
+cells): ``[0, 0.5), [0.5, 1), ..., [3, 5), [5, inf)``. Fixed, so curves of different observers and
+sets line up; a larger excess cost is an easier pair (the accuracy of a good observer rises)."""
+
+
+def difficulty_label(lo: float, hi: float) -> str:
+    """``"0.5-1"`` for the bin [0.5, 1), ``">=5"`` for [5, inf)."""
+    return f">={lo:g}" if math.isinf(hi) else f"{lo:g}-{hi:g}"
+
+
+DIFFICULTY_BINS: tuple[str, ...] = tuple(
+    difficulty_label(lo, hi) for lo, hi in zip(DIFFICULTY_EDGES, DIFFICULTY_EDGES[1:])
+)
+"""Bin labels in order."""
+
+
+def difficulty_bin(value: float) -> str:
+    """The label of the bin holding ``value`` (values below 0 go to the first bin)."""
+    for lo, hi, label in zip(DIFFICULTY_EDGES[1:-1], DIFFICULTY_EDGES[2:], DIFFICULTY_BINS[1:]):
+        if lo <= value < hi:
+            return label
+    return DIFFICULTY_BINS[0] if value < DIFFICULTY_EDGES[1] else DIFFICULTY_BINS[-1]
+
+
+def pair_difficulties(refs: Sequence[EpisodeRef]) -> dict[tuple[str, str], float]:
+    """``{(expected id, unexpected id): difficulty}`` of the pairs that have one (the unexpected row's, else the expected's)."""
+    by_id = {r.id: r for r in refs}
+    out = {}
+    for pairs in pair_up(refs).values():
+        for e, u in pairs:
+            value = by_id[u].difficulty if by_id[u].difficulty is not None else by_id[e].difficulty
+            if value is not None:
+                out[(e, u)] = value
+    return out
+
+
+def evaluate_difficulty(
+    refs: Sequence[EpisodeRef], surprise: Mapping[str, float], seed: int = 0, n_boot: int = N_BOOTSTRAP
+) -> dict[str, dict[str, ConditionResult]]:
+    """Pairwise accuracy per difficulty bin: ``{"all": {bin: result}, condition: {bin: result}, ...}``.
+
+    Only pairs with a ``difficulty`` count; only bins holding pairs appear, in bin order. ``all``
+    pools the conditions (each pair once). Empty when no pair has a difficulty.
+    """
+    diff = pair_difficulties(refs)
+    if not diff:
+        return {}
+    cond_of = {(e, u): c for c, pairs in pair_up(refs).items() for e, u in pairs}
+    groups: dict[str, dict[str, list[float]]] = {}
+    for (e, u), value in diff.items():
+        score = pair_score(surprise[e], surprise[u])
+        label = difficulty_bin(value)
+        for key in ("all", cond_of[(e, u)]):
+            groups.setdefault(key, {}).setdefault(label, []).append(score)
+    order = ["all", *order_conditions(set(groups) - {"all"})]
+    out: dict[str, dict[str, ConditionResult]] = {}
+    for key in order:
+        out[key] = {}
+        for label in DIFFICULTY_BINS:
+            if label in groups[key]:
+                scores = np.asarray(groups[key][label])
+                lo, hi = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
+                out[key][label] = ConditionResult(key, float(scores.mean()), lo, hi, int(scores.size),
+                                                  int((scores == 0.5).sum()))
+    return out
+
+
+def _result_json(r: ConditionResult) -> dict[str, object]:
+    return {"accuracy": r.accuracy, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pairs": r.n_pairs, "n_ties": r.n_ties}
+
+
+def difficulty_json(by_bin: Mapping[str, Mapping[str, ConditionResult]]) -> dict[str, object]:
+    """``{"edges", "bins", "groups": {"all" | condition: {bin: {"accuracy", "ci_low", "ci_high", "n_pairs", "n_ties"}}}}``."""
+    return {
+        "edges": [e if math.isfinite(e) else None for e in DIFFICULTY_EDGES],
+        "bins": list(DIFFICULTY_BINS),
+        "groups": {k: {b: _result_json(r) for b, r in v.items()} for k, v in by_bin.items()},
+    }
+
+
+def plot_difficulty(difficulty: Mapping[str, object], out_dir: str | os.PathLike[str], title: str) -> list[Path]:
+    """Accuracy per difficulty bin (all conditions pooled, with 95% CI bars, and each condition) as SVG and PNG.
+
+    Args:
+        difficulty: a :func:`difficulty_json` object.
+        out_dir: folder to write ``difficulty.svg`` and ``difficulty.png`` into (atomically).
+        title: the plot title (e.g. the observer and the set).
+
+    Returns:
+        The two paths written.
+    """
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bins = list(difficulty["bins"])  # type: ignore[arg-type]
+    groups: Mapping[str, Mapping[str, Mapping[str, float]]] = difficulty["groups"]  # type: ignore[assignment]
+    with plt.rc_context({"svg.hashsalt": "bib", "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        for key, per_bin in groups.items():
+            xs = [bins.index(b) for b in per_bin]
+            ys = [100 * v["accuracy"] for v in per_bin.values()]
+            if key == "all":
+                err = [[100 * (v["accuracy"] - v["ci_low"]) for v in per_bin.values()],
+                       [100 * (v["ci_high"] - v["accuracy"]) for v in per_bin.values()]]
+                ax.errorbar(xs, ys, yerr=err, color="black", linewidth=2.2, marker="o", capsize=3,
+                            label="all conditions (95% CI)", zorder=3)
+            else:
+                ax.plot(xs, ys, marker=".", linewidth=1, alpha=0.8, label=key)
+        ax.axhline(50, color="grey", linestyle="--", linewidth=1)
+        ax.set_xticks(range(len(bins)), bins)
+        ax.set_xlim(-0.5, len(bins) - 0.5)
+        ax.set_ylim(0, 102)
+        ax.set_xlabel("difficulty: excess path cost of the deviation (cells)")
+        ax.set_ylabel("pairwise accuracy (%)")
+        ax.set_title(title)
+        ax.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        out = Path(out_dir)
+        paths = []
+        for fmt, meta in (("svg", {"Date": None}), ("png", {"Software": None})):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=fmt, metadata=meta, dpi=120)
+            path = out / f"difficulty.{fmt}"
+            atomic_write_bytes(path, buf.getvalue())
+            paths.append(path)
+        plt.close(fig)
+    return paths
 
 
 def family_averages(results: Mapping[str, ConditionResult]) -> dict[str, float]:
@@ -373,10 +535,7 @@ def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, *
     return {
         "readout": readout_name,
         "tie_rule": "a tie counts 0.5",
-        "conditions": {
-            c: {"accuracy": r.accuracy, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pairs": r.n_pairs, "n_ties": r.n_ties}
-            for c, r in results.items()
-        },
+        "conditions": {c: _result_json(r) for c, r in results.items()},
         "averages": family_averages(results),
         **extra,
     }

@@ -15,11 +15,16 @@ from bib.errors import BibInputError
 from bib.evaluation import (
     EpisodeRef,
     EpisodeSet,
+    DIFFICULTY_BINS,
     bootstrap_ci,
+    difficulty_bin,
+    difficulty_json,
     evaluate,
+    evaluate_difficulty,
     family_averages,
     leaderboard,
     pair_score,
+    plot_difficulty,
     read_anchors,
     read_results,
     read_steps,
@@ -78,6 +83,55 @@ def test_family_averages_are_unweighted_means() -> None:
     s["efficiency-path-1-expected"] = 5.0  # one wrong path pair -> 0.5
     avg = family_averages(evaluate(r, s))
     assert avg == {"efficiency": pytest.approx((0.5 + 1.0 + 1.0) / 3)}
+
+
+def test_difficulty_bins() -> None:
+    assert DIFFICULTY_BINS == ("0-0.5", "0.5-1", "1-1.5", "1.5-2", "2-3", "3-5", ">=5")
+    cases = {-1.0: "0-0.5", 0.0: "0-0.5", 0.4: "0-0.5", 0.5: "0.5-1", 1.99: "1.5-2", 2.0: "2-3", 4.99: "3-5",
+             5.0: ">=5", 100.0: ">=5"}
+    for value, label in cases.items():
+        assert difficulty_bin(value) == label, value
+
+
+def test_accuracy_per_difficulty_bin_by_hand() -> None:
+    def pair(cond: str, i: int, difficulty: float | None) -> list[EpisodeRef]:
+        return [EpisodeRef(f"{cond}-{i}-{o}", f"{cond}-{i}", cond, o, Path("x"),
+                           difficulty=difficulty if o == "unexpected" else None) for o in ("expected", "unexpected")]
+
+    r = (pair("efficiency-path", 0, 0.4) + pair("efficiency-path", 1, 0.45) + pair("efficiency-path", 2, 2.5)
+         + pair("instrumental-blocking", 0, 0.3) + pair("instrumental-blocking", 1, None))
+    s = {x.id: 1.0 for x in r}
+    s["efficiency-path-0-unexpected"] = 2.0  # right
+    s["efficiency-path-1-unexpected"] = 0.0  # wrong
+    s["efficiency-path-2-unexpected"] = 3.0  # right
+    # instrumental-blocking-0 is a tie (0.5); pair 1 has no difficulty and is left out
+    got = evaluate_difficulty(r, s, n_boot=200)
+    assert list(got) == ["all", "efficiency-path", "instrumental-blocking"]
+    assert list(got["all"]) == ["0-0.5", "2-3"]
+    assert got["all"]["0-0.5"].accuracy == pytest.approx((1 + 0 + 0.5) / 3) and got["all"]["0-0.5"].n_pairs == 3
+    assert got["all"]["0-0.5"].n_ties == 1
+    assert got["all"]["2-3"].accuracy == 1.0 and got["all"]["2-3"].n_pairs == 1
+    assert got["efficiency-path"]["0-0.5"].accuracy == 0.5
+    assert got["instrumental-blocking"]["0-0.5"].accuracy == 0.5
+    assert evaluate_difficulty(refs("preference", 2), {x.id: 0.0 for x in refs("preference", 2)}) == {}
+    doc = difficulty_json(got)
+    assert doc["edges"][-1] is None and doc["bins"] == list(DIFFICULTY_BINS)
+    assert doc["groups"]["all"]["2-3"] == {"accuracy": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n_pairs": 1, "n_ties": 0}
+
+
+def test_difficulty_plot_is_written_and_deterministic(tmp_path: Path) -> None:
+    r = [EpisodeRef(f"efficiency-path-{i}-{o}", f"efficiency-path-{i}", "efficiency-path", o, Path("x"),
+                    difficulty=0.25 * i) for i in range(12) for o in ("expected", "unexpected")]
+    s = {x.id: (0.0 if x.outcome == "expected" else float(x.id.split("-")[2])) for x in r}
+    doc = difficulty_json(evaluate_difficulty(r, s, n_boot=100))
+    paths = plot_difficulty(doc, tmp_path, "test")
+    assert [p.name for p in paths] == ["difficulty.svg", "difficulty.png"]
+    svg = (tmp_path / "difficulty.svg").read_bytes()
+    assert svg.startswith(b"<?xml") and b"pairwise accuracy" in svg
+    assert (tmp_path / "difficulty.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (tmp_path / "again").mkdir()
+    plot_difficulty(doc, tmp_path / "again", "test")
+    assert (tmp_path / "again" / "difficulty.svg").read_bytes() == svg
 
 
 def test_pairing_errors() -> None:
@@ -157,6 +211,11 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert set(doc["conditions"]) == {"preference", "instrumental-blocking"}
     for v in doc["conditions"].values():
         assert set(v) >= {"accuracy", "ci_low", "ci_high", "n_pairs"} and v["n_pairs"] == 3
+    res = runner.invoke(app, ["evaluate", "--episodes", str(out), "--results", str(results), "--out",
+                              str(tmp_path / "ev")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["conditions"] == doc["conditions"]
+    assert not (tmp_path / "ev" / "difficulty.svg").exists()  # these pairs have no difficulty
     res = runner.invoke(app, ["evaluate", "--episodes", str(out / "preference" / "manifest.csv"),
                               "--results", str(results), "--readout", "mean"])
     assert res.exit_code != 0  # the results hold instrumental episodes the manifest does not

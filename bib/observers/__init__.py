@@ -1,7 +1,8 @@
 """VOE observers behind one protocol (``fit`` / per-step ``surprise``) and a registry of names.
 
-Built in: ``random``, ``closest-object`` (heuristics) and ``inverse-planner`` (Bayesian inverse
-planning). Learned observers (``bc-mlp``, ``bc-rnn``, ``video-rnn``) register themselves from their
+Built in: ``random``, ``closest-object`` (heuristics), ``inverse-planner`` (Bayesian inverse
+planning) and the shortcut battery ``test-only``, ``novelty``, ``familiarity``, ``path-length`` and
+``single-feature`` (:mod:`bib.observers.shortcuts`, run together by ``bib audit``). Learned observers (``bc-mlp``, ``bc-rnn``, ``video-rnn``) register themselves from their
 own modules, which the registry imports on demand (see :data:`registry.PLUGIN_MODULES`).
 """
 
@@ -28,6 +29,33 @@ register_observer(
     "inverse-planner",
     "bib.observers.inverse_planning:make_inverse_planner",
     description="Bayesian inverse planning: posterior over preferred object and beta, -log predictive of each move",
+)
+register_observer(
+    "test-only",
+    "bib.observers.shortcuts:make_test_only",
+    description="shortcut: the inverse planner given only the test trial (uniform goal and beta priors)",
+)
+register_observer(
+    "novelty",
+    "bib.observers.shortcuts:make_novelty",
+    description="shortcut: a step's distance to the nearest familiarization state (novel = surprising)",
+)
+register_observer(
+    "familiarity",
+    "bib.observers.shortcuts:make_familiarity",
+    description="shortcut: how much the test looks like the familiarization (familiar = surprising)",
+)
+register_observer(
+    "path-length",
+    "bib.observers.shortcuts:make_path_length",
+    description="shortcut: the path cost walked so far (a long path is surprising)",
+)
+register_observer(
+    "single-feature",
+    "bib.observers.shortcuts:make_single_feature",
+    needs_checkpoint=True,
+    description="shortcut: the best single episode feature per condition (fit: single-feature.json from `bib audit`)",
+    checkpoint_hint="the fit single-feature.json that `bib audit SET --out DIR` writes",
 )
 
 __all__ = [

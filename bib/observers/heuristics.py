@@ -69,17 +69,18 @@ class ClosestObjectObserver(BaseObserver):
 
 def make_random(checkpoint: Path | None = None, seed: int = 0) -> RandomObserver:
     """Factory for ``random`` (takes no checkpoint)."""
-    _no_checkpoint("random", checkpoint)
+    no_checkpoint("random", checkpoint)
     return RandomObserver(seed=seed)
 
 
 def make_closest_object(checkpoint: Path | None = None) -> ClosestObjectObserver:
     """Factory for ``closest-object`` (takes no checkpoint)."""
-    _no_checkpoint("closest-object", checkpoint)
+    no_checkpoint("closest-object", checkpoint)
     return ClosestObjectObserver()
 
 
-def _no_checkpoint(name: str, checkpoint: Path | None) -> None:
+def no_checkpoint(name: str, checkpoint: Path | None) -> None:
+    """Refuse a checkpoint given to an observer that takes none."""
     if checkpoint is not None:
         from bib.errors import BibInputError
 

@@ -34,12 +34,15 @@ class ObserverSpec:
         factory: ``factory(checkpoint, **config) -> Observer``, or ``"module:attr"`` imported on use.
         needs_checkpoint: True for learned observers that must be trained first (``bib train``).
         description: one line shown by listings.
+        checkpoint_hint: how to make the checkpoint, for the "needs --checkpoint" message
+            (default: train one with ``bib train``).
     """
 
     name: str
     factory: Factory | str
     needs_checkpoint: bool = False
     description: str = ""
+    checkpoint_hint: str = ""
 
     def resolve(self) -> Factory:
         """The factory callable (imports ``module:attr`` factories)."""
@@ -59,6 +62,7 @@ def register_observer(
     *,
     needs_checkpoint: bool = False,
     description: str = "",
+    checkpoint_hint: str = "",
 ) -> ObserverSpec:
     """Register an observer factory under ``name``.
 
@@ -67,11 +71,12 @@ def register_observer(
         factory: ``factory(checkpoint: Path | None, **config) -> Observer`` or ``"module:attr"``.
         needs_checkpoint: the observer cannot run without ``checkpoint``.
         description: a one-line summary.
+        checkpoint_hint: how to make the checkpoint (shown when it is missing).
 
     Raises:
         ValueError: when ``name`` is already registered with a different factory.
     """
-    spec = ObserverSpec(name, factory, needs_checkpoint, description)
+    spec = ObserverSpec(name, factory, needs_checkpoint, description, checkpoint_hint)
     old = _REGISTRY.get(name)
     if old is not None and old != spec:
         raise ValueError(f"observer {name!r} is registered twice")
@@ -124,7 +129,8 @@ def make_observer(name: str, checkpoint: str | Path | None = None, **config: Any
     spec = get_observer_spec(name)
     ckpt = None if checkpoint is None else Path(checkpoint)
     if spec.needs_checkpoint and ckpt is None:
-        raise BibInputError(f"observer {name!r} needs --checkpoint (train one with `bib train --observer {name}`)")
+        hint = spec.checkpoint_hint or f"train one with `bib train --observer {name}`"
+        raise BibInputError(f"observer {name!r} needs --checkpoint ({hint})")
     if ckpt is not None and not ckpt.exists():
         raise BibInputError(f"{ckpt}: checkpoint not found")
     factory = spec.resolve()

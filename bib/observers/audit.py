@@ -1,0 +1,407 @@
+"""``bib audit SET``: run the shortcut battery on a VOE set and flag every condition a shortcut can pass.
+
+Every shortcut of :data:`bib.observers.shortcuts.SHORTCUTS` scores every pair (max readout, a tie
+counts 0.5). ``single-feature`` is fit per condition on one half of the pairs and scored on the
+other half only (:func:`split_pairs`). A cell of the table is
+
+- ``ok`` when the accuracy is within 50 +- 10 points (:data:`BAND`);
+- ``FAIL`` when it is outside: above 60% the shortcut passes the condition, below 40% the same
+  cue read the other way round does;
+- ``exempt`` when it is outside but the cue it reads is one the condition is allowed to be decided
+  by (:data:`EXEMPT`): the efficiency of the test path in efficiency path/time and in
+  instrumental-blocking (they test the efficiency principle itself), the familiarization's barrier
+  in efficiency-irrational and the agent's identity in multi-agent (their own manipulations).
+  Perceptual cues (path length, counts, what is where) and novelty are never exempt there.
+
+The audit writes ``audit.json`` (:data:`SCHEMA`, documented in docs/observers.md), ``audit.md``
+and ``single-feature.json`` (the fit, usable as ``bib score single-feature --checkpoint``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bib.episode import Episode, load_episode
+from bib.errors import BibInputError
+from bib.evaluation import (
+    N_BOOTSTRAP,
+    ConditionResult,
+    EpisodeRef,
+    EpisodeSet,
+    difficulty_json,
+    evaluate,
+    evaluate_difficulty,
+    find_episodes,
+    order_conditions,
+    pair_up,
+    readout,
+)
+from bib.observers.base import BaseObserver
+from bib.observers.heuristics import ClosestObjectObserver
+from bib.observers.shortcuts import (
+    CUES,
+    FEATURES,
+    SHORTCUTS,
+    PathLengthObserver,
+    Stump,
+    TestOnlyObserver,
+    episode_features,
+    familiarity_of,
+    fit_stump,
+    step_novelty,
+    write_stumps,
+)
+
+SCHEMA = "bib.audit/1"
+BAND = (0.40, 0.60)
+"""A shortcut's accuracy must stay within this band (50 +- 10 points) on every condition it is not exempt on."""
+
+EFFICIENCY_REASON = "tests the efficiency principle itself"
+EXEMPT: dict[str, dict[str, str]] = {
+    "efficiency-path": {"efficiency": EFFICIENCY_REASON},
+    "efficiency-time": {"efficiency": EFFICIENCY_REASON},
+    "instrumental-blocking": {"efficiency": "tests the efficiency of fetching the key"},
+    "efficiency-irrational": {
+        "familiarization-barrier": "the familiarization's barrier is the condition's manipulation",
+        "novelty": "the familiarization's barrier (what the test looks unlike) is the condition's manipulation",
+    },
+    "multi-agent": {"agent-identity": "same vs new agent is the condition's manipulation"},
+}
+"""``{condition: {cue: reason}}``: cues a condition may be decided by (issue 12, Numbers)."""
+
+SPLIT_RULE = (
+    "pairs are grouped by twin_id (a pair without one is its own group, named by its pair_id); a group fits "
+    "single-feature when the first byte of the SHA-256 of its id is even, and is scored otherwise"
+)
+
+_BATTERY = ("closest-object", "test-only", "novelty", "familiarity", "path-length")
+"""The shortcuts scored on every pair (single-feature is scored from the features)."""
+
+_OBSERVERS: dict[str, BaseObserver] = {}
+
+
+def battery_surprise(episode: Episode) -> dict[str, np.ndarray]:
+    """Per-step surprise of every :data:`_BATTERY` shortcut (novelty is computed once for novelty and familiarity)."""
+    if not _OBSERVERS:
+        _OBSERVERS.update({"closest-object": ClosestObjectObserver(), "test-only": TestOnlyObserver(),
+                           "path-length": PathLengthObserver()})
+    novelty = step_novelty(episode)
+    out = {name: obs.surprise(episode) for name, obs in _OBSERVERS.items()}
+    out.update({"novelty": novelty, "familiarity": familiarity_of(novelty)})
+    return {name: out[name] for name in _BATTERY}
+
+
+def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Worker: ``[(episode id, max-readout surprise of each battery shortcut, features)]`` for a chunk."""
+    out = []
+    for eid, path in chunk:
+        ep = load_episode(path)
+        if ep.id != eid:
+            raise BibInputError(f"{path}: episode id is {ep.id!r}, but the manifest says {eid!r}")
+        scores = np.array([readout(s, "max") for s in battery_surprise(ep).values()])
+        out.append((ep.id, scores, episode_features(ep)))
+    return out
+
+
+def in_fit_split(group: str) -> bool:
+    """True when a twin group (its ``twin_id``, or the pair id of a pair without one) fits single-feature.
+
+    The first byte of the SHA-256 of the group id, even = fit, odd = scored: it depends on the id
+    alone, not on the order or the number of pairs, nor on any structure a generator gives its
+    unit indices (an alternating split would line up with generators that alternate layouts by
+    unit parity, as the instrumental ones do).
+    """
+    return hashlib.sha256(group.encode("utf-8")).digest()[0] % 2 == 0
+
+
+def split_pairs(refs: Sequence[EpisodeRef]) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
+    """The single-feature split: ``(fit pairs, scored pairs)``, each ``{condition: [(expected id, unexpected id)]}``.
+
+    Pairs are grouped by ``twin_id`` (a pair and its label-flipped twin stay on the same side; a
+    pair without a twin id is its own group, named by its pair id) and each group goes to the fit
+    or the scored split by :func:`in_fit_split`. The split depends only on the ids, so it is the
+    same for every run and worker count, and no scored pair is ever seen by the fit.
+    """
+    by_id = {r.id: r for r in refs}
+    fit: dict[str, list[tuple[str, str]]] = {}
+    scored: dict[str, list[tuple[str, str]]] = {}
+    for cond, pairs in pair_up(refs).items():
+        for e, u in pairs:
+            group = by_id[e].twin_id or by_id[u].twin_id or by_id[e].pair_id or e
+            (fit if in_fit_split(group) else scored).setdefault(cond, []).append((e, u))
+    return fit, scored
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One shortcut on one condition."""
+
+    result: ConditionResult
+    cue: str
+    status: str
+    reason: str | None = None
+    feature: str | None = None
+
+
+def judge(condition: str, cue: str, accuracy: float) -> tuple[str, str | None]:
+    """``("ok" | "FAIL" | "exempt", reason)`` of a shortcut reading ``cue`` with ``accuracy`` on ``condition``."""
+    lo, hi = BAND
+    if lo - 1e-12 <= accuracy <= hi + 1e-12:
+        return "ok", None
+    reason = EXEMPT.get(condition, {}).get(cue)
+    if reason is not None:
+        return "exempt", reason
+    side = f"above {100 * hi:g}%" if accuracy > hi else f"below {100 * lo:g}% (the reversed cue passes)"
+    return "FAIL", f"{cue} cue {side}"
+
+
+@dataclass
+class Audit:
+    """An audit's results (see :func:`audit_json` for the file format)."""
+
+    source: str
+    sets: list[dict[str, object]]
+    cells: dict[str, dict[str, Cell]]
+    stumps: dict[str, Stump]
+    difficulty: dict[str, dict[str, object]]
+    n_pairs: dict[str, int]
+
+    @property
+    def failures(self) -> list[tuple[str, str, Cell]]:
+        """``(condition, shortcut, cell)`` of every FAIL."""
+        return [(c, s, cell) for c, row in self.cells.items() for s, cell in row.items() if cell.status == "FAIL"]
+
+    @property
+    def passed(self) -> bool:
+        """True when no cell FAILs."""
+        return not self.failures
+
+
+def check_set(source: str | os.PathLike[str]) -> EpisodeSet:
+    """Read the set and make sure it has pairs (before any work).
+
+    Raises:
+        BibInputError: no episodes, malformed manifests, or no expected/unexpected pairs.
+    """
+    found = find_episodes(source)
+    if not pair_up(found.refs):
+        raise BibInputError(f"{source}: no expected/unexpected pairs to audit (a background set?)")
+    return found
+
+
+def features_and_scores(
+    refs: Sequence[EpisodeRef], workers: int = 1, scheduler: str | None = None, progress: bool = True, chunk: int = 32
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``({episode id: battery scores}, {episode id: features})`` of the paired episodes, in parallel."""
+    from bib.parallel import map_ordered
+    from bib.progress import track
+
+    paired = [r for r in refs if r.outcome in ("expected", "unexpected")]
+    items = [[(r.id, str(r.path)) for r in paired[i : i + chunk]] for i in range(0, len(paired), chunk)]
+    results: Iterator[list[tuple[str, np.ndarray, np.ndarray]]] = map_ordered(
+        _audit_chunk, iter(items), workers=workers, scheduler=scheduler
+    )
+    flat = (row for rows in results for row in rows)
+    if progress:
+        flat = track(flat, total=len(paired), description="auditing")
+    scores: dict[str, np.ndarray] = {}
+    feats: dict[str, np.ndarray] = {}
+    for eid, s, f in flat:
+        scores[eid], feats[eid] = s, f
+    return scores, feats
+
+
+def fit_single_feature(fit: Mapping[str, Sequence[tuple[str, str]]], features: Mapping[str, np.ndarray]) -> dict[str, Stump]:
+    """One :class:`Stump` per condition from the fit pairs' features (``features`` needs only the fit episodes)."""
+    stumps: dict[str, Stump] = {}
+    for cond, pairs in fit.items():
+        if pairs:
+            e = np.stack([features[a] for a, _ in pairs])
+            u = np.stack([features[b] for _, b in pairs])
+            stumps[cond] = fit_stump(e, u)
+    return stumps
+
+
+def run_audit(
+    found: EpisodeSet,
+    source: str,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    seed: int = 0,
+    n_boot: int = N_BOOTSTRAP,
+    progress: bool = True,
+) -> Audit:
+    """Score every pair of ``found`` with the battery, fit and score single-feature, judge every cell."""
+    scores, feats = features_and_scores(found.refs, workers=workers, scheduler=scheduler, progress=progress)
+    paired = [r for r in found.refs if r.id in scores]
+    cells: dict[str, dict[str, Cell]] = {}
+    difficulty: dict[str, dict[str, object]] = {}
+    for j, name in enumerate(_BATTERY):
+        surprise = {eid: float(s[j]) for eid, s in scores.items()}
+        for cond, res in evaluate(paired, surprise, seed=seed, n_boot=n_boot).items():
+            status, reason = judge(cond, CUES[name], res.accuracy)
+            cells.setdefault(cond, {})[name] = Cell(res, CUES[name], status, reason)
+        by_bin = evaluate_difficulty(paired, surprise, seed=seed, n_boot=n_boot)
+        if by_bin:
+            difficulty[name] = difficulty_json(by_bin)
+    fit, scored = split_pairs(paired)
+    stumps = fit_single_feature(fit, {eid: feats[eid] for pairs in fit.values() for pair in pairs for eid in pair})
+    scored_ids = {eid for pairs in scored.values() for pair in pairs for eid in pair}
+    scored_refs = [r for r in paired if r.id in scored_ids]
+    names = list(FEATURES)
+    surprise = {}
+    for r in scored_refs:
+        stump = stumps.get(r.condition)
+        surprise[r.id] = 0.0 if stump is None else stump.sign * float(feats[r.id][names.index(stump.feature)]) - stump.threshold
+    for cond, res in evaluate(scored_refs, surprise, seed=seed, n_boot=n_boot).items():
+        stump = stumps.get(cond)
+        cue = FEATURES[stump.feature].cue if stump else "perceptual"
+        status, reason = judge(cond, cue, res.accuracy)
+        cells.setdefault(cond, {})["single-feature"] = Cell(res, cue, status, reason, stump.feature if stump else None)
+    by_bin = evaluate_difficulty(scored_refs, surprise, seed=seed, n_boot=n_boot) if scored_refs else {}
+    if by_bin:
+        difficulty["single-feature"] = difficulty_json(by_bin)
+    order = order_conditions(cells)
+    n_pairs = {c: len(p) for c, p in pair_up(paired).items()}
+    return Audit(source, list(found.sets), {c: cells[c] for c in order}, stumps, difficulty, n_pairs)
+
+
+# ---------------------------------------------------------------- output
+
+
+def _num(x: float) -> float | None:
+    return None if not math.isfinite(x) else round(float(x), 6)
+
+
+def audit_json(audit: Audit) -> dict[str, object]:
+    """The ``audit.json`` object (schema :data:`SCHEMA`; keys documented in docs/observers.md)."""
+    return {
+        "schema": SCHEMA,
+        "source": audit.source,
+        "sets": audit.sets,
+        "readout": "max",
+        "tie_rule": "a tie counts 0.5",
+        "band": list(BAND),
+        "shortcuts": list(SHORTCUTS),
+        "split": SPLIT_RULE,
+        "passed": audit.passed,
+        "conditions": {
+            cond: {
+                "n_pairs": audit.n_pairs.get(cond, 0),
+                "shortcuts": {
+                    name: {
+                        "accuracy": _num(cell.result.accuracy),
+                        "ci_low": _num(cell.result.ci_low),
+                        "ci_high": _num(cell.result.ci_high),
+                        "n_pairs": cell.result.n_pairs,
+                        "n_ties": cell.result.n_ties,
+                        "cue": cell.cue,
+                        "status": cell.status,
+                        "reason": cell.reason,
+                        **({"feature": cell.feature} if name == "single-feature" else {}),
+                    }
+                    for name, cell in row.items()
+                },
+            }
+            for cond, row in audit.cells.items()
+        },
+        "failures": [{"condition": c, "shortcut": s, "accuracy": _num(cell.result.accuracy), "reason": cell.reason}
+                     for c, s, cell in audit.failures],
+        "single_feature_fit": {c: s.to_json() for c, s in audit.stumps.items()},
+        "difficulty": audit.difficulty,
+    }
+
+
+def _cell_text(cell: Cell | None, markdown: bool) -> str:
+    if cell is None:
+        return "-"
+    r = cell.result
+    text = f"{100 * r.accuracy:.1f} ({100 * r.ci_low:.0f}-{100 * r.ci_high:.0f})"
+    if cell.status == "FAIL":
+        text += " **FAIL**" if markdown else " FAIL"
+    elif cell.status == "exempt":
+        text += " exempt"
+    return text
+
+
+def audit_table(audit: Audit, markdown: bool = True) -> str:
+    """The audit as a table: a row per condition, a column per shortcut, accuracy % (95% CI) and the mark."""
+    header = ["condition", "pairs", *SHORTCUTS]
+    rows = [[c, str(audit.n_pairs.get(c, 0)), *(_cell_text(row.get(s), markdown) for s in SHORTCUTS)]
+            for c, row in audit.cells.items()]
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    widths = [max(len(x) for x in col) for col in zip(header, *rows)]
+    return "\n".join("  ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths)))
+                     for r in [header, *rows])
+
+
+def audit_markdown(audit: Audit) -> str:
+    """``audit.md``: the table, the verdict, the single-feature fits and the exemptions used."""
+    sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in audit.sets) or audit.source
+    lines = [f"# Shortcut audit: {sets}", "",
+             f"Pairwise accuracy % (bootstrap 95% CI), max readout, a tie counts 0.5. A shortcut FAILs a condition "
+             f"outside {100 * BAND[0]:g}-{100 * BAND[1]:g}% unless the cue it reads is exempt there. "
+             f"single-feature is scored on the held-out half only ({SPLIT_RULE}).", "",
+             audit_table(audit, markdown=True), "",
+             "**Verdict: " + ("PASS" if audit.passed else f"FAIL ({len(audit.failures)} cells)") + "**", ""]
+    if audit.stumps:
+        lines += ["single-feature fits (feature, direction, fit-split accuracy):", ""]
+        for cond, s in audit.stumps.items():
+            direction = "larger = surprising" if s.sign > 0 else "smaller = surprising"
+            lines.append(f"- {cond}: `{s.feature}` ({FEATURES[s.feature].cue}), {direction}, "
+                         f"{100 * s.fit_accuracy:.1f}% on {s.n_fit_pairs} fit pairs")
+        lines.append("")
+    used = sorted({(c, cell.cue, cell.reason) for c, row in audit.cells.items() for cell in row.values()
+                   if cell.status == "exempt"})
+    if used:
+        lines += ["Exempt cells:", ""] + [f"- {c}, {cue} cue: {reason}" for c, cue, reason in used] + [""]
+    if audit.failures:
+        lines += ["Failures:", ""] + [f"- {c}, {s}: {100 * cell.result.accuracy:.1f}% ({cell.reason})"
+                                      for c, s, cell in audit.failures] + [""]
+    return "\n".join(lines)
+
+
+def check_out(out: Path, source: str, force: bool) -> None:
+    """Refuse an ``--out`` that is a file, or a folder holding something other than an audit of the same set."""
+    if out.exists() and not out.is_dir():
+        raise BibInputError(f"{out}: --out must be a folder, and this is a file")
+    if not out.is_dir() or force:
+        return
+    previous = out / "audit.json"
+    if previous.is_file():
+        try:
+            old = json.loads(previous.read_text(encoding="utf-8")).get("source")
+        except (OSError, json.JSONDecodeError, AttributeError):
+            old = None
+        if old is not None and os.path.abspath(str(old)) != os.path.abspath(source):
+            raise BibInputError(f"{out}: holds the audit of another set ({old}); use --force to replace it")
+        return
+    if any(out.iterdir()):
+        raise BibInputError(f"{out}: folder is not empty and holds no audit; use --force to write into it")
+
+
+def write_audit(audit: Audit, out: Path) -> list[Path]:
+    """Write ``audit.json``, ``audit.md`` and ``single-feature.json`` into ``out`` (each atomically)."""
+    from bib.io import atomic_write_text, ensure_dir
+
+    ensure_dir(out)
+    atomic_write_text(out / "audit.json", json.dumps(audit_json(audit), indent=2) + "\n")
+    atomic_write_text(out / "audit.md", audit_markdown(audit))
+    write_stumps(out / "single-feature.json", audit.stumps, SPLIT_RULE)
+    return [out / "audit.json", out / "audit.md", out / "single-feature.json"]
+
+
+__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "check_out",
+           "check_set", "judge", "run_audit", "split_pairs", "write_audit"]
