@@ -8,7 +8,7 @@ other half only (:func:`split_pairs`). A cell of the table is
 - ``FAIL`` when it is outside: above 60% the shortcut passes the condition, below 40% the same
   cue read the other way round does;
 - ``exempt`` when it is outside but the cue it reads is one the condition is allowed to be decided
-  by (:data:`EXEMPT`): the efficiency of the test path in efficiency path/time and in
+  by (its ``shortcut_exempt`` in the task registry, :func:`exemptions`): the efficiency of the test path in efficiency path/time and in
   instrumental-blocking (they test the efficiency principle itself), the familiarization's barrier
   in efficiency-irrational and the agent's identity in multi-agent (their own manipulations).
   Perceptual cues (path length, counts, what is where) and novelty are never exempt there.
@@ -64,18 +64,14 @@ SCHEMA = "bib.audit/1"
 BAND = (0.40, 0.60)
 """A shortcut's accuracy must stay within this band (50 +- 10 points) on every condition it is not exempt on."""
 
-EFFICIENCY_REASON = "tests the efficiency principle itself"
-EXEMPT: dict[str, dict[str, str]] = {
-    "efficiency-path": {"efficiency": EFFICIENCY_REASON},
-    "efficiency-time": {"efficiency": EFFICIENCY_REASON},
-    "instrumental-blocking": {"efficiency": "tests the efficiency of fetching the key"},
-    "efficiency-irrational": {
-        "familiarization-barrier": "the familiarization's barrier is the condition's manipulation",
-        "novelty": "the familiarization's barrier (what the test looks unlike) is the condition's manipulation",
-    },
-    "multi-agent": {"agent-identity": "same vs new agent is the condition's manipulation"},
-}
-"""``{condition: {cue: reason}}``: cues a condition may be decided by (issue 12, Numbers)."""
+
+def exemptions(condition: str) -> dict[str, str]:
+    """``{cue: reason}`` the condition may be decided by: its registered ``shortcut_exempt`` (none if unregistered)."""
+    from bib.tasks import REGISTRY
+
+    spec = REGISTRY.get(condition)
+    return dict(spec.shortcut_exempt) if spec is not None else {}
+
 
 SPLIT_RULE = (
     "pairs are grouped by twin_id (a pair without one is its own group, named by its pair_id); a group fits "
@@ -156,7 +152,7 @@ def judge(condition: str, cue: str, accuracy: float) -> tuple[str, str | None]:
     lo, hi = BAND
     if lo - 1e-12 <= accuracy <= hi + 1e-12:
         return "ok", None
-    reason = EXEMPT.get(condition, {}).get(cue)
+    reason = exemptions(condition).get(cue)
     if reason is not None:
         return "exempt", reason
     side = f"above {100 * hi:g}%" if accuracy > hi else f"below {100 * lo:g}% (the reversed cue passes)"

@@ -319,15 +319,25 @@ def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
     return []
 
 
+EFFICIENCY_EXEMPT = ("efficiency", "tests the efficiency principle itself")
+"""The shortcut audit lets the test path's own efficiency decide path and time control (issue 12)."""
+
 register(TaskSpec("efficiency-path", "efficiency", "evaluation", _efficiency_path, rule=_efficiency_path_rule,
                   pair_rule=_path_pair_rule, bib_folder="efficiency_path",
                   expected="straight (shortest) path, obstacle gone",
-                  unexpected="the familiar curved path, obstacle gone", order=40))
+                  unexpected="the familiar curved path, obstacle gone", order=40,
+                  shortcut_exempt=(EFFICIENCY_EXEMPT,)))
 register(TaskSpec("efficiency-time", "efficiency", "evaluation", _efficiency_time, rule=_efficiency_time_rule,
                   pair_rule=_time_pair_rule, bib_folder="efficiency_time",
                   expected="straight path",
-                  unexpected="curved path of equal duration, goal placed closer", order=50))
+                  unexpected="curved path of equal duration, goal placed closer", order=50,
+                  shortcut_exempt=(EFFICIENCY_EXEMPT,)))
 register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficiency_irrational,
                   rule=_efficiency_irrational_rule, pair_rule=_irrational_pair_rule, bib_folder="efficiency_irrational",
                   expected="irrational familiarization, then the curved test path",
-                  unexpected="rational familiarization, then the same curved test path", order=60))
+                  unexpected="rational familiarization, then the same curved test path", order=60,
+                  shortcut_exempt=(
+                      ("familiarization-barrier", "the familiarization's barrier is the condition's manipulation"),
+                      ("novelty", "the familiarization's barrier (what the test looks unlike) is the condition's "
+                                  "manipulation"),
+                  )))

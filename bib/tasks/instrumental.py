@@ -336,6 +336,9 @@ def _pair_rule(condition: str):
     return pair_rule
 
 
+BLOCKING_EXEMPT = (("efficiency", "tests the efficiency of fetching the key"),)
+"""The shortcut audit lets the efficiency of fetching the key decide the blocking test (issue 12)."""
+
 for _order, (_id, _folder, _expected, _unexpected) in enumerate((
     ("instrumental-no-barrier", "instrumental_no_barrier",
      "no barrier; agent goes to the object", "no barrier; agent goes to the key"),
@@ -345,4 +348,5 @@ for _order, (_id, _folder, _expected, _unexpected) in enumerate((
      "barrier blocks; agent goes to the key", "barrier does not block; agent goes to the key"),
 ), start=7):
     register(TaskSpec(_id, "instrumental", "evaluation", _generator(_id), rule=_rule(_id), pair_rule=_pair_rule(_id),
-                      bib_folder=_folder, expected=_expected, unexpected=_unexpected, order=10 * _order))
+                      bib_folder=_folder, expected=_expected, unexpected=_unexpected, order=10 * _order,
+                      shortcut_exempt=BLOCKING_EXEMPT if _id.endswith("-blocking") else ()))

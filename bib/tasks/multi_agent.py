@@ -84,4 +84,5 @@ def _multi_agent_pair_rule(expected: Episode, unexpected: Episode) -> list[Probl
 register(TaskSpec("multi-agent", "multi_agent", "evaluation", _multi_agent,
                   rule=_multi_agent_rule, pair_rule=_multi_agent_pair_rule, bib_folder="multi_agent",
                   expected="a new agent goes to the non-preferred object",
-                  unexpected="the same agent goes to the non-preferred object", order=20))
+                  unexpected="the same agent goes to the non-preferred object", order=20,
+                  shortcut_exempt=(("agent-identity", "same vs new agent is the condition's manipulation"),)))

@@ -80,6 +80,9 @@ class TaskSpec:
             difficulty; :class:`bib.tasks.options.Controls`).
         difficulty: ``difficulty(expected, unexpected) -> cells`` of a pair (see
             :mod:`bib.tasks.difficulty`), or None where pairs are not graded.
+        shortcut_exempt: ``((cue, reason), ...)``: the kinds of cue (:data:`bib.observers.shortcuts.CUES`)
+            that ``bib audit`` allows to decide this condition, because the condition tests that
+            very thing (the efficiency principle) or it is the condition's own manipulation.
     """
 
     id: str
@@ -94,6 +97,7 @@ class TaskSpec:
     order: int = 0
     controls: Controls = Controls()
     difficulty: PairMeasure | None = None
+    shortcut_exempt: tuple[tuple[str, str], ...] = ()
 
 
 class LayoutRejected(Exception):
