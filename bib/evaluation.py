@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.io import atomic_open, atomic_write_bytes, atomic_write_text
+from bib.io import atomic_open, atomic_write_text
 from bib.resources import resource
 from bib.results import Result, markdown_table
 from bib.tasks import conditions, families, table_order
@@ -119,7 +119,15 @@ def _json_ref(path: Path) -> EpisodeRef:
     for key in ("id", "condition", "outcome"):
         if not isinstance(data.get(key), str):
             raise BibInputError(f"{path}: field '{key}': missing or not a string")
-    return EpisodeRef(data["id"], data.get("pair_id"), data["condition"], data["outcome"], path)
+    difficulty = data.get("difficulty")
+    if difficulty is not None and (isinstance(difficulty, bool) or not isinstance(difficulty, (int, float))
+                                   or not math.isfinite(difficulty)):
+        raise BibInputError(f"{path}: field 'difficulty': expected a finite number, got {difficulty!r}")
+    twin, variant = data.get("twin_id"), data.get("variant")
+    return EpisodeRef(data["id"], data.get("pair_id"), data["condition"], data["outcome"], path,
+                      twin_id=twin if isinstance(twin, str) and twin else None,
+                      difficulty=None if difficulty is None else float(difficulty),
+                      variant=variant if isinstance(variant, str) and variant else None)
 
 
 def find_episodes(path: str | os.PathLike[str]) -> EpisodeSet:
@@ -468,57 +476,60 @@ def difficulty_json(by_bin: Mapping[str, Mapping[str, ConditionResult]]) -> dict
     }
 
 
-def plot_difficulty(difficulty: Mapping[str, object], out_dir: str | os.PathLike[str], title: str) -> list[Path]:
-    """Accuracy per difficulty bin (all conditions pooled, with 95% CI bars, and each condition) as SVG and PNG.
+@dataclass
+class DifficultyCurve(Result):
+    """Pairwise accuracy per difficulty bin of one observer on one set (``difficulty.{json,md,png,svg}``).
 
-    Args:
-        difficulty: a :func:`difficulty_json` object.
-        out_dir: folder to write ``difficulty.svg`` and ``difficulty.png`` into (atomically).
-        title: the plot title (e.g. the observer and the set).
-
-    Returns:
-        The two paths written.
+    Attributes:
+        groups: ``{"all" | condition: {bin: ConditionResult}}`` from :func:`evaluate_difficulty`.
+        title: the figure's title (e.g. the observer and the set).
     """
-    import io
 
-    import matplotlib
+    name: ClassVar[str] = "difficulty"
+    groups: dict[str, dict[str, ConditionResult]]
+    title: str = ""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    def to_json(self) -> dict[str, object]:
+        """The :func:`difficulty_json` object (``edges``, ``bins``, ``groups``)."""
+        return difficulty_json(self.groups)
 
-    bins = list(difficulty["bins"])  # type: ignore[arg-type]
-    groups: Mapping[str, Mapping[str, Mapping[str, float]]] = difficulty["groups"]  # type: ignore[assignment]
-    with plt.rc_context({"svg.hashsalt": "bib", "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
-        for key, per_bin in groups.items():
+    def to_markdown(self) -> str:
+        """Accuracy (%) per bin: all conditions pooled, then each condition, with pairs per bin."""
+        bins = [b for b in DIFFICULTY_BINS if any(b in g for g in self.groups.values())]
+        rows = [[key, *(f"{100 * g[b].accuracy:.1f} ({g[b].n_pairs})" if b in g else "-" for b in bins)]
+                for key, g in self.groups.items()]
+        note = ("Accuracy % (pairs) per difficulty bin: the excess path cost of the pair's deviation, in cells "
+                "(smaller is harder); `all` pools the conditions.")
+        return note + "\n\n" + markdown_table(["conditions", *bins], rows)
+
+    def plot(self) -> Figure:
+        """All conditions pooled (black, 95% CI bars) and each condition, accuracy against the bin; chance dashed."""
+        from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
+
+        fig = Figure(figsize=(6.4, 4.0))
+        ax = fig.add_subplot()
+        bins = list(DIFFICULTY_BINS)
+        for key, per_bin in self.groups.items():
             xs = [bins.index(b) for b in per_bin]
-            ys = [100 * v["accuracy"] for v in per_bin.values()]
+            ys = np.array([100 * r.accuracy for r in per_bin.values()])
             if key == "all":
-                err = [[100 * (v["accuracy"] - v["ci_low"]) for v in per_bin.values()],
-                       [100 * (v["ci_high"] - v["accuracy"]) for v in per_bin.values()]]
-                ax.errorbar(xs, ys, yerr=err, color="black", linewidth=2.2, marker="o", capsize=3,
-                            label="all conditions (95% CI)", zorder=3)
+                lo = np.array([100 * r.ci_low for r in per_bin.values()])
+                hi = np.array([100 * r.ci_high for r in per_bin.values()])
+                ax.errorbar(xs, ys, yerr=np.vstack([ys - lo, hi - ys]), color="black", linewidth=2.2, marker="o",
+                            capsize=3, label="all conditions (95% CI)", zorder=3)
             else:
                 ax.plot(xs, ys, marker=".", linewidth=1, alpha=0.8, label=key)
         ax.axhline(50, color="grey", linestyle="--", linewidth=1)
         ax.set_xticks(range(len(bins)), bins)
         ax.set_xlim(-0.5, len(bins) - 0.5)
         ax.set_ylim(0, 102)
-        ax.set_xlabel("difficulty: excess path cost of the deviation (cells)")
+        ax.set_xlabel("difficulty: excess path cost of the deviation (cells; smaller is harder)")
         ax.set_ylabel("pairwise accuracy (%)")
-        ax.set_title(title)
+        if self.title:
+            ax.set_title(self.title, fontsize=9)
         ax.legend(fontsize=7, loc="lower right")
         fig.tight_layout()
-        out = Path(out_dir)
-        paths = []
-        for fmt, meta in (("svg", {"Date": None}), ("png", {"Software": None})):
-            buf = io.BytesIO()
-            fig.savefig(buf, format=fmt, metadata=meta, dpi=120)
-            path = out / f"difficulty.{fmt}"
-            atomic_write_bytes(path, buf.getvalue())
-            paths.append(path)
-        plt.close(fig)
-    return paths
+        return fig
 
 
 def family_averages(results: Mapping[str, ConditionResult]) -> dict[str, float]:
@@ -555,10 +566,13 @@ class Evaluation(Result):
     conditions: dict[str, ConditionResult]
     readout: str = "max"
     sets: list[dict[str, object]] = field(default_factory=list)
+    difficulty: dict[str, dict[str, ConditionResult]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        """The :func:`evaluation_json` object (``readout``, ``tie_rule``, ``conditions``, ``averages``, ``sets``)."""
-        return evaluation_json(self.conditions, self.readout, sets=self.sets)
+        """The :func:`evaluation_json` object (``readout``, ``tie_rule``, ``conditions``, ``averages``, ``sets``,
+        and ``difficulty`` (:func:`difficulty_json`) when the pairs have one)."""
+        extra = {"difficulty": difficulty_json(self.difficulty)} if self.difficulty else {}
+        return evaluation_json(self.conditions, self.readout, sets=self.sets, **extra)
 
     def to_markdown(self) -> str:
         """Accuracy (%) with its 95% CI, pairs and ties per condition, then the family averages."""
@@ -568,7 +582,10 @@ class Evaluation(Result):
         ]
         rows += [[f"{fam} average", f"{100 * acc:.1f}", "", "", ""] for fam, acc in family_averages(self.conditions).items()]
         note = f"Readout: {self.readout}; a tie counts 0.5 (the original BIB code gave ties full credit)."
-        return note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
+        text = note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
+        if self.difficulty:
+            text += "\n\n" + DifficultyCurve(self.difficulty).to_markdown()
+        return text
 
     def plot(self) -> Figure:
         """Accuracy per condition with its 95% CI, chance (50%) dashed."""

@@ -16,6 +16,7 @@ from bib.evaluation import (
     EpisodeRef,
     EpisodeSet,
     DIFFICULTY_BINS,
+    DifficultyCurve,
     bootstrap_ci,
     difficulty_bin,
     difficulty_json,
@@ -24,7 +25,6 @@ from bib.evaluation import (
     family_averages,
     leaderboard,
     pair_score,
-    plot_difficulty,
     read_anchors,
     read_results,
     read_steps,
@@ -119,18 +119,21 @@ def test_accuracy_per_difficulty_bin_by_hand() -> None:
     assert doc["groups"]["all"]["2-3"] == {"accuracy": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n_pairs": 1, "n_ties": 0}
 
 
-def test_difficulty_plot_is_written_and_deterministic(tmp_path: Path) -> None:
+def test_difficulty_curve_is_written_and_deterministic(tmp_path: Path) -> None:
     r = [EpisodeRef(f"efficiency-path-{i}-{o}", f"efficiency-path-{i}", "efficiency-path", o, Path("x"),
                     difficulty=0.25 * i) for i in range(12) for o in ("expected", "unexpected")]
     s = {x.id: (0.0 if x.outcome == "expected" else float(x.id.split("-")[2])) for x in r}
-    doc = difficulty_json(evaluate_difficulty(r, s, n_boot=100))
-    paths = plot_difficulty(doc, tmp_path, "test")
-    assert [p.name for p in paths] == ["difficulty.svg", "difficulty.png"]
+    curve = DifficultyCurve(evaluate_difficulty(r, s, n_boot=100), "test")
+    paths = curve.save(tmp_path)
+    assert [p.name for p in paths] == ["difficulty.json", "difficulty.md", "difficulty.png", "difficulty.svg"]
     svg = (tmp_path / "difficulty.svg").read_bytes()
     assert svg.startswith(b"<?xml") and b"pairwise accuracy" in svg
     assert (tmp_path / "difficulty.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    (tmp_path / "again").mkdir()
-    plot_difficulty(doc, tmp_path / "again", "test")
+    assert json.loads((tmp_path / "difficulty.json").read_text())["bins"] == list(DIFFICULTY_BINS)
+    # pair 0 (difficulty 0) is a tie; the 12 pairs fill 0-0.5 (0, 0.25), 0.5-1, 1-1.5, 1.5-2, 2-3 (4 pairs)
+    md = (tmp_path / "difficulty.md").read_text()
+    assert "| all | 75.0 (2) | 100.0 (2) | 100.0 (2) | 100.0 (2) | 100.0 (4) |" in md
+    curve.save(tmp_path / "again")
     assert (tmp_path / "again" / "difficulty.svg").read_bytes() == svg
 
 
@@ -214,8 +217,14 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     res = runner.invoke(app, ["evaluate", "--episodes", str(out), "--results", str(results), "--out",
                               str(tmp_path / "ev")])
     assert res.exit_code == 0, res.output
-    assert json.loads((tmp_path / "ev" / "evaluation.json").read_text())["conditions"] == doc["conditions"]
-    assert not (tmp_path / "ev" / "difficulty.svg").exists()  # these pairs have no difficulty
+    saved = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
+    assert saved["conditions"] == doc["conditions"]
+    # instrumental pairs carry a difficulty (the key's detour), preference pairs do not
+    groups = saved["difficulty"]["groups"]
+    assert set(groups) == {"all", "instrumental-blocking"}
+    assert sum(v["n_pairs"] for v in groups["all"].values()) == 3
+    assert (tmp_path / "ev" / "difficulty.svg").exists() and (tmp_path / "ev" / "difficulty.png").exists()
+    assert (tmp_path / "ev" / "evaluation.md").exists()
     res = runner.invoke(app, ["evaluate", "--episodes", str(out / "preference" / "manifest.csv"),
                               "--results", str(results), "--readout", "mean"])
     assert res.exit_code != 0  # the results hold instrumental episodes the manifest does not

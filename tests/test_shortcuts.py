@@ -189,11 +189,12 @@ def test_single_feature_observer_reads_its_fit(tmp_path: Path) -> None:
 
 
 def _refs(n: int, cond: str = "preference", twins: bool = True) -> list[EpisodeRef]:
+    """Pairs ``cond-<i>``; with twins, pairs 2k and 2k+1 name each other in ``twin_id`` (as the manifest does)."""
     out = []
     for i in range(n):
         for o in ("expected", "unexpected"):
-            twin = f"{cond}-t{i // 2}" if twins else None
-            out.append(EpisodeRef(f"{cond}-{i}-{o}", f"{cond}-{i}", cond, o, Path("x"), twin_id=twin))
+            twin = f"{cond}-{i ^ 1:03d}" if twins else None
+            out.append(EpisodeRef(f"{cond}-{i:03d}-{o}", f"{cond}-{i:03d}", cond, o, Path("x"), twin_id=twin))
     return out
 
 
@@ -204,9 +205,12 @@ def test_split_is_deterministic_disjoint_and_keeps_twins_together() -> None:
     assert len(fit_pairs) + len(scored_pairs) == 200
     assert not {p for pair in fit_pairs for p in pair} & {p for pair in scored_pairs for p in pair}
     assert 60 <= len(fit_pairs) <= 140  # about half
-    twin_of = {r.id: r.twin_id for r in refs}
-    fit_twins = {twin_of[e] for e, _ in fit_pairs}
-    assert not fit_twins & {twin_of[e] for e, _ in scored_pairs}
+    fit_ids = {e.rsplit("-", 1)[0] for e, _ in fit_pairs}
+    for e, _ in fit_pairs + scored_pairs:  # a pair and its twin are on the same side
+        pid = e.rsplit("-", 1)[0]
+        twin = f"preference-{int(pid.split('-')[1]) ^ 1:03d}"
+        assert (pid in fit_ids) == (twin in fit_ids)
+        assert (pid in fit_ids) == in_fit_split(min(pid, twin))
     # the same ids give the same split, whatever the order or the other pairs in the set
     assert set(split_pairs(list(reversed(refs)))[0]["preference"]) == set(fit_pairs)
     subset = split_pairs(refs[:40])[0].get("preference", [])
@@ -264,7 +268,8 @@ def _twin_groups(tmp_path: Path, n: int) -> EpisodeSet:
                 ep = episode(fam, test, f"{pid}-{outcome}", "preference", outcome, pid)
                 path = tmp_path / f"{ep.id}.json"
                 save_episode(ep, path)
-                refs.append(EpisodeRef(ep.id, pid, "preference", outcome, path, twin_id=f"preference-{g:03d}"))
+                twin_id = f"preference-{g:03d}{'b' if twin == 'a' else 'a'}"
+                refs.append(EpisodeRef(ep.id, pid, "preference", outcome, path, twin_id=twin_id))
     return EpisodeSet(sorted(refs, key=lambda r: r.id))
 
 
@@ -343,6 +348,7 @@ def test_audit_cli_fails_on_bib_eval_style_pairs(tmp_path: Path, capsys: pytest.
     assert {"condition": "efficiency-path", "shortcut": "path-length", "accuracy": 1.0,
             "reason": "perceptual cue above 60%"} in doc["failures"]
     assert "| efficiency-path | 6 |" in (out / "audit.md").read_text()
+    assert (out / "audit.svg").read_bytes().startswith(b"<?xml") and (out / "audit.png").exists()
     assert read_stumps(out / "single-feature.json").keys() <= {"preference", "efficiency-path"}
     # the same command again writes into its own folder; another set is refused without --force
     assert bib(capsys, "audit", tmp_path / "set", "--out", out)[0] == 1

@@ -42,13 +42,12 @@ def register(app: typer.Typer) -> None:
         table: Path = typer.Option(None, "--table", help="Also write these results into an 'ours' table (e.g. baselines/results.csv) under --name."),
         name: str = typer.Option(None, "--name", help="Observer name for --table."),
         stimuli: str = typer.Option(None, "--stimuli", help="For --table: what the set is (default: the set's spec name and seed)."),
-        out: Path = typer.Option(None, "--out", help="Folder to write evaluation.json and, when the set's pairs have a difficulty, difficulty.svg / difficulty.png (accuracy per difficulty bin)."),
+        out: Path = typer.Option(None, "--out", help="Folder to write evaluation.{json,md,png,svg} and, when the set's pairs have a difficulty, difficulty.{json,md,png,svg} (accuracy per difficulty bin)."),
     ) -> None:
         """Pairwise VOE accuracy per condition (a tie counts 0.5) with bootstrap 95% CIs, and per difficulty bin."""
-        from bib.evaluation import difficulty_json, evaluate_difficulty, evaluation_json, find_episodes, plot_difficulty
+        from bib.evaluation import DifficultyCurve, Evaluation, evaluate_difficulty, find_episodes, surprise_by_episode
         from bib.evaluation import evaluate as run
-        from bib.evaluation import surprise_by_episode, table_rows, upsert_table
-        from bib.io import atomic_write_text, ensure_dir
+        from bib.evaluation import table_rows, upsert_table
 
         if out is not None and out.exists() and not out.is_dir():
             raise BibInputError(f"{out}: --out must be a folder, and this is a file")
@@ -57,39 +56,24 @@ def register(app: typer.Typer) -> None:
         res = run(found.refs, surprise, seed=seed)
         if not res:
             raise BibInputError(f"{episodes}: no expected/unexpected pairs to evaluate")
-        by_bin = evaluate_difficulty(found.refs, surprise, seed=seed)
-        extra = {"difficulty": difficulty_json(by_bin)} if by_bin else {}
-        doc = evaluation_json(res, readout, sets=found.sets, **extra)
+        result = Evaluation(res, readout, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed))
         if out is not None:
-            ensure_dir(out)
-            atomic_write_text(out / "evaluation.json", json.dumps(doc, indent=2) + "\n")
-            if by_bin:
+            result.save(out)
+            if result.difficulty:
                 sets = "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
-                plot_difficulty(extra["difficulty"], out, f"{name or results.stem} on {sets}")
+                DifficultyCurve(result.difficulty, f"{name or results.stem} on {sets}").save(out)
         if table is not None:
             if not name:
                 raise BibInputError("--table needs --name (the observer's name in the table)")
             label = stimuli or "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
             command = f"bib evaluate --episodes {episodes} --results {results} --readout {readout}"
-            upsert_table(table, table_rows(name, doc, label, command))
-        if as_json:
-            typer.echo(json.dumps(doc, indent=2))
-            return
-        typer.echo(f"readout: {readout}; a tie counts 0.5 (the original BIB code gave ties full credit)")
-        typer.echo(f"{'condition':30s} {'accuracy':>8s} {'95% CI':>15s} {'pairs':>6s} {'ties':>5s}")
-        for c, r in res.items():
-            typer.echo(f"{c:30s} {100 * r.accuracy:8.1f} {100 * r.ci_low:7.1f}-{100 * r.ci_high:<7.1f} {r.n_pairs:6d} {r.n_ties:5d}")
-        for fam, acc in doc["averages"].items():  # type: ignore[union-attr]
-            typer.echo(f"{fam + ' average':30s} {100 * acc:8.1f}")
-        if by_bin:
-            typer.echo("accuracy per difficulty bin (excess path cost of the deviation, cells), all conditions pooled:")
-            for label, r in by_bin["all"].items():
-                typer.echo(f"  {label:8s} {100 * r.accuracy:6.1f} {100 * r.ci_low:7.1f}-{100 * r.ci_high:<7.1f} {r.n_pairs:6d} pairs")
+            upsert_table(table, table_rows(name, result.to_json(), label, command))
+        typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
 
     @app.command()
     def audit(
         episodes: Path = typer.Argument(..., help="The VOE set to audit: a folder searched recursively for episodes / manifests, or a manifest.csv."),
-        out: Path = typer.Option(Path("out/audit"), "--out", help="Output folder: audit.json, audit.md, single-feature.json.", show_default=True),
+        out: Path = typer.Option(Path("out/audit"), "--out", help="Output folder: audit.json, audit.md, audit.png, audit.svg (heatmap), single-feature.json (the fit).", show_default=True),
         workers: int = typer.Option(1, "--workers", min=1, help="Worker processes.", show_default=True),
         scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap CIs.", show_default=True),
@@ -101,7 +85,7 @@ def register(app: typer.Typer) -> None:
         Shortcuts: closest-object, test-only, novelty, familiarity, path-length, single-feature
         (fit per condition on half of the pairs, scored on the other half). See docs/observers.md.
         """
-        from bib.observers.audit import audit_json, audit_table, check_out, check_set, run_audit, write_audit
+        from bib.observers.audit import audit_table, check_out, check_set, run_audit, write_audit
 
         source = str(episodes)
         found = check_set(episodes)
@@ -109,7 +93,7 @@ def register(app: typer.Typer) -> None:
         result = run_audit(found, source, workers=workers, scheduler=scheduler, seed=seed)
         write_audit(result, out)
         if as_json:
-            typer.echo(json.dumps(audit_json(result), indent=2))
+            typer.echo(result.to_json_text(), nl=False)
         else:
             typer.echo("pairwise accuracy % (95% CI), max readout, ties 0.5; FAIL outside 40-60% unless exempt")
             typer.echo(audit_table(result, markdown=False))

@@ -26,6 +26,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from bib.evaluation import (
     readout,
 )
 from bib.observers.base import BaseObserver
+from bib.results import Result
 from bib.observers.heuristics import ClosestObjectObserver
 from bib.observers.shortcuts import (
     CUES,
@@ -60,6 +62,9 @@ from bib.observers.shortcuts import (
     write_stumps,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 SCHEMA = "bib.audit/1"
 BAND = (0.40, 0.60)
 """A shortcut's accuracy must stay within this band (50 +- 10 points) on every condition it is not exempt on."""
@@ -74,8 +79,9 @@ def exemptions(condition: str) -> dict[str, str]:
 
 
 SPLIT_RULE = (
-    "pairs are grouped by twin_id (a pair without one is its own group, named by its pair_id); a group fits "
-    "single-feature when the first byte of the SHA-256 of its id is even, and is scored otherwise"
+    "a pair and its twin (twin_id) form a group named by the smaller of their pair ids, a pair without a twin is "
+    "its own group; a group fits single-feature when the first byte of the SHA-256 of its name is even, and is "
+    "scored otherwise"
 )
 
 _BATTERY = ("closest-object", "test-only", "novelty", "familiarity", "path-length")
@@ -121,9 +127,10 @@ def in_fit_split(group: str) -> bool:
 def split_pairs(refs: Sequence[EpisodeRef]) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
     """The single-feature split: ``(fit pairs, scored pairs)``, each ``{condition: [(expected id, unexpected id)]}``.
 
-    Pairs are grouped by ``twin_id`` (a pair and its label-flipped twin stay on the same side; a
-    pair without a twin id is its own group, named by its pair id) and each group goes to the fit
-    or the scored split by :func:`in_fit_split`. The split depends only on the ids, so it is the
+    A pair and its label-flipping twin (``twin_id`` names the other pair of the two) form one
+    group named by the smaller of their two pair ids, so they stay on the same side; a pair
+    without a twin is its own group, named by its pair id. Each group goes to the fit or the
+    scored split by :func:`in_fit_split`. The split depends only on the ids, so it is the
     same for every run and worker count, and no scored pair is ever seen by the fit.
     """
     by_id = {r.id: r for r in refs}
@@ -131,7 +138,9 @@ def split_pairs(refs: Sequence[EpisodeRef]) -> tuple[dict[str, list[tuple[str, s
     scored: dict[str, list[tuple[str, str]]] = {}
     for cond, pairs in pair_up(refs).items():
         for e, u in pairs:
-            group = by_id[e].twin_id or by_id[u].twin_id or by_id[e].pair_id or e
+            pair_id = by_id[e].pair_id or e
+            twin = by_id[e].twin_id or by_id[u].twin_id
+            group = min(pair_id, twin) if twin else pair_id
             (fit if in_fit_split(group) else scored).setdefault(cond, []).append((e, u))
     return fit, scored
 
@@ -160,9 +169,10 @@ def judge(condition: str, cue: str, accuracy: float) -> tuple[str, str | None]:
 
 
 @dataclass
-class Audit:
-    """An audit's results (see :func:`audit_json` for the file format)."""
+class Audit(Result):
+    """An audit's results: ``audit.json`` (:func:`audit_json`), ``audit.md`` (:func:`audit_markdown`) and a heatmap."""
 
+    name: ClassVar[str] = "audit"
     source: str
     sets: list[dict[str, object]]
     cells: dict[str, dict[str, Cell]]
@@ -179,6 +189,40 @@ class Audit:
     def passed(self) -> bool:
         """True when no cell FAILs."""
         return not self.failures
+
+    def to_json(self) -> dict[str, object]:
+        """The ``audit.json`` object (:func:`audit_json`)."""
+        return audit_json(self)
+
+    def to_markdown(self) -> str:
+        """The ``audit.md`` text (:func:`audit_markdown`)."""
+        return audit_markdown(self)
+
+    def plot(self) -> Figure:
+        """A heatmap: accuracy % per condition (rows) and shortcut (columns); FAIL cells framed in red."""
+        from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
+        from matplotlib.patches import Rectangle
+
+        conds = list(self.cells)
+        acc = np.full((len(conds), len(SHORTCUTS)), np.nan)
+        fig = Figure(figsize=(1.1 * len(SHORTCUTS) + 2.6, 0.42 * len(conds) + 1.4))
+        ax = fig.add_subplot()
+        for i, c in enumerate(conds):
+            for j, s in enumerate(SHORTCUTS):
+                cell = self.cells[c].get(s)
+                if cell is None:
+                    continue
+                acc[i, j] = 100 * cell.result.accuracy
+                mark = {"FAIL": " FAIL", "exempt": " ex."}.get(cell.status, "")
+                ax.text(j, i, f"{acc[i, j]:.0f}{mark}", ha="center", va="center", fontsize=7)
+                if cell.status == "FAIL":
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
+        ax.imshow(acc, cmap="RdBu_r", vmin=0, vmax=100, aspect="auto")
+        ax.set_xticks(range(len(SHORTCUTS)), SHORTCUTS, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(conds)), conds, fontsize=8)
+        ax.set_title("shortcut accuracy % (50 = chance; FAIL outside 40-60 unless exempt)", fontsize=9)
+        fig.tight_layout()
+        return fig
 
 
 def check_set(source: str | os.PathLike[str]) -> EpisodeSet:
@@ -389,14 +433,10 @@ def check_out(out: Path, source: str, force: bool) -> None:
 
 
 def write_audit(audit: Audit, out: Path) -> list[Path]:
-    """Write ``audit.json``, ``audit.md`` and ``single-feature.json`` into ``out`` (each atomically)."""
-    from bib.io import atomic_write_text, ensure_dir
-
-    ensure_dir(out)
-    atomic_write_text(out / "audit.json", json.dumps(audit_json(audit), indent=2) + "\n")
-    atomic_write_text(out / "audit.md", audit_markdown(audit))
+    """Write ``audit.json``, ``audit.md``, ``audit.png``, ``audit.svg`` and ``single-feature.json`` into ``out`` (each atomically)."""
+    paths = audit.save(out)
     write_stumps(out / "single-feature.json", audit.stumps, SPLIT_RULE)
-    return [out / "audit.json", out / "audit.md", out / "single-feature.json"]
+    return [*paths, out / "single-feature.json"]
 
 
 __all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "check_out",
