@@ -365,7 +365,7 @@ def _cell_text(cell: Cell | None, markdown: bool) -> str:
     if cell is None:
         return "-"
     r = cell.result
-    text = f"{100 * r.accuracy:.1f} ({100 * r.ci_low:.0f}-{100 * r.ci_high:.0f})"
+    text = f"{100 * r.accuracy:.1f} ({100 * r.ci_low:.1f}-{100 * r.ci_high:.1f})"
     if cell.status == "FAIL":
         text += " **FAIL**" if markdown else " FAIL"
     elif cell.status == "exempt":
