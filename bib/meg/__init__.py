@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bib.meg.known import MEGResult, fit_beta, known_utility_meg, predictive_accuracy
-from bib.meg.mdp import TabularMDP
 from bib.meg.soft import (
     SoftVI,
     expected_utility,
@@ -21,6 +20,7 @@ from bib.meg.unknown import (
     target_meg,
     unknown_utility_meg,
 )
+from bib.world.tabular import TabularMDP
 
 __all__ = [
     "MEGResult", "SoftVI", "TabularMDP", "UnknownMEGResult", "expected_utility", "fit_beta", "known_utility_meg",

@@ -9,8 +9,8 @@ import numpy as np
 
 from bib.errors import BibInputError
 from bib.meg.known import known_utility_meg
-from bib.meg.mdp import TabularMDP
 from bib.meg.unknown import mlp_utility_meg, tabular_utility_meg
+from bib.world.tabular import TabularMDP
 
 EPSILONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 GOAL_LENGTHS = (1, 2, 3, 4)

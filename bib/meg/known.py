@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bib.meg.mdp import TabularMDP
 from bib.meg.soft import (
     _tolerance,
     action_major,
@@ -17,6 +16,7 @@ from bib.meg.soft import (
     limit_log_policy,
     weighted_loglik,
 )
+from bib.world.tabular import TabularMDP
 
 _B_MAX = 1e9  # largest finite |beta| * ptp(U) searched; beyond it the exact limit policy is used
 
@@ -156,7 +156,7 @@ def known_utility_meg(mdp: TabularMDP, policy: np.ndarray, utility: np.ndarray |
     """Known-utility MEG of ``policy`` with respect to ``utility`` (default: the MDP's).
 
     ``MEG_U(pi) = max_{beta in R u {+-inf}} sum_{t<H} E_pi[log pi_beta,t(a_t|s_t) + log|A|]`` with the
-    agent's own exact occupancy; see :class:`bib.meg.mdp.TabularMDP` for the soft-value convention.
+    agent's own exact occupancy; see :class:`bib.world.tabular.TabularMDP` for the soft-value convention.
 
     Args:
         mdp: the MDP.

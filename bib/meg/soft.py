@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.meg.mdp import TabularMDP
+from bib.world.tabular import TabularMDP
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import numpy as np
 
 from bib.errors import BibInputError
 from bib.meg.known import MEGResult, meg_from_weights
-from bib.meg.mdp import TabularMDP
+from bib.world.tabular import TabularMDP
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
 from bib.errors import BibInputError
 from bib.meg.known import MEGResult, known_utility_meg, meg_from_weights
-from bib.meg.mdp import TabularMDP
 from bib.meg.soft import forward, soft_value_iteration, state_action_occupancy, weighted_loglik
+from bib.world.tabular import TabularMDP
 
 
 @dataclass(frozen=True)

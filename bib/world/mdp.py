@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.meg.mdp import TabularMDP
 from bib.world.dynamics import ACTION_NAMES, ACTIONS, STAY, AgentState, action_between, move_legal, step
 from bib.world.grid import Cell, Layout
+from bib.world.tabular import TabularMDP
 
 
 def layout_actions(layout: Layout) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ def _finite_vector(name: str, x: np.ndarray, size: int) -> np.ndarray:
 class TabularMDP:
     """A finite-horizon MDP over ``S`` states and ``A`` actions with a state utility ``U[S]``.
 
-    Convention (used by everything in :mod:`bib.meg`): decisions are taken at ``t = 0 .. H-1``;
+    Convention (used by everything in :mod:`bib.meg` and by :mod:`bib.world.mdp`): decisions are taken at ``t = 0 .. H-1``;
     the utility ``U(s_t)`` is credited for ``t = 0 .. H-1``; soft values are
     ``Q_t(s,a) = U(s) + sum_s' T(s,a,s') V_{t+1}(s')`` with ``V_H = 0`` and the soft policy is
     ``pi_beta,t = softmax(beta * Q_t)``. Hence ``Q_{H-1}(s, .) = U(s)`` and the last decision is
