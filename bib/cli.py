@@ -61,6 +61,7 @@ AREAS = [
     "bib.commands.observers",
     "bib.commands.agency",
     "bib.commands.train",
+    "bib.commands.report",
 ]
 
 for _name in AREAS:

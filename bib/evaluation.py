@@ -606,6 +606,23 @@ class Evaluation(Result):
         return fig
 
 
+def read_evaluation(path: str | os.PathLike[str]) -> dict[str, object]:
+    """Read an :func:`evaluation_json` object (``bib evaluate --json`` output) from ``path``.
+
+    Raises:
+        BibInputError: unreadable JSON, or an object without per-condition ``accuracy``.
+    """
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read evaluation JSON ({exc})") from None
+    conds = doc.get("conditions") if isinstance(doc, dict) else None
+    if not isinstance(conds, dict) or not all(isinstance(v, dict) and "accuracy" in v for v in conds.values()):
+        raise BibInputError(f"{p}: not a `bib evaluate --json` output (no 'conditions' with accuracies)")
+    return doc
+
+
 def surprise_by_episode(
     results_path: str | os.PathLike[str], episodes: EpisodeSet, how: str = "max"
 ) -> dict[str, float]:

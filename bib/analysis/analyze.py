@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -227,3 +229,19 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     return obj
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """Read an analysis report (``bib analyze --json`` output) from ``path``.
+
+    Raises:
+        BibInputError: unreadable JSON, or an object without ``tasks`` and ``exclusions``.
+    """
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read analysis report ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict) or not isinstance(doc.get("exclusions"), dict):
+        raise BibInputError(f"{p}: not a `bib analyze --json` report (no 'tasks' and 'exclusions')")
+    return doc

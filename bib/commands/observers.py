@@ -111,7 +111,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Our observers' accuracy (%) beside the published models'."""
         from bib.evaluation import ANCHORS, leaderboard as build
-        from bib.evaluation import read_anchors, read_table, table_rows
+        from bib.evaluation import read_anchors, read_evaluation, read_table, table_rows
 
         published = read_anchors(anchors or ANCHORS)
         ours: list[dict[str, str]] = read_table(table) if table.exists() else []
@@ -119,12 +119,7 @@ def register(app: typer.Typer) -> None:
             nm, sep, path = item.partition("=")
             if not sep:
                 raise BibInputError(f"--add {item!r}: expected NAME=EVALUATION.json")
-            try:
-                doc = json.loads(Path(path).read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise BibInputError(f"{path}: cannot read evaluation JSON ({exc})") from None
-            if not isinstance(doc, dict) or not isinstance(doc.get("conditions"), dict):
-                raise BibInputError(f"{path}: not a `bib evaluate --json` output (no 'conditions')")
+            doc = read_evaluation(path)
             sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or path
             ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
         header, rows = build(published, ours)

@@ -126,3 +126,23 @@ def write_orders(root: str | os.PathLike[str], order_rows: Sequence[dict[str, ob
     path = Path(root) / ORDERS
     atomic_write_text(path, buf.getvalue())
     return path
+
+
+def read_orders(root: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """Rows of ``root/orders.csv`` (``[]`` when the set has none), checked against :data:`ORDER_COLUMNS`.
+
+    Raises:
+        BibInputError: a header that is not the orders header, or a row without an order or position.
+    """
+    path = Path(root) / ORDERS
+    if not path.is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames != ORDER_COLUMNS:
+            raise BibInputError(f"{path}: header {reader.fieldnames} is not the orders header {ORDER_COLUMNS}")
+        rows = list(reader)
+    for i, row in enumerate(rows, start=2):
+        if None in row or not str(row.get("order", "")).isdigit() or not str(row.get("position", "")).isdigit():
+            raise BibInputError(f"{path}: row {i} is incomplete (order and position must be integers)")
+    return rows

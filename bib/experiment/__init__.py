@@ -1,0 +1,7 @@
+"""``bib experiment``: a self-contained browser looking-time study; see :mod:`bib.experiment.build`."""
+
+from __future__ import annotations
+
+from bib.experiment.build import Criteria, ExperimentSummary, build_experiment
+
+__all__ = ["Criteria", "ExperimentSummary", "build_experiment"]

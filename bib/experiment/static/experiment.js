@@ -1,0 +1,349 @@
+// bib experiment: a looking-time study in the browser (plain JavaScript, no libraries, works from file://).
+//
+// The study (orders, criteria, data columns) comes from study.js (window.BIB_STUDY). The experimenter
+// holds the look key while the infant looks. A trial starts at the first look-key press after the
+// attention-getter and ends by PyHab's rule: once the infant has looked for min_on seconds in total,
+// a look-away of `lookaway` seconds in a row ends it (at the start of that look-away + lookaway);
+// otherwise it ends at max_trial seconds. Times are the key events' own timestamps (event.timeStamp,
+// the page clock), so a busy machine delays when the page notices the end, not the recorded times.
+// With ?clock=manual in the URL the page clock is set by hand (window.bibExperiment.clock.set(ms)),
+// which is how the tests drive time.
+(function () {
+  "use strict";
+  var S = window.BIB_STUDY;
+  var C = S.criteria;
+  var KEYS = { look: " ", restart: "r", end: "y" };
+  var manual = /[?&]clock=manual\b/.test(window.location.search);
+  var manualNow = 0;
+  var clock = {
+    now: function () { return manual ? manualNow : performance.now(); },
+    eventTime: function (e) { return manual ? manualNow : e.timeStamp; },
+    set: function (ms) { manualNow = ms; settle(ms); }
+  };
+  var $ = function (id) { return document.getElementById(id); };
+  var session = null;   // the session being run (persisted after every trial unless practice)
+  var trial = null;     // the running trial
+  var state = "setup";  // setup | attention | trial | done
+  var tick = null;
+
+  // ------------------------------------------------------------------ storage
+  var PREFIX = "bib-experiment/" + S.id + "/";
+  function storageKey(pid) { return PREFIX + pid; }
+  function load(pid) {
+    try { var text = window.localStorage.getItem(storageKey(pid)); return text ? JSON.parse(text) : null; }
+    catch (err) { return null; }
+  }
+  function persist() {
+    if (!session || session.practice) return;
+    try { window.localStorage.setItem(storageKey(session.participant_id), JSON.stringify(session)); }
+    catch (err) { showWarning("Could not save to this browser's storage: " + err); }
+  }
+  function savedSessions() {
+    var out = [];
+    for (var i = 0; i < window.localStorage.length; i++) {
+      var key = window.localStorage.key(i);
+      if (key && key.indexOf(PREFIX) === 0) {
+        try { out.push(JSON.parse(window.localStorage.getItem(key))); } catch (err) { /* skip a damaged entry */ }
+      }
+    }
+    out.sort(function (a, b) { return a.participant_id < b.participant_id ? -1 : 1; });
+    return out;
+  }
+
+  // ------------------------------------------------------------------ CSV
+  function cell(v) {
+    var s = v === null || v === undefined ? "" : String(v);
+    return /[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  }
+  function csv(header, rows) {
+    return [header.map(cell).join(",")].concat(rows.map(function (r) {
+      return header.map(function (h) { return cell(r[h]); }).join(",");
+    })).join("\n") + "\n";
+  }
+  function trialsCsv(s) { return csv(S.columns.concat(S.extra_columns), s.trials); }
+  function looksCsv(s) { return csv(S.look_columns, s.looks); }
+  function download(name, text) {
+    var a = document.createElement("a");
+    a.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    a.download = name;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+  }
+  function fileStem(s) { return S.name + "_" + s.participant_id; }
+  function downloadAll(s) {
+    download(fileStem(s) + "_trials.csv", trialsCsv(s));
+    download(fileStem(s) + "_looks.csv", looksCsv(s));
+  }
+
+  // ------------------------------------------------------------------ sessions
+  function sequence(order, practice) {
+    var rows = S.orders[String(order)];
+    return practice ? rows.slice(0, S.practice_trials) : rows;
+  }
+  function newSession(form, practice) {
+    return {
+      study: S.id, participant_id: practice ? "practice" : form.pid, order: form.order, lab: form.lab,
+      age_days: form.age, practice: practice, session_date: new Date().toISOString().slice(0, 10),
+      next: 0, attempt: 1, finished: false, trials: [], looks: []
+    };
+  }
+  function logEvent(event, relMs, absMs) {
+    var row = trial ? trial.row : sequence(session.order, session.practice)[session.next] || {};
+    session.looks.push({
+      participant_id: session.participant_id, order: session.order, position: row.position || "",
+      attempt: session.attempt, event: event,
+      t_s: relMs === null ? "" : (relMs / 1000).toFixed(6), clock_ms: absMs.toFixed(3)
+    });
+  }
+
+  // ------------------------------------------------------------------ trials
+  function current() { return sequence(session.order, session.practice)[session.next]; }
+  function showAttention() {
+    state = "attention";
+    var row = current();
+    $("attention").hidden = false;
+    var video = $("stimulus");
+    video.hidden = true;
+    video.pause();
+    if (row) {
+      video.src = row.video;
+      video.load();
+    }
+    updateStatus();
+  }
+  function startTrial(t) {
+    var row = current();
+    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, total: 0, nLooks: 1 };
+    state = "trial";
+    logEvent("trial_start", 0, t);
+    logEvent("look_on", 0, t);
+    $("attention").hidden = true;
+    var video = $("stimulus");
+    video.hidden = false;
+    try { video.currentTime = 0; } catch (err) { /* not loaded yet */ }
+    var played = video.play();
+    if (played && played.catch) played.catch(function (err) { showWarning("The video did not play: " + err); });
+    updateStatus();
+  }
+  // End the trial if the rule says it ended at or before page time t (ms).
+  function settle(t) {
+    if (state !== "trial" || !trial) return;
+    var rel = t - trial.t0, maxMs = C.max_trial * 1000;
+    if (!trial.looking && trial.offSince !== null && trial.total >= C.min_on * 1000 &&
+        trial.offSince + C.lookaway * 1000 <= Math.min(rel, maxMs)) {
+      endTrial(trial.offSince + C.lookaway * 1000, "lookaway", "");
+    } else if (rel >= maxMs) {
+      if (trial.looking) trial.total += maxMs - trial.onSince;
+      endTrial(maxMs, "max_trial", "");
+    }
+  }
+  function lookOn(t) {
+    settle(t);
+    if (state === "attention") { startTrial(t); return; }
+    if (state !== "trial" || trial.looking) return;
+    trial.looking = true; trial.onSince = t - trial.t0; trial.nLooks += 1;
+    logEvent("look_on", trial.onSince, t);
+    updateStatus();
+  }
+  function lookOff(t) {
+    settle(t);
+    if (state !== "trial" || !trial.looking) return;
+    var rel = t - trial.t0;
+    trial.looking = false; trial.offSince = rel; trial.total += rel - trial.onSince;
+    logEvent("look_off", rel, t);
+    updateStatus();
+  }
+  function endTrial(relEnd, reason, error, last) {
+    var row = trial.row;
+    if (trial.looking && reason !== "max_trial") trial.total += relEnd - trial.onSince;
+    if (trial.looking) logEvent("look_off", relEnd, trial.t0 + relEnd);
+    logEvent("trial_end:" + reason, relEnd, trial.t0 + relEnd);
+    var values = {
+      participant_id: session.participant_id, lab: session.lab, age_days: session.age_days, task: row.task,
+      trial_num: row.position, phase: row.phase, outcome: row.outcome,
+      looking_time_s: (trial.total / 1000).toFixed(3), order: session.order, trial_error: error, item: row.pair_id,
+      study: S.name, position: row.position, episode_id: row.episode_id, pair_id: row.pair_id, video: row.video,
+      trial_duration_s: (relEnd / 1000).toFixed(3), n_looks: trial.nLooks, end_reason: reason,
+      restarts: session.attempt - 1, session_date: session.session_date
+    };
+    var record = {};
+    S.columns.concat(S.extra_columns).forEach(function (c) { record[c] = values.hasOwnProperty(c) ? values[c] : ""; });
+    session.trials.push(record);
+    session.next += 1;
+    session.attempt = 1;
+    trial = null;
+    var video = $("stimulus");
+    video.pause();
+    persist();
+    if (last || session.next >= sequence(session.order, session.practice).length) finish(); else showAttention();
+  }
+  function restartTrial(t) {
+    if (state !== "trial") return;
+    logEvent("trial_restart", t - trial.t0, t);
+    trial = null;
+    session.attempt += 1;
+    showAttention();
+  }
+  function endSession(t) {
+    settle(t);
+    logEvent("session_end", trial ? t - trial.t0 : null, t);
+    // a trial cut short by the experimenter is kept, marked as an error
+    if (state === "trial") endTrial(t - trial.t0, "ended", "session ended during the trial", true);
+    else if (state === "attention") finish();
+  }
+  function finish() {
+    state = "done";
+    if (tick) { clearInterval(tick); tick = null; }
+    session.finished = true;
+    persist();
+    if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(function () {});
+    $("stage").hidden = true;
+    $("done").hidden = false;
+    $("done-title").textContent = session.practice ? "Practice finished (nothing was saved)" :
+      "Session of " + session.participant_id + " saved (" + session.trials.length + " trials)";
+    renderSummary(session);
+    if (!session.practice) downloadAll(session);
+  }
+
+  // ------------------------------------------------------------------ display
+  function updateStatus() {
+    var total = sequence(session.order, session.practice).length;
+    var text = (session.practice ? "PRACTICE · " : "") + session.participant_id + " · order " + session.order +
+      " · trial " + Math.min(session.next + 1, total) + "/" + total + " · " +
+      (state === "attention" ? "attention-getter: hold SPACE when the infant looks" :
+        trial && trial.looking ? "LOOKING" : "away");
+    $("status").textContent = text;
+    $("status").className = trial && trial.looking ? "looking" : "";
+  }
+  function renderSummary(s) {
+    var body = $("summary").tBodies[0];
+    body.innerHTML = "";
+    s.trials.forEach(function (r) {
+      var tr = document.createElement("tr");
+      [r.trial_num, r.task, r.phase, r.outcome, r.looking_time_s, r.end_reason, r.trial_error].forEach(function (v) {
+        var td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+  function showWarning(text) { var w = $("warning"); w.textContent = text; w.hidden = false; }
+  function renderSaved() {
+    var list = $("saved"), items = savedSessions();
+    list.innerHTML = "";
+    $("saved-none").hidden = items.length > 0;
+    items.forEach(function (s) {
+      var li = document.createElement("li");
+      var total = sequence(s.order, false).length;
+      li.textContent = s.participant_id + " (order " + s.order + ", " + s.trials.length + "/" + total + " trials" +
+        (s.finished ? ", finished" : ", unfinished") + ") ";
+      var b = document.createElement("button");
+      b.type = "button"; b.textContent = "download";
+      b.addEventListener("click", function () { downloadAll(s); });
+      li.appendChild(b);
+      list.appendChild(li);
+    });
+  }
+
+  // ------------------------------------------------------------------ setup form
+  function readForm() {
+    return {
+      pid: $("pid").value.trim(), order: parseInt($("order").value, 10), lab: $("lab").value.trim(),
+      age: $("age").value.trim()
+    };
+  }
+  function suggestOrder() {
+    var m = /(\d+)$/.exec($("pid").value.trim()), n = Object.keys(S.orders).length;
+    if (m && !$("order").dataset.touched) $("order").value = String(((parseInt(m[1], 10) - 1) % n + n) % n + 1);
+  }
+  function ask(text, buttons) {
+    // an in-page dialog (window.confirm would leave full screen): buttons are [label, handler]
+    var box = $("dialog");
+    $("dialog-text").textContent = text;
+    var row = $("dialog-buttons");
+    row.innerHTML = "";
+    buttons.forEach(function (b) {
+      var el = document.createElement("button");
+      el.type = "button"; el.textContent = b[0]; el.id = "dialog-" + b[0].toLowerCase();
+      el.addEventListener("click", function () { box.hidden = true; b[1](); });
+      row.appendChild(el);
+    });
+    box.hidden = false;
+  }
+  function begin(s) {
+    session = s;
+    $("setup").hidden = true;
+    $("done").hidden = true;
+    $("stage").hidden = false;
+    $("practice-banner").hidden = !s.practice;
+    var el = document.documentElement;
+    if (el.requestFullscreen) el.requestFullscreen().catch(function () { /* stays in the window */ });
+    if (!manual) tick = setInterval(function () { settle(clock.now()); }, 10);
+    if (s.next > 0) logEvent("session_resume", null, clock.now());
+    showAttention();
+  }
+  function start(practice) {
+    var f = readForm();
+    if (practice) { begin(newSession({ pid: "practice", order: 1, lab: f.lab, age: "" }, true)); return; }
+    if (!/^[A-Za-z0-9_.-]+$/.test(f.pid)) { showWarning("Participant id: letters, digits, '.', '_' or '-' only."); return; }
+    if (!S.orders[String(f.order)]) { showWarning("Choose an order."); return; }
+    var old = load(f.pid);
+    if (!old) { begin(newSession(f, false)); return; }
+    var total = sequence(old.order, false).length;
+    var text = "Participant " + f.pid + " already has a session in this browser (order " + old.order + ", " +
+      old.trials.length + " of " + total + " trials, " + (old.finished ? "finished" : "unfinished") + ").";
+    var buttons = [];
+    if (!old.finished) buttons.push(["Resume", function () { begin(old); }]);
+    buttons.push(["Overwrite", function () { begin(newSession(f, false)); }]);
+    buttons.push(["Cancel", function () {}]);
+    ask(text + (old.finished ? " Overwrite it?" : " Resume it at trial " + (old.next + 1) + ", or overwrite it?"), buttons);
+  }
+
+  // ------------------------------------------------------------------ keys
+  document.addEventListener("keydown", function (e) {
+    if (state !== "attention" && state !== "trial") return;
+    var key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (key === KEYS.look || key === KEYS.restart || key === KEYS.end) e.preventDefault();
+    if (e.repeat) return;
+    var t = clock.eventTime(e);
+    if (key === KEYS.look) lookOn(t);
+    else if (key === KEYS.restart) { settle(t); restartTrial(t); }
+    else if (key === KEYS.end) endSession(t);
+  });
+  document.addEventListener("keyup", function (e) {
+    if (e.key === KEYS.look) { e.preventDefault(); lookOff(clock.eventTime(e)); }
+  });
+
+  function setup() {
+    document.title = S.name + ": looking-time study";
+    $("study-name").textContent = S.name;
+    $("criteria").textContent = "look-away " + C.lookaway + " s in a row, maximum trial " + C.max_trial +
+      " s, minimum looking " + C.min_on + " s";
+    var select = $("order");
+    Object.keys(S.orders).forEach(function (o) {
+      var opt = document.createElement("option"); opt.value = o; opt.textContent = "order " + o; select.appendChild(opt);
+    });
+    select.addEventListener("change", function () { select.dataset.touched = "1"; });
+    $("pid").addEventListener("input", suggestOrder);
+    $("lab").value = S.lab || "";
+    $("start").addEventListener("click", function () { start(false); });
+    $("practice").addEventListener("click", function () { start(true); });
+    $("again").addEventListener("click", function () {
+      $("done").hidden = true; $("setup").hidden = false; $("pid").value = ""; renderSaved();
+    });
+    $("download-trials").addEventListener("click", function () { download(fileStem(session) + "_trials.csv", trialsCsv(session)); });
+    $("download-looks").addEventListener("click", function () { download(fileStem(session) + "_looks.csv", looksCsv(session)); });
+    $("stimulus").addEventListener("playing", function () { if (trial) logEvent("video_playing", clock.now() - trial.t0, clock.now()); });
+    $("stimulus").addEventListener("ended", function () { if (trial) logEvent("video_ended", clock.now() - trial.t0, clock.now()); });
+    renderSaved();
+  }
+
+  window.bibExperiment = {
+    clock: clock,
+    state: function () { return state; },
+    session: function () { return session; },
+    trialsCsv: function () { return session ? trialsCsv(session) : ""; },
+    looksCsv: function () { return session ? looksCsv(session) : ""; }
+  };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup); else setup();
+})();

@@ -1,0 +1,429 @@
+"""``bib report``: one static site from stimulus sets, evaluation results and analysis reports.
+
+Layout of ``SITE/`` (flat, so every page reaches ``style.css`` and ``table.js`` at the root):
+
+* ``index.html``: the inputs and their pages;
+* per stimulus set ``<slug>``: ``set-<slug>.html`` (overview), ``set-<slug>-<condition>.html``
+  (expected and unexpected side by side: linked videos and contact sheets),
+  ``set-<slug>-manifest.html`` (filterable) and ``set-<slug>-orders.html``; contact sheets under
+  ``sheets/<slug>/``;
+* ``evaluation.html`` (every evaluation input together, with the published anchors) and
+  ``figures/evaluation.svg``;
+* per analysis report ``<slug>``: ``analysis-<slug>.html`` and ``figures/analysis-<slug>-*.svg``.
+
+Pages hold no dates, so the same inputs give the same site (``.bib-site`` names the command).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bib.report import figures
+from bib.report.inputs import AnalysisReport, Evaluation, Input, StimulusSet, read_inputs
+from bib.report.site import Site, building, check_out
+
+#: Contact sheets: frames of the test trial, in one row, at this many pixels per cell.
+SHEET_FRAMES = 6
+SHEET_CELL_PX = 12
+DEFAULT_PAIRS = 100
+FIGURE_WIDTH = 760
+
+
+def slugify(text: str) -> str:
+    """A file-name-safe lower-case slug."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "input"
+
+
+@dataclass(frozen=True)
+class SheetJob:
+    """One contact sheet to draw: the episode file, the PNG, the render settings."""
+
+    episode: str
+    png: str
+    settings: Any
+
+
+def draw_sheet(job: SheetJob) -> tuple[int, int]:
+    """Draw a contact sheet of the episode's test trial; return its ``(width, height)``."""
+    from bib.episode import load_episode
+    from bib.render.video import contact_sheet
+
+    ep = load_episode(job.episode)
+    img = contact_sheet(ep.test, job.png, job.settings, n=SHEET_FRAMES, columns=SHEET_FRAMES)
+    return int(img.shape[1]), int(img.shape[0])
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def sheet_settings(data: StimulusSet) -> Any:
+    """The set's render settings (defaults for a ``--task`` set) at thumbnail size, without letterbox."""
+    from bib.render.frames import RenderSettings
+
+    base = data.spec.render.settings() if data.spec is not None else RenderSettings()
+    return dataclasses.replace(base, cell_px=SHEET_CELL_PX, canvas=None)
+
+
+@dataclass
+class Page:
+    """A page of the site: its title and file."""
+
+    title: str
+    page: str
+
+
+class ReportBuilder:
+    """Builds the pages of every input into a :class:`Site`."""
+
+    def __init__(self, site: Site, inputs: list[Input], *, pairs: int, workers: int, version: str) -> None:
+        self.site = site
+        self.inputs = inputs
+        self.pairs = pairs
+        self.workers = workers
+        self.version = version
+        self.nav: list[Page] = []
+        self.pages: dict[int, list[Page]] = {}
+        self._slugs: Counter[str] = Counter()
+        self.sheet_jobs: list[tuple[SheetJob, Path | None]] = []
+        self._condition_pages: list[tuple[Any, ...]] = []
+
+    def slug(self, label: str) -> str:
+        base = slugify(label)
+        self._slugs[base] += 1
+        return base if self._slugs[base] == 1 else f"{base}-{self._slugs[base]}"
+
+    def render(self, rel: str, template: str, title: str, **context: Any) -> None:
+        made_by = context.pop("made_by", "")
+        self.site.page(rel, template, title=title, nav=self.nav, page=rel, version=self.version, made_by=made_by, **context)
+
+    # ------------------------------------------------------------ plan
+
+    def plan(self) -> None:
+        """Decide every page (so the navigation is complete before any page is written)."""
+        evaluations = [i for i in self.inputs if i.kind == "evaluation"]
+        for k, inp in enumerate(self.inputs):
+            if inp.kind == "stimuli":
+                slug = self.slug(inp.label)
+                inp.slug = slug  # type: ignore[attr-defined]
+                data = inp.data
+                assert isinstance(data, StimulusSet)
+                self.pages[k] = [Page(f"set {inp.label}", f"set-{slug}.html"), Page("manifest", f"set-{slug}-manifest.html")]
+                if data.orders:
+                    self.pages[k].append(Page("orders", f"set-{slug}-orders.html"))
+            elif inp.kind == "analysis":
+                slug = self.slug(inp.label)
+                inp.slug = slug  # type: ignore[attr-defined]
+                self.pages[k] = [Page(f"analysis {inp.label}", f"analysis-{slug}.html")]
+            else:
+                self.pages[k] = [Page("evaluation", "evaluation.html")]
+        self.nav = [self.pages[k][0] for k in range(len(self.inputs))
+                    if not (self.inputs[k].kind == "evaluation" and self.inputs[k] is not evaluations[0])]
+
+    # ------------------------------------------------------------ build
+
+    def build(self, previous: Path | None) -> None:
+        self.plan()
+        self.site.copy_static(["style.css", "table.js"])
+        done_eval = False
+        for k, inp in enumerate(self.inputs):
+            if inp.kind == "stimuli":
+                self.stimulus_pages(inp, previous)
+            elif inp.kind == "analysis":
+                self.analysis_page(inp)
+            elif not done_eval:
+                self.evaluation_page([i for i in self.inputs if i.kind == "evaluation"])
+                done_eval = True
+        self.draw_sheets()
+        index = [{"kind": inp.kind, "path": str(inp.path), "pages": self.pages[k]} for k, inp in enumerate(self.inputs)]
+        self.render("index.html", "index.html", "Report", inputs=index)
+
+    # ------------------------------------------------------------ stimuli
+
+    def stimulus_pages(self, inp: Input, previous: Path | None) -> None:
+        data = inp.data
+        assert isinstance(data, StimulusSet)
+        slug = inp.slug  # type: ignore[attr-defined]
+        root = data.root.resolve()
+        settings = sheet_settings(data)
+        tag = hashlib.sha256(repr(settings).encode()).hexdigest()[:8]
+        made_by = f"bib generate --spec {data.spec.name}.toml (seed {data.spec.seed})" if data.spec is not None else ""
+        manifest_page = f"set-{slug}-manifest.html"
+        orders_page = f"set-{slug}-orders.html" if data.orders else ""
+        by_condition: dict[str, list[dict[str, str]]] = {}
+        for row in data.rows:
+            by_condition.setdefault(row["condition"], []).append(row)
+        conditions = []
+        for cond, rows in by_condition.items():
+            page = f"set-{slug}-{slugify(cond)}.html"
+            items = self._condition_items(rows)
+            shown = items if self.pairs == 0 else items[: self.pairs]
+            cards = []
+            for item_id, eps in shown:
+                episodes = []
+                for row in eps:
+                    sheet = f"sheets/{slug}/{row['episode_id']}-{row['sha256'][:12]}-{tag}.png"
+                    old = previous / sheet if previous is not None else None
+                    self.sheet_jobs.append((SheetJob(str(root / row["episode_path"]), str(self.site.path(sheet)), settings),
+                                            old if old is not None and old.is_file() else None))
+                    episodes.append({"outcome": row["outcome"], "episode_id": row["episode_id"], "n_steps": row["n_steps"],
+                                     "video": str(root / row["video_path"]) if row["video_path"] else "",
+                                     "episode": str(root / row["episode_path"]), "sheet": sheet, "job": len(self.sheet_jobs) - 1})
+                cards.append({"id": item_id, "episodes": episodes})
+            n_pairs = len({r["pair_id"] for r in rows if r["pair_id"]})
+            conditions.append({"condition": cond, "page": page, "n_pairs": n_pairs, "n_episodes": len(rows),
+                               "shown": f"{len(shown)} {'pairs' if n_pairs else 'episodes'}", "cards": cards,
+                               "total": len(items)})
+        for c in conditions:
+            intro = (f"{c['n_pairs']} pairs of condition {c['condition']}: each pair's expected and unexpected episodes side by "
+                     f"side (the episode video, and a contact sheet of {SHEET_FRAMES} evenly spaced frames of the test trial)."
+                     if c["n_pairs"] else
+                     f"{c['n_episodes']} episodes of {c['condition']} (no pairs: a background task), each with a contact sheet "
+                     f"of {SHEET_FRAMES} evenly spaced frames of its test trial.")
+            self._condition_pages.append((c["page"], f"{inp.label}: {c['condition']}", c["cards"], intro,
+                                          c["total"], manifest_page, made_by))
+        render = ""
+        if data.spec is not None:
+            r = data.spec.render
+            render = (f"{r.cell_px} px cells, {r.fps} fps, {r.speed} cells/s"
+                      + (f", letterboxed {r.canvas[0]} x {r.canvas[1]}" if r.canvas else "") + f", codec {r.codec}")
+        self.render(f"set-{slug}.html", "set.html", f"Stimulus set {inp.label}", set_root=str(data.root),
+                    spec=data.spec, n_episodes=len(data.rows), has_video=any(r["video_path"] for r in data.rows),
+                    n_orders=len({o["order"] for o in data.orders}), render=render, conditions=conditions,
+                    manifest_page=manifest_page, orders_page=orders_page, made_by=made_by)
+        self._manifest_page(inp, manifest_page, made_by)
+        if data.orders:
+            self._orders_page(inp, orders_page, made_by)
+
+    @staticmethod
+    def _condition_items(rows: list[dict[str, str]]) -> list[tuple[str, list[dict[str, str]]]]:
+        """Pairs (expected first) in pair order, or single episodes for unpaired tasks."""
+        paired: dict[str, list[dict[str, str]]] = {}
+        single: list[tuple[str, list[dict[str, str]]]] = []
+        for row in rows:
+            if row["pair_id"]:
+                paired.setdefault(row["pair_id"], []).append(row)
+            else:
+                single.append((row["episode_id"], [row]))
+        rank = {"expected": 0, "unexpected": 1}
+        items = [(pid, sorted(eps, key=lambda r: rank.get(r["outcome"], 2))) for pid, eps in sorted(paired.items())]
+        return items + sorted(single)
+
+    def _manifest_page(self, inp: Input, rel: str, made_by: str) -> None:
+        from bib.stimuli.manifest import COLUMNS
+
+        data = inp.data
+        assert isinstance(data, StimulusSet)
+        root = data.root.resolve()
+        links = {"episode_path", "video_path"}
+        rows = [[{"text": row[c], "link": str(root / row[c]) if c in links and row[c] else ""} for c in COLUMNS if c != "sha256"]
+                for row in data.rows]
+        header = [c for c in COLUMNS if c != "sha256"]
+        self.render(rel, "table.html", f"{inp.label}: manifest", header=header, rows=rows, made_by=made_by,
+                    intro=f"Every episode of {data.root}/manifest.csv ({len(rows)} rows; the sha256 column is left out). "
+                          "Type in the boxes to filter.")
+
+    def _orders_page(self, inp: Input, rel: str, made_by: str) -> None:
+        data = inp.data
+        assert isinstance(data, StimulusSet)
+        root = data.root.resolve()
+        by_order: dict[int, list[dict[str, str]]] = {}
+        for row in data.orders:
+            by_order.setdefault(int(row["order"]), []).append(row)
+        n = len(by_order)
+        orders = []
+        for o in sorted(by_order):
+            rows = [{**r, "video": str(root / r["video_path"]) if r["video_path"] else "",
+                     "video_name": Path(r["video_path"]).name} for r in sorted(by_order[o], key=lambda r: int(r["position"]))]
+            participants = ", ".join(str(i) for i in range(o, o + 3 * n + 1, n)) + ", ..."
+            orders.append({"order": o, "rows": rows, "participants": participants})
+        self.render(rel, "orders.html", f"{inp.label}: presentation orders", n_orders=n, orders=orders,
+                    set_root=str(data.root), made_by=made_by)
+
+    def draw_sheets(self) -> None:
+        """Draw (or reuse from the previous site) every contact sheet, then write the condition pages."""
+        from bib.parallel import map_ordered
+        from bib.progress import track
+
+        sizes: dict[int, tuple[int, int]] = {}
+        todo = []
+        for k, (job, old) in enumerate(self.sheet_jobs):
+            target = Path(job.png)
+            if old is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(old, target)
+                sizes[k] = _png_size(target)
+            else:
+                Path(job.png).parent.mkdir(parents=True, exist_ok=True)
+                todo.append(k)
+        results = map_ordered(draw_sheet, [self.sheet_jobs[k][0] for k in todo], workers=min(self.workers, max(len(todo), 1)))
+        for size, k in zip(track(results, total=len(todo), description="contact sheets"), todo):
+            sizes[k] = size
+        for page, title, cards, intro, total, manifest_page, made_by in self._condition_pages:
+            for card in cards:
+                for ep in card["episodes"]:
+                    ep["sheet_w"], ep["sheet_h"] = sizes[ep["job"]]
+            self.render(page, "condition.html", title, items=cards, intro=intro, truncated=len(cards) < total,
+                        total=total, manifest_page=manifest_page, made_by=made_by)
+
+    # ------------------------------------------------------------ evaluation
+
+    def evaluation_page(self, inputs: list[Input]) -> None:
+        from bib.conditions import CONDITIONS, FAMILIES
+        from bib.evaluation import ANCHORS, leaderboard, read_anchors
+
+        rows: list[dict[str, str]] = []
+        observers = []
+        taken: set[str] = set()
+        for inp in inputs:
+            data = inp.data
+            assert isinstance(data, Evaluation)
+            # an observer named in two inputs is told apart by the input's label
+            renamed = {n: n if n not in taken else f"{n} [{inp.label}]" for n in dict.fromkeys(r["observer"] for r in data.rows)}
+            taken |= set(renamed.values())
+            mine_rows = [{**r, "observer": renamed[r["observer"]]} for r in data.rows]
+            rows += mine_rows
+            names = list(renamed.values())
+            ties = {c: v.get("n_ties", "") for c, v in (data.doc or {}).get("conditions", {}).items()}
+            for name in names:
+                mine = [r for r in mine_rows if r["observer"] == name]
+                acc = {r["condition"]: 100 * float(r["accuracy"]) for r in mine}
+                averages = [(fam, f"{sum(acc[c] for c in conds) / 3:.1f}") for fam, conds in FAMILIES.items()
+                            if all(c in acc for c in conds)]
+                observers.append({
+                    "name": name, "slug": slugify(name), "source": str(inp.path),
+                    "stimuli": mine[0].get("stimuli", ""), "readout": mine[0].get("readout", ""),
+                    "command": mine[0].get("command", ""), "averages": averages,
+                    "rows": [{"condition": r["condition"], "accuracy": _pct(r["accuracy"]),
+                              "ci": f"{_pct(r.get('ci_low'))}–{_pct(r.get('ci_high'))}" if r.get("ci_low") else "",
+                              "n_pairs": r.get("n_pairs", ""), "n_ties": ties.get(r["condition"], "")} for r in mine],
+                })
+        anchors = read_anchors(ANCHORS) if ANCHORS.is_file() else []
+        header, board = leaderboard(anchors, rows)
+        present = [c for c in CONDITIONS if any(r["condition"] == c for r in rows)]
+        present += sorted({r["condition"] for r in rows} - set(present))
+        series: dict[str, dict[str, tuple[float, float, float]]] = {}
+        for r in rows:
+            series.setdefault(r["observer"], {})[r["condition"]] = (
+                float(r["accuracy"]), _float(r.get("ci_low")), _float(r.get("ci_high")))
+        published: dict[str, dict[str, float]] = {}
+        for a in anchors:
+            if a["condition"] in present:
+                published.setdefault(a["model"], {})[a["condition"]] = float(a["accuracy"]) / 100
+        figure = "figures/evaluation.svg"
+        figures.accuracy_bars(present, series, published, self.site.path(figure))
+        sources = sorted({f"{a['model']}: {a['source']}" for a in anchors if a.get("source")})
+        stimuli = sorted({r.get("stimuli", "") for r in rows} - {""})
+        note = ("Published: original BIB v1.1 data (their tie rule gave ties full credit). Ours: "
+                + ("; ".join(stimuli) or "sets generated by this package") + " (a tie counts 0.5).")
+        self.render("evaluation.html", "evaluation.html", "Evaluation", observers=observers, figure=figure,
+                    figure_w=FIGURE_WIDTH, board_header=header, board_rows=board, board_note=note, sources=sources)
+
+    # ------------------------------------------------------------ analysis
+
+    def analysis_page(self, inp: Input) -> None:
+        data = inp.data
+        assert isinstance(data, AnalysisReport)
+        slug = inp.slug  # type: ignore[attr-defined]
+        doc = data.doc
+        alpha = float(doc.get("alpha", 0.05))
+        tasks = []
+        for task, r in doc["tasks"].items():
+            tasks.append({"task": task, "formula": r.get("formula", ""), "estimate": _num(r.get("estimate")),
+                          "ci": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]", "p": _num(r.get("p"), 4),
+                          "n_participants": r.get("n_participants", ""), "n_excluded": r.get("n_excluded", ""),
+                          "converged": r.get("converged", ""), "warnings": r.get("warnings", [])})
+        est_fig = f"figures/analysis-{slug}-estimates.svg"
+        figures.estimates_plot([(t, _float(r.get("estimate")), _float(r.get("ci_low")), _float(r.get("ci_high")))
+                                for t, r in doc["tasks"].items()],
+                               f"outcome effect (unexpected − expected), {doc.get('scale', '')}", self.site.path(est_fig))
+        pooled = None
+        if doc.get("pooled"):
+            p = doc["pooled"]
+            test = p.get("interaction_test", {})
+            pooled = {"formula": p.get("formula", ""), "df": test.get("df", ""), "chi2": _num(test.get("chi2")),
+                      "p": _num(test.get("p"), 4), "reference": p.get("reference_task", ""), "warnings": p.get("warnings", []),
+                      "rows": [{"task": t, "estimate": _num(c.get("estimate")), "ci": f"[{_num(c.get('ci_low'))}, {_num(c.get('ci_high'))}]",
+                                "p": _num(c.get("p"), 4)} for t, c in p.get("interaction", {}).items()]}
+        ex = doc["exclusions"]
+        dropped = [*ex.get("import_dropped", []), *ex.get("excluded", []), *ex.get("capped", [])]
+        for r in ex.get("import_dropped", []):
+            r.setdefault("step", "import")
+        for r in ex.get("capped", []):
+            r.setdefault("step", "max_look (capped)")
+        reasons_count = Counter((str(r.get("step", "")), str(r.get("reason", ""))) for r in dropped)
+        reasons = [{"step": s, "reason": why, "count": n} for (s, why), n in sorted(reasons_count.items(), key=lambda x: (-x[1], x[0]))]
+        ex_fig = f"figures/analysis-{slug}-exclusions.svg"
+        if reasons:
+            figures.count_bars([f"{r['step']}: {r['reason']}" for r in reasons], [r["count"] for r in reasons],
+                               "rows excluded, dropped or capped", self.site.path(ex_fig))
+        plots = []
+        for src in data.plots:
+            rel = f"figures/analysis-{slug}-{src.name}"
+            shutil.copyfile(src, self.site.path(rel))
+            plots.append({"path": rel, "name": src.name})
+        params = ", ".join(f"{k} = {v}" for k, v in ex.get("parameters", {}).items())
+        self.render(f"analysis-{slug}.html", "analysis.html", f"Analysis {inp.label}", doc=doc, path=str(data.path),
+                    ci_level=f"{1 - alpha:.0%}", tasks=tasks, estimates_figure=est_fig, figure_w=FIGURE_WIDTH,
+                    pooled=pooled, steps=ex.get("steps", []), parameters=params or "defaults",
+                    n_dropped=len(ex.get("import_dropped", [])), n_excluded=len(ex.get("excluded", [])),
+                    n_capped=len(ex.get("capped", [])), reasons=reasons, dropped=dropped, exclusions_figure=ex_fig,
+                    plots=plots)
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    v = _float(x)
+    return "–" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def _pct(x: Any) -> str:
+    v = _float(x)
+    return "–" if math.isnan(v) else f"{100 * v:.1f}"
+
+
+@dataclass
+class ReportSummary:
+    """What :func:`build_report` wrote."""
+
+    out: Path
+    pages: int
+    sheets: int
+    inputs: list[tuple[str, str]]
+
+
+def build_report(paths: list[Path], out: Path, *, command: str, pairs: int = DEFAULT_PAIRS, workers: int = 1,
+                 force: bool = False) -> ReportSummary:
+    """Read and check every input, then build the site into a temporary folder and move it to ``out``.
+
+    Raises:
+        BibInputError: an input of no known kind, a set whose videos or episodes are missing, an
+            unusable ``--out``; nothing is written then.
+    """
+    from bib import __version__
+
+    out = Path(out)
+    check_out(out, "report", force)
+    inputs = read_inputs(paths)
+    previous = out.resolve() if (out / ".bib-site").is_file() else None
+    with building(out, "report", command, "bib.report") as site:
+        builder = ReportBuilder(site, inputs, pairs=pairs, workers=workers, version=__version__)
+        builder.build(previous)
+        n_pages = sum(1 for _ in site.tmp.glob("*.html"))
+    return ReportSummary(out, n_pages, len(builder.sheet_jobs), [(i.kind, str(i.path)) for i in inputs])
+

@@ -1,0 +1,191 @@
+"""What ``bib report`` is given: each input's kind, detected from the files it holds, read with the
+library's own reader for that format.
+
+Kinds (first match wins):
+
+* ``stimuli``: a folder holding ``manifest.csv`` (a generated set), or that ``manifest.csv`` itself;
+* ``evaluation``: a ``bib evaluate --json`` object (``*.json`` with ``conditions``), a folder holding
+  ``evaluation.json``, or an "ours" table (``baselines/results.csv``: observer, condition, accuracy);
+* ``analysis``: a ``bib analyze --json`` report (``*.json`` with ``tasks`` and ``exclusions``) or a
+  folder holding ``report.json``.
+
+Anything else is refused with one line naming the path.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bib.errors import BibInputError
+
+KINDS = ("stimuli", "evaluation", "analysis")
+#: Fixed file names inside an output folder, per kind.
+FOLDER_FILES = {"evaluation": "evaluation.json", "analysis": "report.json"}
+
+
+@dataclass
+class StimulusSet:
+    """A generated set: its folder, manifest rows, orders rows, and spec (None for ``--task`` sets)."""
+
+    root: Path
+    rows: list[dict[str, str]]
+    orders: list[dict[str, str]]
+    spec: Any = None
+
+
+@dataclass
+class Evaluation:
+    """One evaluation input as rows of an "ours" table (:data:`bib.evaluation.TABLE_COLUMNS`)."""
+
+    path: Path
+    rows: list[dict[str, str]]
+    doc: dict[str, Any] | None = None
+
+
+@dataclass
+class AnalysisReport:
+    """A ``bib analyze`` report and the folder it came from (whose plots the page shows)."""
+
+    path: Path
+    doc: dict[str, Any]
+    plots: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Input:
+    """One command-line input: its kind, path, a short label and the data read from it."""
+
+    kind: str
+    path: Path
+    label: str
+    data: StimulusSet | Evaluation | AnalysisReport
+
+
+def _json_keys(path: Path) -> set[str]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{path}: not a report input (cannot read JSON: {exc})") from None
+    return set(doc) if isinstance(doc, dict) else set()
+
+
+def _csv_header(path: Path) -> list[str]:
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            lines = (line for line in fh if not line.startswith("#"))
+            return next(csv.reader(lines), [])
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BibInputError(f"{path}: cannot read ({exc})") from None
+
+
+def detect(path: Path) -> tuple[str, Path]:
+    """``(kind, path of the file or folder to read)`` for one input; BibInputError when unknown."""
+    from bib.stimuli.manifest import COLUMNS as MANIFEST_COLUMNS
+    from bib.stimuli.manifest import MANIFEST
+
+    if not path.exists():
+        raise BibInputError(f"{path}: no such file or folder")
+    if path.is_dir():
+        if (path / MANIFEST).is_file():
+            return "stimuli", path
+        for kind, name in FOLDER_FILES.items():
+            if (path / name).is_file():
+                return kind, path / name
+    elif path.suffix == ".json":
+        keys = _json_keys(path)
+        if "conditions" in keys:
+            return "evaluation", path
+        if {"tasks", "exclusions"} <= keys:
+            return "analysis", path
+    elif path.suffix == ".csv":
+        header = _csv_header(path)
+        if header == MANIFEST_COLUMNS:
+            return "stimuli", path.parent
+        if {"observer", "condition", "accuracy"} <= set(header):
+            return "evaluation", path
+    raise BibInputError(
+        f"{path}: not a report input (expected a stimulus set folder with manifest.csv, "
+        "`bib evaluate --json` output or an observer table, or a `bib analyze --json` report)"
+    )
+
+
+def _check_videos(root: Path, rows: list[dict[str, str]], orders: list[dict[str, str]]) -> None:
+    for row in [*rows, *orders]:
+        video = row.get("video_path", "")
+        if video and not (root / video).is_file():
+            raise BibInputError(f"{root / video}: video listed in {root.name}/"
+                                f"{'orders.csv' if 'position' in row else 'manifest.csv'} is missing")
+
+
+def read_stimulus_set(root: Path) -> StimulusSet:
+    """Manifest, orders and spec of a set; every listed video must exist."""
+    from bib.stimuli.manifest import read_manifest
+    from bib.stimuli.orders import read_orders
+    from bib.stimuli.spec import load_spec
+
+    rows = read_manifest(root)
+    if not rows:
+        raise BibInputError(f"{root / 'manifest.csv'}: the manifest lists no episodes")
+    orders = read_orders(root)
+    _check_videos(root, rows, orders)
+    for row in rows:
+        if not (root / row["episode_path"]).is_file():
+            raise BibInputError(f"{root / row['episode_path']}: episode listed in {root.name}/manifest.csv is missing")
+    spec = load_spec(root / "spec.toml") if (root / "spec.toml").is_file() else None
+    return StimulusSet(root, rows, orders, spec)
+
+
+def _observer_name(path: Path, doc: dict[str, Any]) -> str:
+    name = doc.get("observer") or doc.get("name")
+    if isinstance(name, str) and name:
+        return name
+    return path.parent.name if path.name == FOLDER_FILES["evaluation"] else path.stem
+
+
+def read_evaluation_input(path: Path) -> Evaluation:
+    """An evaluation JSON (one observer, named by its ``observer`` field or file) or an "ours" table."""
+    from bib.evaluation import read_evaluation, read_table, table_rows
+
+    if path.suffix == ".csv":
+        return Evaluation(path, read_table(path))
+    doc = read_evaluation(path)
+    sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", []) if isinstance(s, dict))
+    rows = [{k: str(v) for k, v in r.items()} for r in table_rows(_observer_name(path, doc), doc, sets, "")]
+    return Evaluation(path, rows, doc)
+
+
+def read_analysis_input(path: Path) -> AnalysisReport:
+    """An analysis report and the SVG plots beside it (``paired-*.svg``, ``forest.svg``)."""
+    from bib.analysis.analyze import read_report
+
+    doc = read_report(path)
+    folder = path.parent
+    plots = sorted(folder.glob("*.svg")) + sorted((folder / "plots").glob("*.svg"))
+    return AnalysisReport(path, doc, plots)
+
+
+def read_inputs(paths: list[Path]) -> list[Input]:
+    """Detect and read every input (all are checked before the site is built)."""
+    out: list[Input] = []
+    seen: set[tuple[str, Path]] = set()
+    for given in paths:
+        kind, path = detect(given)
+        key = (kind, path.resolve())
+        if key in seen:
+            raise BibInputError(f"{given}: given twice")
+        seen.add(key)
+        if kind == "stimuli":
+            data: StimulusSet | Evaluation | AnalysisReport = read_stimulus_set(path)
+            label = data.spec.name if data.spec is not None else path.resolve().name
+        elif kind == "evaluation":
+            data = read_evaluation_input(path)
+            label = path.resolve().parent.name if path.name == FOLDER_FILES["evaluation"] else path.stem
+        else:
+            data = read_analysis_input(path)
+            label = path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem
+        out.append(Input(kind, path, label, data))
+    return out

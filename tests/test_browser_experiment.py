@@ -1,0 +1,286 @@
+"""`bib experiment` in headless Chromium: simulated key presses with a known look schedule.
+
+Time is driven by the page's manual clock (``index.html?clock=manual``): the test sets the page
+clock, then sends a real key press through WebDriver, so the recorded times are exactly the
+schedule's whatever the machine's load. Looking times must equal the schedule's under PyHab's rule
+(computed independently here and by :func:`bib.experiment.build.looking_time`) to the millisecond,
+and the trials CSV must go through `bib analyze` with no mapping.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from bib.report import browser
+
+pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=f"no browser: {browser.missing()}")
+
+LOOKAWAY, MAX_TRIAL, MIN_ON = 2.0, 10.0, 1.0
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from browser_sets import tiny_set
+
+    from bib.experiment import Criteria, build_experiment
+
+    folder = tmp_path_factory.mktemp("experiment")
+    root = tiny_set(tmp_path_factory)
+    out = folder / "study"
+    build_experiment(root, out, Criteria(LOOKAWAY, MAX_TRIAL, MIN_ON), command="bib experiment tiny --out study")
+    return out
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    downloads = tmp_path_factory.mktemp("downloads")
+    with browser.chromium(1000, 700, downloads=downloads) as d:
+        d.downloads = downloads  # type: ignore[attr-defined]
+        yield d
+
+
+def expected_look(schedule: list[tuple[float, str]]) -> tuple[float, float, str]:
+    """PyHab's rule on a schedule of (seconds from trial start, 'on'/'off'), written out by hand."""
+    looking, on_since, off_since, total = True, 0.0, None, 0.0
+    for t, kind in schedule + [(1e9, "eof")]:
+        if not looking and total >= MIN_ON and off_since + LOOKAWAY <= min(t, MAX_TRIAL):
+            return round(total, 6), off_since + LOOKAWAY, "lookaway"
+        if t >= MAX_TRIAL:
+            return round(total + (MAX_TRIAL - on_since if looking else 0), 6), MAX_TRIAL, "max_trial"
+        if kind == "on" and not looking:
+            looking, on_since = True, t
+        elif kind == "off" and looking:
+            looking, off_since, total = False, t, total + t - on_since
+    raise AssertionError
+
+
+# one schedule per trial shape: each starts with the look that starts the trial (t = 0)
+SCHEDULES = [
+    [(1.234, "off"), (2.0, "on"), (4.5, "off")],                      # a short look-away, then one that ends it
+    [(0.3, "off"), (3.3, "on"), (4.3, "off")],                         # 0.3 s < min-on: a long look-away does not end it
+    [],                                                                # looks to the maximum trial length
+    [(0.04, "off"), (0.08, "on"), (1.96, "off"), (3.95, "on"), (5.0, "off")],  # look-away 1.99 s: not enough
+    [(2.5, "off"), (4.0, "on"), (9.9, "off")],                         # look-away starts 0.1 s before the maximum
+]
+
+
+def schedule_for(position: int) -> list[tuple[float, str]]:
+    return SCHEDULES[(position - 1) % len(SCHEDULES)]
+
+
+def key(driver, name: str, down: bool) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    k = {"space": Keys.SPACE, "r": "r", "y": "y"}[name]
+    chain = ActionChains(driver)
+    (chain.key_down(k) if down else chain.key_up(k)).perform()
+
+
+def set_clock(driver, ms: float) -> None:  # noqa: ANN001
+    driver.execute_script("window.bibExperiment.clock.set(arguments[0])", ms)
+
+
+def run_trial(driver, base_ms: float, schedule: list[tuple[float, str]]) -> float:  # noqa: ANN001
+    """Play one trial at page time ``base_ms``; return the page time after it ended."""
+    set_clock(driver, base_ms)
+    key(driver, "space", True)
+    assert driver.execute_script("return window.bibExperiment.state()") == "trial"
+    down = True
+    for t, kind in schedule:
+        set_clock(driver, base_ms + t * 1000)
+        key(driver, "space", kind == "on")
+        down = kind == "on"
+    end = base_ms + (MAX_TRIAL + 1) * 1000
+    set_clock(driver, end)
+    if down:
+        key(driver, "space", False)
+    assert driver.execute_script("return window.bibExperiment.state()") in ("attention", "done")
+    return end + 1000
+
+
+def open_study(driver, study: Path) -> None:  # noqa: ANN001
+    driver.get(study.joinpath("index.html").as_uri() + "?clock=manual")
+    assert driver.execute_script("return window.bibExperiment.state()") == "setup"
+
+
+def start(driver, pid: str, order: int | None = None) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    box = driver.find_element(By.ID, "pid")
+    box.clear()
+    box.send_keys(pid)
+    if order is not None:
+        Select(driver.find_element(By.ID, "order")).select_by_value(str(order))
+    driver.find_element(By.ID, "start").click()
+
+
+def wait_file(folder: Path, name: str, timeout: float = 20.0) -> str:
+    path = folder / name
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.is_file() and not list(folder.glob("*.crdownload")):
+            return path.read_text(encoding="utf-8")
+        time.sleep(0.1)
+    raise AssertionError(f"{name} was not downloaded (have {sorted(p.name for p in folder.iterdir())})")
+
+
+def rows_of(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def run_session(driver, study: Path, pid: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:  # noqa: ANN001
+    open_study(driver, study)
+    start(driver, pid)
+    t = 5000.0
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        position = driver.execute_script("var s = window.bibExperiment.session(); return s.next + 1")
+        t = run_trial(driver, t, schedule_for(position))
+    trials = wait_file(driver.downloads, f"tiny-study_{pid}_trials.csv")
+    looks = wait_file(driver.downloads, f"tiny-study_{pid}_looks.csv")
+    return rows_of(trials), rows_of(looks)
+
+
+def test_looking_times_match_the_schedule_exactly(driver, study: Path) -> None:  # noqa: ANN001
+    from bib.analysis.schema import COLUMNS
+    from bib.experiment import Criteria
+    from bib.experiment.build import looking_time
+
+    trials, looks = run_session(driver, study, "p01")
+    assert list(trials[0])[: len(COLUMNS)] == list(COLUMNS)
+    assert len(trials) == 20 and [int(r["trial_num"]) for r in trials] == list(range(1, 21))
+    for r in trials:
+        schedule = schedule_for(int(r["position"]))
+        lt, duration, reason = expected_look(schedule)
+        assert float(r["looking_time_s"]) == pytest.approx(lt, abs=5e-4), r
+        assert float(r["trial_duration_s"]) == pytest.approx(duration, abs=5e-4), r
+        assert r["end_reason"] == reason
+        assert looking_time([(0.0, "on"), *schedule], Criteria(LOOKAWAY, MAX_TRIAL, MIN_ON)) == pytest.approx((lt, duration, reason))
+    # the hand-checked first trial: 1.234 s + 2.5 s, ended 2 s after the look-away at 4.5 s
+    assert trials[0]["looking_time_s"] == "3.734" and trials[0]["trial_duration_s"] == "6.500"
+    assert trials[2]["looking_time_s"] == "10.000" and trials[2]["end_reason"] == "max_trial"
+    # every look on and off is in the raw log, time-stamped from its trial's start
+    first = [(float(r["t_s"]), r["event"]) for r in looks if r["position"] == "1" and not r["event"].startswith("video")]
+    assert first == [(0.0, "trial_start"), (0.0, "look_on"), (1.234, "look_off"), (2.0, "look_on"), (4.5, "look_off"),
+                     (6.5, "trial_end:lookaway")]
+
+
+def test_trials_csv_goes_through_bib_analyze(driver, study: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    from bib.analysis.importers import read_looking_times
+    from bib.cli import main
+
+    texts = []
+    for pid in ("p02", "p03", "p04"):
+        trials, _ = run_session(driver, study, pid)
+        texts.append((driver.downloads / f"tiny-study_{pid}_trials.csv").read_text(encoding="utf-8"))
+    merged = texts[0] + "".join(t.split("\n", 1)[1] for t in texts[1:])
+    data = tmp_path / "looks.csv"
+    data.write_text(merged, encoding="utf-8")
+    table = read_looking_times(data).table
+    assert len(table) == 60 and set(table["participant_id"]) == {"p02", "p03", "p04"}
+    assert set(table.loc[table["phase"] == "test", "outcome"]) == {"expected", "unexpected"}
+    with pytest.raises(SystemExit) as done:
+        main(["analyze", str(data), "--json"])
+    assert done.value.code in (None, 0)
+
+
+def test_restart_end_session_and_overwrite(driver, study: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    open_study(driver, study)
+    start(driver, "p10", order=2)
+    t = run_trial(driver, 1000.0, schedule_for(1))
+    # restart trial 2 half-way: logged, not saved
+    set_clock(driver, t)
+    key(driver, "space", True)
+    set_clock(driver, t + 700)
+    key(driver, "r", True)
+    key(driver, "r", False)
+    key(driver, "space", False)
+    assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    t = run_trial(driver, t + 2000, schedule_for(1))
+    # end the session during trial 3: the trial is kept, marked as an error
+    set_clock(driver, t)
+    key(driver, "space", True)
+    set_clock(driver, t + 1500)
+    key(driver, "y", True)
+    key(driver, "y", False)
+    key(driver, "space", False)
+    assert driver.execute_script("return window.bibExperiment.state()") == "done"
+    trials = rows_of(wait_file(driver.downloads, "tiny-study_p10_trials.csv"))
+    looks = rows_of(wait_file(driver.downloads, "tiny-study_p10_looks.csv"))
+    assert [r["order"] for r in trials] == ["2", "2", "2"]
+    assert trials[1]["restarts"] == "1" and trials[1]["looking_time_s"] == "3.734"
+    assert trials[2]["end_reason"] == "ended" and trials[2]["looking_time_s"] == "1.500"
+    assert trials[2]["trial_error"] == "session ended during the trial"
+    assert [r["attempt"] for r in looks if r["event"] == "trial_restart"] == ["1"]
+
+    # the same id again asks before overwriting
+    open_study(driver, study)
+    start(driver, "p10")
+    assert driver.find_element(By.ID, "dialog").is_displayed()
+    assert "p10 already has a session" in driver.find_element(By.ID, "dialog-text").text
+    driver.find_element(By.ID, "dialog-cancel").click()
+    assert driver.execute_script("return window.bibExperiment.state()") == "setup"
+    start(driver, "p10")
+    driver.find_element(By.ID, "dialog-overwrite").click()
+    assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    assert driver.execute_script("return window.bibExperiment.session().trials.length") == 0
+
+
+def test_closed_tab_loses_at_most_the_current_trial(driver, study: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    open_study(driver, study)
+    start(driver, "p20")
+    t = run_trial(driver, 1000.0, schedule_for(1))
+    t = run_trial(driver, t, schedule_for(2))
+    set_clock(driver, t)
+    key(driver, "space", True)  # trial 3 running when the tab goes
+    key(driver, "space", False)
+    open_study(driver, study)  # a new page load: the running trial is gone
+    start(driver, "p20")
+    assert "2 of 20 trials, unfinished" in driver.find_element(By.ID, "dialog-text").text
+    driver.find_element(By.ID, "dialog-resume").click()
+    session = driver.execute_script("return window.bibExperiment.session()")
+    assert session["next"] == 2 and len(session["trials"]) == 2
+    assert [r["looking_time_s"] for r in session["trials"]] == ["3.734", "1.300"]
+
+
+def test_practice_mode_saves_nothing(driver, study: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    open_study(driver, study)
+    driver.find_element(By.ID, "practice").click()
+    t = 1000.0
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        t = run_trial(driver, t, schedule_for(1))
+    session = driver.execute_script("return window.bibExperiment.session()")
+    assert session["practice"] and len(session["trials"]) == 2
+    stored = driver.execute_script("return Object.keys(localStorage).filter(k => k.endsWith('/practice')).length")
+    assert stored == 0
+    assert not list(driver.downloads.glob("tiny-study_practice_*"))
+
+
+def test_no_console_errors_and_the_video_plays(driver, study: Path) -> None:  # noqa: ANN001
+    open_study(driver, study)
+    start(driver, "p30")
+    set_clock(driver, 1000)
+    key(driver, "space", True)
+    deadline = time.monotonic() + 15
+    state = None
+    while time.monotonic() < deadline:
+        state = driver.execute_script("var v = document.getElementById('stimulus');"
+                                      "return [v.readyState, v.duration, v.currentTime, v.paused, !!v.error]")
+        if state[0] >= 2 and state[2] > 0:
+            break
+        time.sleep(0.1)
+    key(driver, "space", False)
+    assert state is not None and state[0] >= 2 and state[1] > 0 and state[2] > 0 and not state[4], state
+    assert browser.console_errors(driver) == []

@@ -1,0 +1,198 @@
+"""`bib report` and `bib experiment` without a browser: inputs, pages, links, determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bib.cli import main
+from bib.errors import BibInputError
+from bib.experiment import Criteria
+from bib.experiment.build import looking_time
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "data" / "looking_times" / "example.csv"
+PILOT_SPEC = Path(__file__).resolve().parent.parent / "analysis" / "infant-pilot.toml"
+TABLE = Path(__file__).resolve().parent.parent / "baselines" / "results.csv"
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny set with videos and orders, an evaluation JSON of it, an analysis report with plots."""
+    from browser_sets import tiny_set
+
+    from bib.analysis.analyze import analyze, jsonable
+    from bib.analysis.importers import read_looking_times
+    from bib.analysis.plots import analysis_plots
+    from bib.analysis.spec import load_spec
+    from bib.evaluation import evaluate, evaluation_json, find_episodes
+
+    folder = tmp_path_factory.mktemp("report-inputs")
+    root = tiny_set(tmp_path_factory)
+    found = find_episodes(root)
+    surprise = {r.id: (1.0 if r.outcome == "unexpected" else 0.0) for r in found.refs}
+    evaluation = folder / "oracle.json"
+    evaluation.write_text(json.dumps(evaluation_json(evaluate(found.refs, surprise), "max", sets=found.sets)), encoding="utf-8")
+    spec = load_spec(PILOT_SPEC)
+    result = analyze(read_looking_times(EXAMPLE, None, spec), spec)
+    analysis = folder / "analysis"
+    analysis.mkdir()
+    (analysis / "report.json").write_text(json.dumps(jsonable(result.report)), encoding="utf-8")
+    analysis_plots(result.data, result.report, spec.scale, analysis)
+    return {"set": root, "evaluation": evaluation, "analysis": analysis, "folder": folder}
+
+
+def build(inputs: dict[str, Path], out: Path, *extra: str) -> None:
+    args = ["report", str(inputs["set"]), str(inputs["evaluation"]), str(TABLE), str(inputs["analysis"]), "--out", str(out), *extra]
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code in (None, 0)
+
+
+def links(page: Path) -> list[str]:
+    html = page.read_text(encoding="utf-8")
+    return re.findall(r'(?:href|src)="([^"#]+)"', html)
+
+
+def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(inputs, out)
+    pages = sorted(p.name for p in out.glob("*.html"))
+    assert pages == ["analysis-analysis.html", "evaluation.html", "index.html", "set-tiny-study-efficiency-path.html",
+                     "set-tiny-study-manifest.html", "set-tiny-study-orders.html", "set-tiny-study-preference.html",
+                     "set-tiny-study.html"]
+    for page in out.glob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "Made by <code class=\"command\">bib report " in html, page.name
+        assert "http://" not in html and "https://" not in html, page.name  # no CDN, nothing remote
+        for link in links(page):
+            assert (page.parent / link).exists(), f"{page.name}: {link}"
+    pref = (out / "set-tiny-study-preference.html").read_text(encoding="utf-8")
+    videos = re.findall(r'<video [^>]*src="([^"]+)"', pref)
+    # expected and unexpected side by side, linked (not copied) from the set
+    assert [Path(v).name for v in videos] == ["preference-000000-expected.mp4", "preference-000000-unexpected.mp4"]
+    assert all((out / v).resolve() == (inputs["set"] / "videos" / Path(v).name).resolve() for v in videos)
+    assert not list(out.rglob("*.mp4"))
+    assert len(list((out / "sheets").rglob("*.png"))) == 4
+    evaluation = (out / "evaluation.html").read_text(encoding="utf-8")
+    assert "oracle" in evaluation and "HBToM" in evaluation and "inverse-planner" in evaluation
+    assert (out / "figures" / "evaluation.svg").read_text(encoding="utf-8").startswith("<?xml")
+    analysis = (out / "analysis-analysis.html").read_text(encoding="utf-8")
+    assert "0.397" in analysis and "trial error: fussiness" in analysis  # the estimate and an exclusion reason
+    orders = (out / "set-tiny-study-orders.html").read_text(encoding="utf-8")
+    assert orders.count("<h2>Order ") == 4
+
+
+def test_same_inputs_give_the_same_site(inputs: dict[str, Path], tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    build(inputs, a)
+    build(inputs, b)
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name != ".bib-site")
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != ".bib-site")
+    for f in files:
+        ta, tb = (a / f).read_bytes(), (b / f).read_bytes()
+        assert ta.replace(str(a).encode(), b"X") == tb.replace(str(b).encode(), b"X"), f
+
+
+def test_rebuild_replaces_the_site_and_reuses_contact_sheets(inputs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    build(inputs, out)
+    (out / "stale.html").write_text("old", encoding="utf-8")
+    sheet = next((out / "sheets").rglob("*.png"))
+    before = sheet.read_bytes()
+    build(inputs, out)
+    assert not (out / "stale.html").exists() and sheet.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _fails(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(args)
+    assert done.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bib: error: ") and "\n" not in err
+    return err
+
+
+def test_bad_inputs_exit_2_with_no_site(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "site"
+    stray = tmp_path / "notes.json"
+    stray.write_text('{"hello": 1}', encoding="utf-8")
+    assert str(stray) in _fails(["report", str(stray), "--out", str(out)], capsys)
+    assert str(tmp_path) in _fails(["report", str(tmp_path), "--out", str(out)], capsys)  # an empty folder
+    broken = tmp_path / "broken"
+    shutil.copytree(inputs["set"], broken)
+    video = next((broken / "videos").glob("*.mp4"))
+    video.unlink()
+    err = _fails(["report", str(broken), "--out", str(out)], capsys)
+    assert str(video) in err and "missing" in err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "mine.txt").write_text("x", encoding="utf-8")
+    assert "--force" in _fails(["report", str(inputs["evaluation"]), "--out", str(other)], capsys)
+    assert (other / "mine.txt").exists()
+
+
+def test_experiment_bad_inputs(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "study"
+    no_orders = tmp_path / "no-orders"
+    shutil.copytree(inputs["set"], no_orders)
+    (no_orders / "orders.csv").unlink()
+    err = _fails(["experiment", str(no_orders), "--out", str(out)], capsys)
+    assert str(no_orders / "orders.csv") in err and "no presentation orders" in err
+    no_video = tmp_path / "no-video"
+    shutil.copytree(inputs["set"], no_video)
+    from bib.stimuli.orders import read_orders
+
+    gone = no_video / read_orders(no_video)[0]["video_path"]
+    gone.unlink()
+    assert str(gone) in _fails(["experiment", str(no_video), "--out", str(out)], capsys)
+    with pytest.raises(SystemExit) as done:  # the parser's range check (its usage message is the CLI's business)
+        main(["experiment", str(inputs["set"]), "--out", str(out), "--lookaway", "0"])
+    assert done.value.code == 2 and "--lookaway" in capsys.readouterr().err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> None:
+    from bib.analysis.schema import COLUMNS
+
+    out = tmp_path / "study"
+    with pytest.raises(SystemExit) as done:
+        main(["experiment", str(inputs["set"]), "--out", str(out), "--lookaway", "1.5", "--lab", "babylab"])
+    assert done.value.code in (None, 0)
+    assert sorted(p.name for p in out.iterdir()) == [".bib-site", "experiment.css", "experiment.js", "index.html", "study.js", "videos"]
+    study = json.loads((out / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
+    assert study["columns"] == list(COLUMNS) and study["criteria"] == {"lookaway": 1.5, "max_trial": 60.0, "min_on": 1.0}
+    assert study["lab"] == "babylab" and sorted(study["orders"]) == ["1", "2", "3", "4"]
+    assert all(len(t) == 20 for t in study["orders"].values())
+    for trials in study["orders"].values():
+        for t in trials:
+            assert (out / t["video"]).is_file()
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<script src="([^"]+)"', html) == ["study.js", "experiment.js"]
+    assert "http" not in (out / "experiment.js").read_text(encoding="utf-8") + html
+
+
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        ([(0, "on"), (1.234, "off"), (2.0, "on"), (4.5, "off")], (3.734, 6.5, "lookaway")),
+        ([(0, "on"), (0.3, "off"), (3.3, "on"), (4.3, "off")], (1.3, 6.3, "lookaway")),  # min-on not met at 0.3 s
+        ([(0, "on")], (10.0, 10.0, "max_trial")),
+        ([(0, "on"), (2.5, "off"), (4.0, "on"), (9.9, "off")], (8.4, 10.0, "max_trial")),
+        ([(0, "on"), (1.0, "off"), (3.0, "on")], (1.0, 3.0, "lookaway")),  # a look back exactly at the criterion is too late
+        ([(0, "on"), (4.0, "end")], (4.0, 4.0, "ended")),
+    ],
+)
+def test_looking_time_rule(events: list[tuple[float, str]], expected: tuple[float, float, str]) -> None:
+    lt, duration, reason = looking_time(events, Criteria(2.0, 10.0, 1.0))
+    assert (round(lt, 9), round(duration, 9), reason) == expected
+
+
+def test_criteria_are_checked() -> None:
+    with pytest.raises(BibInputError):
+        Criteria(0.0, 10.0, 1.0)
