@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 import typer
 
 
-def command_line(name: str) -> str:
-    """The command as typed (``bib <name> ...``), for the pages it makes."""
-    args = sys.argv[1:]
-    if name in args:
-        args = args[args.index(name) + 1 :]
-    return shlex.join(["bib", name, *args])
+def command_line(name: str, positional: list[object], options: dict[str, object], defaults: dict[str, object]) -> str:
+    """The command as it was given (options at their defaults left out), for the pages it makes."""
+    words = ["bib", name, *(str(p) for p in positional)]
+    for flag, value in options.items():
+        if value == defaults.get(flag):
+            continue
+        words += [flag] if value is True else [flag, str(value)]
+    return shlex.join(words)
 
 
 def register(app: typer.Typer) -> None:
@@ -33,7 +34,9 @@ def register(app: typer.Typer) -> None:
         """Build a static site (opens from file://) from stimulus sets, evaluation results and analyses."""
         from bib.report import build_report
 
-        summary = build_report(inputs, out, command=command_line("report"), pairs=pairs, workers=workers, force=force)
+        command = command_line("report", inputs, {"--out": out, "--pairs-per-condition": pairs, "--workers": workers, "--force": force},
+                               {"--pairs-per-condition": 100, "--workers": 1, "--force": False})
+        summary = build_report(inputs, out, command=command, pairs=pairs, workers=workers, force=force)
         kinds = ", ".join(f"{k} {p}" for k, p in summary.inputs)
         typer.echo(f"{summary.out}/index.html: {summary.pages} pages, {summary.sheets} contact sheets ({kinds})")
 
@@ -55,7 +58,12 @@ def register(app: typer.Typer) -> None:
         """Write a browser looking-time experiment (works from file://) for a set's presentation orders."""
         from bib.experiment import Criteria, build_experiment
 
-        summary = build_experiment(stimuli, out, Criteria(lookaway, max_trial, min_on), command=command_line("experiment"),
+        command = command_line("experiment", [stimuli], {"--out": out, "--lookaway": lookaway, "--max-trial": max_trial,
+                                                         "--min-on": min_on, "--lab": lab, "--practice-trials": practice_trials,
+                                                         "--force": force},
+                               {"--lookaway": 2.0, "--max-trial": 60.0, "--min-on": 1.0, "--lab": "", "--practice-trials": 2,
+                                "--force": False})
+        summary = build_experiment(stimuli, out, Criteria(lookaway, max_trial, min_on), command=command,
                                    lab=lab, practice_trials=practice_trials, force=force)
         typer.echo(f"{summary.out}/index.html: {summary.n_orders} orders of {summary.n_trials} trials, "
                    f"{summary.n_videos} videos; open it in a browser")

@@ -278,7 +278,7 @@ class ReportBuilder:
     # ------------------------------------------------------------ evaluation
 
     def evaluation_page(self, inputs: list[Input]) -> None:
-        from bib.conditions import CONDITIONS, FAMILIES
+        from bib.tasks.registry import conditions, families
         from bib.evaluation import ANCHORS, leaderboard, read_anchors
 
         rows: list[dict[str, str]] = []
@@ -297,7 +297,7 @@ class ReportBuilder:
             for name in names:
                 mine = [r for r in mine_rows if r["observer"] == name]
                 acc = {r["condition"]: 100 * float(r["accuracy"]) for r in mine}
-                averages = [(fam, f"{sum(acc[c] for c in conds) / 3:.1f}") for fam, conds in FAMILIES.items()
+                averages = [(fam, f"{sum(acc[c] for c in conds) / 3:.1f}") for fam, conds in families().items()
                             if all(c in acc for c in conds)]
                 observers.append({
                     "name": name, "slug": slugify(name), "source": str(inp.path),
@@ -309,7 +309,7 @@ class ReportBuilder:
                 })
         anchors = read_anchors(ANCHORS) if ANCHORS.is_file() else []
         header, board = leaderboard(anchors, rows)
-        present = [c for c in CONDITIONS if any(r["condition"] == c for r in rows)]
+        present = [c for c in conditions() if any(r["condition"] == c for r in rows)]
         present += sorted({r["condition"] for r in rows} - set(present))
         series: dict[str, dict[str, tuple[float, float, float]]] = {}
         for r in rows:
