@@ -90,8 +90,8 @@ def test_same_inputs_give_the_same_site(inputs: dict[str, Path], tmp_path: Path)
     a, b = tmp_path / "a", tmp_path / "b"
     build(inputs, a)
     build(inputs, b)
-    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name != ".bib-site")
-    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != ".bib-site")
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name != "provenance.json")
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != "provenance.json")
     for f in files:
         ta, tb = (a / f).read_bytes(), (b / f).read_bytes()
         assert ta.replace(str(a).encode(), b"X") == tb.replace(str(b).encode(), b"X"), f
@@ -164,7 +164,7 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
     with pytest.raises(SystemExit) as done:
         main(["experiment", str(inputs["set"]), "--out", str(out), "--lookaway", "1.5", "--lab", "babylab"])
     assert done.value.code in (None, 0)
-    assert sorted(p.name for p in out.iterdir()) == [".bib-site", "experiment.css", "experiment.js", "index.html", "study.js", "videos"]
+    assert sorted(p.name for p in out.iterdir()) == ["experiment.css", "experiment.js", "index.html", "provenance.json", "study.js", "videos"]
     study = json.loads((out / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
     assert study["columns"] == list(COLUMNS) and study["criteria"] == {"lookaway": 1.5, "max_trial": 60.0, "min_on": 1.0}
     assert study["lab"] == "babylab" and sorted(study["orders"]) == ["1", "2", "3", "4"]

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bib.errors import BibInputError
-from bib.report.site import building, check_out
+from bib.report.site import building, output_folder
 
 #: Extra columns of the trials CSV after the canonical ones.
 EXTRA_COLUMNS = ("study", "position", "episode_id", "pair_id", "video", "trial_duration_s", "n_looks",
@@ -134,7 +134,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria, *, command: s
     root = Path(stimuli)
     rows = study_orders(root)
     out = Path(out)
-    check_out(out, "experiment", force)
+    folder = output_folder(out, "experiment", force)
     spec = load_spec(root / "spec.toml") if (root / "spec.toml").is_file() else None
     name = spec.name if spec is not None else root.resolve().name
     videos: dict[str, str] = {}
@@ -152,7 +152,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria, *, command: s
         "practice_trials": practice_trials, "columns": list(COLUMNS), "extra_columns": list(EXTRA_COLUMNS),
         "look_columns": list(LOOK_COLUMNS), "orders": {str(o): t for o, t in sorted(trials.items())},
     }
-    with building(out, "experiment", command, "bib.experiment") as site:
+    with building(folder, command, "bib.experiment") as site:
         site.copy_static(["experiment.js", "experiment.css"])
         text = "// Written by bib experiment; the study's orders, criteria and data columns.\n"
         text += f"window.BIB_STUDY = {json.dumps(study, indent=1, sort_keys=True)};\n"

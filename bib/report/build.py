@@ -11,7 +11,8 @@ Layout of ``SITE/`` (flat, so every page reaches ``style.css`` and ``table.js`` 
   ``figures/evaluation.svg``;
 * per analysis report ``<slug>``: ``analysis-<slug>.html`` and ``figures/analysis-<slug>-*.svg``.
 
-Pages hold no dates, so the same inputs give the same site (``.bib-site`` names the command).
+Pages hold no dates, so the same inputs give the same site; ``provenance.json`` records the command
+line, version and times.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 from bib.report import figures
 from bib.report.inputs import AnalysisReport, Evaluation, Input, StimulusSet, read_inputs
-from bib.report.site import Site, building, check_out
+from bib.report.site import Site, building, is_site, output_folder
 
 #: Contact sheets: frames of the test trial, in one row, at this many pixels per cell.
 SHEET_FRAMES = 6
@@ -418,10 +419,10 @@ def build_report(paths: list[Path], out: Path, *, command: str, pairs: int = DEF
     from bib import __version__
 
     out = Path(out)
-    check_out(out, "report", force)
+    folder = output_folder(out, "report", force)
     inputs = read_inputs(paths)
-    previous = out.resolve() if (out / ".bib-site").is_file() else None
-    with building(out, "report", command, "bib.report") as site:
+    previous = out.resolve() if is_site(out, "report") else None
+    with building(folder, command, "bib.report") as site:
         builder = ReportBuilder(site, inputs, pairs=pairs, workers=workers, version=__version__)
         builder.build(previous)
         n_pages = sum(1 for _ in site.tmp.glob("*.html"))
