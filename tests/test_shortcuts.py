@@ -353,7 +353,8 @@ def test_audit_cli_fails_on_bib_eval_style_pairs(tmp_path: Path, capsys: pytest.
     # the same command again writes into its own folder; another set is refused without --force
     assert bib(capsys, "audit", tmp_path / "set", "--out", out)[0] == 1
     code, _, err = bib(capsys, "audit", tmp_path / "set" / "preference", "--out", out)
-    assert code == 2 and "holds the audit of another set" in err
+    assert code == 2 and "folder holds the output of" in err and "use --force" in err
+    assert json.loads((out / "provenance.json").read_text())["job"]["command"] == "audit"
 
 
 def test_audit_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -368,4 +369,4 @@ def test_audit_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     (tmp_path / "file").write_text("x")
     _generate(capsys, tmp_path / "set", "preference", 2)
     code, _, err = bib(capsys, "audit", tmp_path / "set", "--out", tmp_path / "file")
-    assert code == 2 and "--out must be a folder" in err
+    assert code == 2 and "exists and is a file; --out names a folder" in err

@@ -49,19 +49,27 @@ def register(app: typer.Typer) -> None:
         from bib.evaluation import evaluate as run
         from bib.evaluation import table_rows, upsert_table
 
-        if out is not None and out.exists() and not out.is_dir():
-            raise BibInputError(f"{out}: --out must be a folder, and this is a file")
+        folder = None
+        if out is not None:
+            import os
+
+            from bib.io import OutputFolder
+
+            job = {"command": "evaluate", "set": os.path.abspath(episodes), "results": os.path.abspath(results),
+                   "readout": readout, "seed": seed}
+            folder = OutputFolder(out, job)
         found = find_episodes(episodes)
         surprise = surprise_by_episode(results, found, readout)
         res = run(found.refs, surprise, seed=seed)
         if not res:
             raise BibInputError(f"{episodes}: no expected/unexpected pairs to evaluate")
         result = Evaluation(res, readout, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed))
-        if out is not None:
-            result.save(out)
-            if result.difficulty:
-                sets = "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
-                DifficultyCurve(result.difficulty, f"{name or results.stem} on {sets}").save(out)
+        if folder is not None:
+            with folder as tmp:
+                result.save(tmp)
+                if result.difficulty:
+                    sets = "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
+                    DifficultyCurve(result.difficulty, f"{name or results.stem} on {sets}").save(tmp)
         if table is not None:
             if not name:
                 raise BibInputError("--table needs --name (the observer's name in the table)")
@@ -77,7 +85,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", min=1, help="Worker processes.", show_default=True),
         scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap CIs.", show_default=True),
-        force: bool = typer.Option(False, "--force", help="Write into an --out folder that holds something else.", show_default=True),
+        force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something else.", show_default=True),
         as_json: bool = typer.Option(False, "--json", help="Print audit.json on stdout instead of the table.", show_default=True),
     ) -> None:
         """Run the shortcut battery on a VOE set; FAIL where a shortcut leaves 50 +- 10% (exit code 1).
@@ -85,13 +93,17 @@ def register(app: typer.Typer) -> None:
         Shortcuts: closest-object, test-only, novelty, familiarity, path-length, single-feature
         (fit per condition on half of the pairs, scored on the other half). See docs/observers.md.
         """
-        from bib.observers.audit import audit_table, check_out, check_set, run_audit, write_audit
+        import os
+
+        from bib.io import OutputFolder
+        from bib.observers.audit import audit_table, check_set, run_audit, write_audit
 
         source = str(episodes)
         found = check_set(episodes)
-        check_out(out, source, force)
+        folder = OutputFolder(out, {"command": "audit", "set": os.path.abspath(source), "seed": seed}, force=force)
         result = run_audit(found, source, workers=workers, scheduler=scheduler, seed=seed)
-        write_audit(result, out)
+        with folder as tmp:
+            write_audit(result, tmp)
         if as_json:
             typer.echo(result.to_json_text(), nl=False)
         else:

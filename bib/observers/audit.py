@@ -20,7 +20,6 @@ and ``single-feature.json`` (the fit, usable as ``bib score single-feature --che
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -411,25 +410,6 @@ def audit_markdown(audit: Audit) -> str:
         lines += ["Failures:", ""] + [f"- {c}, {s}: {100 * cell.result.accuracy:.1f}% ({cell.reason})"
                                       for c, s, cell in audit.failures] + [""]
     return "\n".join(lines)
-
-
-def check_out(out: Path, source: str, force: bool) -> None:
-    """Refuse an ``--out`` that is a file, or a folder holding something other than an audit of the same set."""
-    if out.exists() and not out.is_dir():
-        raise BibInputError(f"{out}: --out must be a folder, and this is a file")
-    if not out.is_dir() or force:
-        return
-    previous = out / "audit.json"
-    if previous.is_file():
-        try:
-            old = json.loads(previous.read_text(encoding="utf-8")).get("source")
-        except (OSError, json.JSONDecodeError, AttributeError):
-            old = None
-        if old is not None and os.path.abspath(str(old)) != os.path.abspath(source):
-            raise BibInputError(f"{out}: holds the audit of another set ({old}); use --force to replace it")
-        return
-    if any(out.iterdir()):
-        raise BibInputError(f"{out}: folder is not empty and holds no audit; use --force to write into it")
 
 
 def write_audit(audit: Audit, out: Path) -> list[Path]:
