@@ -76,3 +76,56 @@ def test_manybabies1_models_match_lme4(name: str) -> None:
     fit = fit_lmm(frame)
     assert fit.n_obs == ref["n_obs"] == 26895
     assert_parity(fit, ref)
+
+
+@needs_mb1
+def test_manybabies1_reproduction_through_bib_analyze(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The documented command: analysis/manybabies1.toml on the shared file gives the paper's model."""
+    from bib.cli import main
+
+    out = tmp_path / "mb1"
+    try:
+        main(["analyze", str(MB1), "--spec", str(ROOT / "analysis" / "manybabies1.toml"), "--out", str(out)])
+    except SystemExit as exc:
+        assert not exc.code
+    text = capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    r = report["tasks"]["ids-preference"]
+    ref = {f["term"]: f for f in _fixture("mb1_paper")["fixed"]}["trial_typeIDS"]
+    assert r["effect"] == "IDS - ADS"
+    assert r["estimate"] == pytest.approx(ref["estimate"], abs=1e-4) and round(r["estimate"], 4) == 0.0986
+    assert r["se"] == pytest.approx(ref["se"], rel=1e-3) and round(r["se"], 4) == 0.0360
+    assert r["df"] == pytest.approx(ref["df"], rel=1e-2) and round(r["df"], 1) in (28.9, 29.0)
+    assert r["p"] == pytest.approx(ref["p"], rel=1e-2)
+    assert r["n_trials"] == 26895 and r["n_participants"] == 2302 and r["n_items"] == 16
+    assert report["filter"] == {"rows_read": 37264, "rows_kept": 32881, "dropped": {"trial_type not in ['IDS', 'ADS']": 4383}}
+    assert report["exclusions"]["summary"] == [{"step": "missing", "reason": "missing looking time", "rows": 5986}]
+    assert r["kept_because"] == "converged, not singular" and len(r["ladder"]) == 1
+    assert "filter: kept 32881 of 37264 rows" in text and "5986  missing: missing looking time" in text
+    # The paper's numbers, as its lme4/lmerTest fit prints them: exclusion lines are the original file's.
+    first = (out / "exclusions.csv").read_text().splitlines()[1]
+    assert first.startswith("47,babylabbrookes:mb81,")
+
+
+def test_live_r_agrees_on_a_crossed_design(tmp_path: Path) -> None:
+    """Where Rscript with lmerTest is installed, fit the crossed design in R now and compare."""
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        pytest.skip("Rscript is not installed (apt-get install r-cran-lmertest)")
+    probe = subprocess.run([rscript, "-e", "cat(requireNamespace('lmerTest', quietly=TRUE))"], capture_output=True, text=True)
+    if "TRUE" not in probe.stdout:
+        pytest.skip("R is installed but lmerTest is not (apt-get install r-cran-lmertest)")
+    script = (
+        "suppressMessages(library(lmerTest)); d <- read.csv(commandArgs(TRUE)[1]);"
+        "m <- lmer(y ~ outcome + (1 | participant) + (1 | item), data = d);"
+        "s <- summary(m)$coefficients; write.csv(s[, c(1, 2, 3)], commandArgs(TRUE)[2])"
+    )
+    out = tmp_path / "r.csv"
+    subprocess.run([rscript, "-e", script, str(FIX / "crossed.csv"), str(out)], check=True, capture_output=True)
+    ref = pd.read_csv(out, index_col=0)
+    data = pd.read_csv(FIX / "crossed.csv", dtype={"participant": str, "item": str})
+    fit = fit_lmm(model_frame(parse_formula("y ~ outcome + (1 | participant) + (1 | item)"), data))
+    for term, row in ref.iterrows():
+        assert fit.coefficients.loc[term, "estimate"] == pytest.approx(row["Estimate"], abs=1e-4)
+        assert fit.coefficients.loc[term, "se"] == pytest.approx(row["Std. Error"], rel=1e-3)
+        assert fit.coefficients.loc[term, "df"] == pytest.approx(row["df"], rel=1e-2)

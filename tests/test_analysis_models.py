@@ -102,7 +102,8 @@ def test_pooled_interaction_is_difference_of_task_effects() -> None:
     assert pooled["effect_in_reference"]["estimate"] == pytest.approx(report["tasks"]["preference"]["estimate"], abs=1e-8)
     assert pooled["interaction"]["efficiency-path"]["estimate"] == pytest.approx(diff, abs=1e-8)
     assert pooled["interaction_test"]["df"] == 1
-    assert pooled["interaction_test"]["p"] == pytest.approx(pooled["interaction"]["efficiency-path"]["p"], rel=1e-6)
+    # The joint Wald chi-square of one term is its Wald z test squared.
+    assert pooled["interaction_test"]["p"] == pytest.approx(pooled["interaction"]["efficiency-path"]["p_wald_z"], rel=1e-6)
 
 
 def test_boundary_warning_is_captured_not_silenced() -> None:
@@ -110,8 +111,10 @@ def test_boundary_warning_is_captured_not_silenced() -> None:
     rng = np.random.default_rng(0)
     table = _table(_paired(rng, 16, 0.2, sd_u=0.0, sd_e=0.5))
     r = task_effect(model_rows(table, ["preference"], "log", "t"), [], 0.05, "t")
-    assert any("boundary" in w for w in r["warnings"])
-    assert all(w.split(":")[0].endswith("Warning") or w.startswith("MixedLM") for w in r["warnings"])
+    assert any("boundary (singular) fit" in w for w in r["warnings"])
+    assert r["singular"] is True and r["participant_var"] == pytest.approx(0.0, abs=1e-8)
+    # Nothing left to prune: the report says which model was kept and why.
+    assert r["kept_because"] == "kept although singular: no random term left to prune"
 
 
 def test_covariates_enter_the_formula() -> None:
@@ -121,7 +124,7 @@ def test_covariates_enter_the_formula() -> None:
     table["order"] = ["EU" if i % 4 < 2 else "UE" for i in range(len(table))]
     table["age_days"] = np.repeat(rng.integers(320, 350, 20), 2).astype(float)
     r = task_effect(model_rows(table, ["preference"], "log", "t"), ["order", "age"], 0.05, "t")
-    assert r["formula"] == "y ~ unexpected + C(order) + age_c + (1 | participant_id)"
+    assert r["formula"] == "log_lt ~ outcome + factor(order) + age_c + (1 | participant)"
     table["age_days"] = np.nan
     with pytest.raises(BibInputError, match=r"t: column age_days: the age covariate needs every age \(lines 2, 3"):
         task_effect(model_rows(table, ["preference"], "log", "t"), ["age"], 0.05, "t")

@@ -1,39 +1,45 @@
-"""The VOE analysis of a looking-time table: exclusions, per-task and pooled mixed models, a report."""
+"""The VOE analysis of a looking-time table: filter, exclusions, per-task and pooled mixed models, a report.
+
+Per task the spec's model (default ``log_lt ~ outcome + (1 | participant)``, plus ``(1 | item)``
+when the task shows more than one item per outcome) is fitted by :mod:`bib.analysis.mixed`
+(lme4's PLS, REML) through MB1's "fit, check, prune" ladder, and the outcome effect is reported
+with lmerTest's Satterthwaite df, the Wald z p-value (labelled), a Wald CI with the Satterthwaite t
+quantile, and d_z (mean per-participant difference / its SD) with a noncentral-t CI.
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import optimize, stats
 
-from bib.analysis.exclusions import ExclusionResult, apply_exclusions
+from bib.analysis.exclusions import REPORT_COLUMNS, ExclusionResult, apply_exclusions
+from bib.analysis.formula import Formula, parse_formula
 from bib.analysis.importers import ImportResult
-from bib.analysis.lmm import fit_mixed
+from bib.analysis.mixed import LmmFit, fit_lmm, format_p, model_frame
 from bib.analysis.schema import ROW, rows_text
-from bib.analysis.spec import AnalysisSpec
+from bib.analysis.spec import AnalysisSpec, find_term
 from bib.errors import BibInputError
+from bib.results import Result, jsonable
 
-#: Fixed-effect name of the outcome contrast (unexpected = 1, expected = 0).
+#: 0/1 column marking the contrast outcome (the spec's second outcome; "unexpected" by default).
 EFFECT = "unexpected"
 DAYS_PER_MONTH = 30.44
+#: Version of the report.json layout (docs/analysis.md, "report.json").
+SCHEMA = "bib.analysis/2"
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """The JSON-ready report, the rows the models used (with ``y`` on the model's scale), the exclusions."""
-
-    report: dict[str, Any]
-    data: pd.DataFrame
-    exclusions: ExclusionResult
-
-
-def model_rows(kept: pd.DataFrame, tasks: list[str], scale: str, source: str) -> pd.DataFrame:
-    """The kept test trials of ``tasks`` with ``y`` (log seconds or seconds) and the 0/1 ``unexpected``.
+def model_rows(kept: pd.DataFrame, tasks: list[str], scale: str, source: str,
+               outcomes: tuple[str, str] = ("expected", "unexpected")) -> pd.DataFrame:
+    """The kept test trials of ``tasks`` with ``y`` (log seconds or seconds), ``log_lt``,
+    ``participant`` and the 0/1 ``unexpected`` (= the contrast outcome).
 
     Raises:
         BibInputError: a missing looking time (no ``missing`` exclusion step), or a zero one on the
@@ -46,85 +52,240 @@ def model_rows(kept: pd.DataFrame, tasks: list[str], scale: str, source: str) ->
             f"{source}: column looking_time_s: missing looks reach the model; add the 'missing' exclusion "
             f"step ({rows_text(rows.loc[missing, ROW].tolist())})"
         )
-    if scale == "log":
-        zero = rows["looking_time_s"] <= 0
-        if zero.any():
-            raise BibInputError(
-                f"{source}: column looking_time_s: zero looks have no log; set exclusions.min_look_s > 0 "
-                f"or scale = raw ({rows_text(rows.loc[zero, ROW].tolist())})"
-            )
-        rows["y"] = np.log(rows["looking_time_s"])
-    else:
-        rows["y"] = rows["looking_time_s"]
-    rows[EFFECT] = (rows["outcome"] == "unexpected").astype(float)
-    return rows.reset_index(drop=True)
+    zero = rows["looking_time_s"] <= 0
+    if scale == "log" and zero.any():
+        raise BibInputError(
+            f"{source}: column looking_time_s: zero looks have no log; set exclusions.min_look_s > 0 "
+            f"or scale = raw ({rows_text(rows.loc[zero, ROW].tolist())})"
+        )
+    with np.errstate(divide="ignore"):
+        rows["log_lt"] = np.log(rows["looking_time_s"].to_numpy(dtype=float))
+    rows["y"] = rows["log_lt"] if scale == "log" else rows["looking_time_s"]
+    rows[EFFECT] = (rows["outcome"] == outcomes[1]).astype(float)
+    rows["participant"] = rows["participant_id"]
+    if "age_mo" not in rows.columns:
+        rows["age_mo"] = rows["age_days"] / DAYS_PER_MONTH
+    rows = rows.reset_index(drop=True)
+    rows.attrs["scale"] = scale
+    return rows
 
 
-def covariate_terms(rows: pd.DataFrame, covariates: list[str], source: str) -> tuple[list[str], list[str]]:
-    """Formula terms for the covariates (``C(order)``, centred age in months ``age_c``) and notes.
-
-    Adds ``age_c`` to ``rows`` in place when age is a covariate.
-
-    Raises:
-        BibInputError: age requested but missing on some rows.
-    """
-    terms, notes = [], []
+def default_formula(rows: pd.DataFrame, scale: str, covariates: list[str]) -> tuple[str, list[str]]:
+    """The VOE default formula for one task's rows, and the notes saying why it has its terms."""
+    notes = []
+    fixed = ["outcome"]
     if "order" in covariates:
         if rows["order"].nunique() > 1:
-            terms.append("C(order)")
+            fixed.append("factor(order)")
         else:
             notes.append("covariate order has a single level; left out")
     if "age" in covariates:
-        missing = rows["age_days"].isna()
-        if missing.any():
-            raise BibInputError(f"{source}: column age_days: the age covariate needs every age ({rows_text(rows.loc[missing, ROW].tolist())})")
-        rows["age_c"] = (rows["age_days"] - rows["age_days"].mean()) / DAYS_PER_MONTH
-        terms.append("age_c")
-    return terms, notes
+        fixed.append("age_c")
+    random = ["(1 | participant)"]
+    items = rows.loc[rows["item"] != "", ["outcome", "item"]].drop_duplicates()
+    per_outcome = items.groupby("outcome")["item"].nunique()
+    if len(per_outcome) and per_outcome.max() > 1:
+        random.append("(1 | item)")
+        notes.append(f"(1 | item) added: {int(per_outcome.max())} items per outcome "
+                     f"({items['item'].nunique()} items), so stimulus variance is modelled")
+    response = "log_lt" if scale == "log" else "looking_time_s"
+    return f"{response} ~ {' + '.join(fixed)} + {' + '.join(random)}", notes
 
 
-def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: str) -> dict[str, Any]:
-    """Fit ``y ~ unexpected [+ covariates] + (1 | participant)`` and report the outcome effect."""
+def _age_c(rows: pd.DataFrame, source: str) -> None:
+    missing = rows["age_days"].isna()
+    if missing.any():
+        raise BibInputError(f"{source}: column age_days: the age covariate needs every age ({rows_text(rows.loc[missing, ROW].tolist())})")
+    rows["age_c"] = (rows["age_days"] - rows["age_days"].mean()) / DAYS_PER_MONTH
+
+
+def dz_interval(diff: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """d_z = mean / SD of per-participant differences, with its ``1 - alpha`` interval: exact
+    (inverting the noncentral t) up to 200 participants, beyond that the normal approximation
+    ``d_z ± z sqrt(1/n + d_z^2 / (2(n - 1)))`` (the two agree to 3 decimals there)."""
+    n = len(diff)
+    if n < 3 or np.std(diff, ddof=1) == 0:
+        return math.nan, math.nan, math.nan
+    dz = float(np.mean(diff) / np.std(diff, ddof=1))
+    t = dz * math.sqrt(n)
+    if n > 200:
+        half = float(stats.norm.ppf(1 - alpha / 2)) * math.sqrt(1 / n + dz * dz / (2 * (n - 1)))
+        return dz, dz - half, dz + half
+
+    def ncp_for(q: float) -> float:
+        f = lambda nc: stats.nct.cdf(t, n - 1, nc) - q  # noqa: E731
+        lo, hi = t - 10 - abs(t), t + 10 + abs(t)
+        return optimize.brentq(f, lo, hi, xtol=1e-10)
+
+    return dz, ncp_for(1 - alpha / 2) / math.sqrt(n), ncp_for(alpha / 2) / math.sqrt(n)
+
+
+def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str], prune: list[str] | None,
+               reml: bool, alpha: float, where: str) -> tuple[LmmFit, list[dict[str, Any]], str]:
+    """MB1's "fit, check, prune": fit, and while the fit is singular or has not converged drop the
+    next random term of ``prune`` (default: the formula's random terms from last to first), never
+    the last one. Returns the kept fit, every step, and why it was kept."""
+    current = list(formula.random)
+    order = [formula.random[i] for i in ([find_term(formula.random, e) for e in prune] if prune is not None
+                                          else range(len(formula.random) - 1, -1, -1))]
+    steps: list[dict[str, Any]] = []
+    while True:
+        f = formula.with_random(current)
+        fit = fit_lmm(model_frame(f, rows, reference=reference, where=where), reml=reml, alpha=alpha)
+        steps.append({"formula": f.text, "converged": fit.converged, "singular": fit.singular,
+                      "warnings": list(fit.warnings), "action": ""})
+        if fit.converged and not fit.singular:
+            why = "converged, not singular" + (" after pruning" if len(steps) > 1 else "")
+            break
+        nxt = next((t for t in order if t in current), None)
+        if nxt is None or len(current) == 1:
+            problem = "singular" if fit.singular else "did not converge"
+            why = f"kept although {problem}: no random term left to prune"
+            break
+        steps[-1]["action"] = f"pruned {nxt.text} ({'singular' if fit.singular else 'no convergence'})"
+        current.remove(nxt)
+    steps[-1]["action"] = "kept"
+    return fit, steps, why
+
+
+@dataclass(frozen=True)
+class _Plan:
+    formula: Formula
+    notes: list[str]
+    reference: dict[str, str]
+
+
+def _plan(spec: AnalysisSpec, rows: pd.DataFrame, scale: str, source: str) -> _Plan:
+    reference = {"outcome": spec.outcomes[0], **spec.model.reference}
+    if spec.model.formula:
+        f = parse_formula(spec.model.formula, f"{source}: field model.formula")
+        notes = [] if not spec.covariates else ["covariates ignored: model.formula is given"]
+        if scale != spec.scale:
+            notes.append(f"--scale {scale} ignored: model.formula names the response ({f.lhs_text})")
+    else:
+        text, notes = default_formula(rows, scale, spec.covariates)
+        f = parse_formula(text)
+    used = set(f.variables)
+    reference = {k: v for k, v in reference.items() if k in used}
+    unused = sorted(set(spec.model.reference) - used)
+    if unused:
+        raise BibInputError(f"{source}: field model.reference: {', '.join(unused)} not in the formula")
+    return _Plan(f, notes, reference)
+
+
+def _effect_name(spec: AnalysisSpec) -> str:
+    return f"outcome{spec.outcomes[1]}"
+
+
+def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: str, *,
+                spec: AnalysisSpec | None = None, scale: str | None = None) -> dict[str, Any]:
+    """Fit one task's model through the ladder and report the outcome effect (see module doc).
+
+    ``scale`` defaults to the one :func:`model_rows` recorded in ``rows.attrs``.
+    """
+    spec = spec or AnalysisSpec(covariates=covariates, alpha=alpha)
+    scale = scale or rows.attrs.get("scale", "log")
     rows = rows.copy()
-    terms, notes = covariate_terms(rows, covariates, label)
-    formula = " + ".join([f"y ~ {EFFECT}", *terms])
-    fit = fit_mixed(rows, formula, "participant_id", label=label)
-    effect = fit.contrast({EFFECT: 1.0}, alpha)
-    means = rows.groupby("outcome")["y"].mean()
+    if "age" in covariates and not spec.model.formula:
+        _age_c(rows, label)
+    if "participant" not in rows.columns:
+        rows["participant"] = rows["participant_id"]
+    if "item" not in rows.columns:
+        rows["item"] = ""
+    plan = _plan(spec, rows, scale, label)
+    if "outcome" not in plan.formula.variables:
+        raise BibInputError(f"{label}: field model.formula: the fixed part must include outcome")
+    fit, steps, why = fit_ladder(plan.formula, rows, reference=plan.reference, prune=spec.model.prune,
+                                 reml=spec.model.reml, alpha=alpha, where=f"{label}: model.formula")
+    name = _effect_name(spec)
+    if name not in fit.coefficients.index:
+        raise BibInputError(f"{label}: field model.formula: no fixed effect {name} (outcome must enter as a main effect)")
+    effect = fit.contrast({name: 1.0}, alpha)
+    o0, o1 = spec.outcomes
+    resp = plan.formula.response
+    yv = rows[resp].to_numpy(dtype=float)
+    if plan.formula.response_fn == "log":
+        yv = np.log(yv)
+    wide = pd.DataFrame({"p": rows["participant_id"].to_numpy(), "o": rows["outcome"].to_numpy(), "y": yv}).pivot_table(
+        index="p", columns="o", values="y", aggfunc="mean")
+    diff = (wide[o1] - wide[o0]).dropna().to_numpy() if {o0, o1} <= set(wide.columns) else np.zeros(0)
+    dz, dz_lo, dz_hi = dz_interval(diff, alpha)
+    means = rows.groupby("outcome")[resp].mean() if plan.formula.response_fn is None else pd.Series(
+        yv, index=rows["outcome"].to_numpy()).groupby(level=0).mean()
+    var_participant = next((v.variance for v in fit.varcomps if v.group == "participant" and v.name == "(Intercept)"), 0.0)
     return {
-        **effect.as_dict(),
+        "effect": f"{o1} - {o0}",
+        **effect,
+        "inference": "Satterthwaite t (lmerTest); CI: Wald with the Satterthwaite t quantile; p_wald_z: Wald z",
+        "dz": dz,
+        "dz_ci_low": dz_lo,
+        "dz_ci_high": dz_hi,
+        "n_dz": len(diff),
         "n_participants": int(rows["participant_id"].nunique()),
         "n_trials": len(rows),
-        "mean_expected": float(means.get("expected", math.nan)),
-        "mean_unexpected": float(means.get("unexpected", math.nan)),
-        "participant_var": fit.group_var,
-        "residual_var": fit.residual_var,
+        "n_items": int(rows.loc[rows["item"] != "", "item"].nunique()),
+        "mean_reference": float(means.get(o0, math.nan)),
+        "mean_contrast": float(means.get(o1, math.nan)),
+        "mean_expected": float(means.get(o0, math.nan)),
+        "mean_unexpected": float(means.get(o1, math.nan)),
+        "participant_var": var_participant,
+        "residual_var": fit.sigma ** 2,
         "converged": fit.converged,
-        "formula": f"{formula} + (1 | participant_id)",
-        "warnings": notes + fit.warnings,
+        "singular": fit.singular,
+        "formula": fit.formula,
+        "formula_declared": plan.formula.text,
+        "kept_because": why,
+        "ladder": steps,
+        "model": fit.to_json(),
+        "notes": plan.notes,
+        "warnings": plan.notes + fit.warnings,
     }
 
 
-def pooled_effect(rows: pd.DataFrame, tasks: list[str], covariates: list[str], alpha: float, label: str) -> dict[str, Any]:
-    """Fit ``y ~ unexpected * task [+ covariates] + (1 | participant)``; report the interaction terms.
-
-    The first of ``tasks`` is the reference level, so ``effect_in_reference`` is its outcome effect
-    and each interaction term is another task's effect minus the reference's.
-    """
+def pooled_effect(rows: pd.DataFrame, tasks: list[str], covariates: list[str], alpha: float, label: str, *,
+                  spec: AnalysisSpec | None = None, scale: str | None = None) -> dict[str, Any]:
+    """Fit ``outcome * task`` (with the task model's random part) over all tasks; report the
+    interaction terms (each task's effect minus the first task's) and their joint Wald test."""
+    spec = spec or AnalysisSpec(covariates=covariates, alpha=alpha)
+    scale = scale or rows.attrs.get("scale", "log")
     rows = rows.copy()
-    terms, notes = covariate_terms(rows, covariates, label)
-    task_term = f"C(task, Treatment({tasks[0]!r}))"
-    formula = " + ".join([f"y ~ {EFFECT} * {task_term}", *terms])
-    fit = fit_mixed(rows, formula, "participant_id", label=label)
-    inter = [n for n in fit.params.index if n.startswith(f"{EFFECT}:")]
+    if "item" not in rows.columns:
+        rows["item"] = ""
+    if spec.model.pooled_formula:
+        f = parse_formula(spec.model.pooled_formula, f"{label}: field model.pooled_formula")
+        notes: list[str] = []
+    else:
+        base = _plan(spec, rows, scale, label)
+        if "age" in covariates and not spec.model.formula:
+            _age_c(rows, label)
+        extra = [":".join(t) for t in base.formula.terms if t != ("outcome",)]
+        text = f"{base.formula.lhs_text} ~ {' + '.join(['outcome * task', *extra])} + " + " + ".join(
+            r.text for r in base.formula.random)
+        f = parse_formula(text)
+        notes = base.notes
+    reference = {"outcome": spec.outcomes[0], "task": tasks[0], **spec.model.reference}
+    reference = {k: v for k, v in reference.items() if k in f.variables}
+    fit, steps, why = fit_ladder(f, rows, reference=reference, prune=None, reml=spec.model.reml, alpha=alpha,
+                                 where=f"{label}: model.pooled_formula")
+    name = _effect_name(spec)
+    inter = [n for n in fit.coefficients.index if n.startswith(f"{name}:task")]
+    names = list(fit.coefficients.index)
+    b = fit.coefficients.loc[inter, "estimate"].to_numpy()
+    v = fit.vcov.loc[inter, inter].to_numpy()
+    chi2 = float(b @ np.linalg.pinv(v) @ b) if inter else math.nan
+    assert set(inter) <= set(names)
     return {
-        "formula": f"{formula} + (1 | participant_id)",
+        "formula": fit.formula,
         "reference_task": tasks[0],
-        "effect_in_reference": fit.contrast({EFFECT: 1.0}, alpha).as_dict(),
-        "interaction": {n.split("[T.")[-1].rstrip("]"): fit.contrast({n: 1.0}, alpha).as_dict() for n in inter},
-        "interaction_test": fit.joint_test(inter),
+        "effect_in_reference": fit.contrast({name: 1.0}, alpha),
+        "interaction": {n.split(":task", 1)[1]: fit.contrast({n: 1.0}, alpha) for n in inter},
+        "interaction_test": {"test": "Wald chi-square", "chi2": chi2, "df": len(inter),
+                             "p": float(stats.chi2.sf(chi2, len(inter))) if inter else math.nan},
         "n_participants": int(rows["participant_id"].nunique()),
         "converged": fit.converged,
+        "singular": fit.singular,
+        "kept_because": why,
+        "ladder": steps,
         "warnings": notes + fit.warnings,
     }
 
@@ -133,17 +294,73 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return jsonable(frame.to_dict("records"))
 
 
+def _center(spec: AnalysisSpec, imported: pd.DataFrame, rows: pd.DataFrame, tasks: list[str], source: str) -> dict[str, float]:
+    """Centre the spec's ``model.center`` columns on the imported test rows of the analysed tasks."""
+    base = imported[(imported["phase"] == "test") & imported["task"].isin(tasks)]
+    means = {}
+    for col in spec.model.center:
+        src = base[col] if col in base.columns else (base["age_days"] / DAYS_PER_MONTH if col == "age_mo" else None)
+        if src is None:
+            raise BibInputError(f"{source}: field model.center: column {col} is not in the data")
+        values = pd.to_numeric(src, errors="coerce")
+        if values.isna().any():
+            raise BibInputError(f"{source}: field model.center: column {col} has missing or non-numeric values "
+                                f"({rows_text(base.loc[values.isna(), ROW].astype(str).tolist())})")
+        means[col] = float(values.mean())
+        rows[col] = pd.to_numeric(rows[col], errors="coerce") - means[col]
+    return means
+
+
+@dataclass
+class Analysis(Result):
+    """The analysis of one data set: the JSON report, the model rows (``y`` on the model's scale)
+    and the exclusions. ``to_json()`` is report.json, ``to_markdown()`` the text report."""
+
+    name = "report"
+    report: dict[str, Any]
+    data: pd.DataFrame
+    exclusions: ExclusionResult
+    scale: str = "log"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.report
+
+    def to_markdown(self) -> str:
+        return format_report(self.report)
+
+    def write(self, out: str | Path) -> list[Path]:
+        """Write report.json, report.md, exclusions.csv and the per-task plots into ``out``."""
+        from bib.analysis.plots import analysis_plots
+        from bib.io import atomic_open
+
+        paths = self.save(out)
+        path = Path(out) / "exclusions.csv"
+        with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow([*REPORT_COLUMNS, "stage"])
+            for stage, frame in (("import", self.report["exclusions"]["import_dropped"]),
+                                 ("excluded", self.report["exclusions"]["excluded"]),
+                                 ("capped", self.report["exclusions"]["capped"])):
+                for r in frame:
+                    w.writerow([r.get(c, "") if r.get(c) is not None else "" for c in REPORT_COLUMNS] + [stage])
+        paths.append(path)
+        paths += analysis_plots(self.data, self.report, self.scale, out)
+        return paths
+
+
 def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None) -> Analysis:
     """Run the spec's exclusions and mixed models on imported looking times.
 
     Args:
-        imported: from :func:`bib.analysis.importers.read_looking_times`.
-        spec: the analysis spec (tasks, covariates, exclusions, alpha).
-        scale: ``"log"`` or ``"raw"``; overrides the spec's scale.
+        imported: from :func:`bib.analysis.importers.read_looking_times` (already filtered).
+        spec: the analysis spec (tasks, outcomes, model, exclusions, alpha).
+        scale: ``"log"`` or ``"raw"``; overrides the spec's scale for the default formula.
 
     Returns:
-        An :class:`Analysis` whose ``report["tasks"][task]`` holds estimate, ci_low, ci_high, p,
-        n_participants, n_excluded and warnings (estimate on the model's scale).
+        An :class:`Analysis` whose ``report["tasks"][task]`` holds the outcome effect (estimate,
+        se, df, t, p, p_wald_z, ci_low, ci_high), d_z with its CI, counts, the kept formula, the
+        ladder, the full model and its warnings.
 
     Raises:
         BibInputError: a task of the spec absent from the data, or a task left without both outcomes.
@@ -155,80 +372,99 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
     if absent:
         raise BibInputError(f"{source}: the spec's tasks {', '.join(absent)} have no test trials in the data")
     tasks = list(spec.tasks) or present
-    excl = apply_exclusions(imported.table, spec.exclusions)
-    rows = model_rows(excl.kept, tasks, scale, source)
+    excl = apply_exclusions(imported.table, spec.exclusions, spec.outcomes)
+    rows = model_rows(excl.kept, tasks, scale, source, spec.outcomes)
+    centred = _center(spec, imported.table, rows, tasks, source)
     results: dict[str, Any] = {}
     for task in tasks:
         sub = rows[rows["task"] == task]
         if sub["outcome"].nunique() < 2:
             raise BibInputError(f"{source}: task {task}: no participant has both test outcomes after exclusions")
-        results[task] = task_effect(sub, spec.covariates, spec.alpha, f"{source}: task {task}")
+        results[task] = task_effect(sub, spec.covariates, spec.alpha, f"{source}: task {task}", spec=spec, scale=scale)
         results[task]["n_excluded"] = excl.n_excluded_participants(task)
-    pooled = pooled_effect(rows, tasks, spec.covariates, spec.alpha, f"{source}: pooled model") if len(tasks) > 1 else None
+    pooled = (pooled_effect(rows, tasks, spec.covariates, spec.alpha, f"{source}: pooled model", spec=spec, scale=scale)
+              if len(tasks) > 1 else None)
     report = {
+        "schema": SCHEMA,
         "source": source,
         "spec": spec.name,
         "scale": "log seconds" if scale == "log" else "seconds",
         "alpha": spec.alpha,
+        "outcomes": list(spec.outcomes),
+        "filter": imported.filtered,
+        "skipped_files": list(imported.skipped_files),
+        "centred": centred,
         "tasks": results,
         "tasks_not_analysed": [t for t in present if t not in tasks],
         "pooled": pooled,
         "exclusions": {
             "steps": list(spec.exclusions.steps),
             "parameters": spec.exclusions.model_dump(exclude={"steps"}),
+            "summary": ([{"step": "import", "reason": r, "rows": int(n)}
+                         for r, n in imported.dropped["reason"].value_counts(sort=False).items()]
+                        if len(imported.dropped) else []) + excl.summary(),
             "import_dropped": _records(imported.dropped),
             "excluded": _records(excl.excluded),
             "capped": _records(excl.capped),
         },
     }
-    return Analysis(report, rows, excl)
+    return Analysis(jsonable(report), rows, excl, scale)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _df(x: float | None) -> str:
+    return "inf" if x is None or not math.isfinite(x) else f"{x:.1f}"
+
+
 def format_report(report: dict[str, Any]) -> str:
-    """Plain-text tables of a report: per task, the pooled interaction, and every dropped row."""
-    lines = [f"{report['source']}: outcome effect (unexpected - expected) on {report['scale']}, Wald z, {1 - report['alpha']:.0%} CI"]
-    head = f"{'task':<30}{'estimate':>10}{'ci_low':>10}{'ci_high':>10}{'p':>9}{'kept':>6}{'excl':>6}"
+    """Plain-text report: filter, per-task effects, the models kept and why, exclusions by reason."""
+    o0, o1 = report.get("outcomes", ["expected", "unexpected"])
+    lines = [f"{report['source']}: outcome effect ({o1} - {o0}) on {report['scale']}; "
+             f"Satterthwaite df, Wald CI with t quantile ({1 - report['alpha']:.0%})"]
+    filt = report.get("filter")
+    if filt:
+        why = "; ".join(f"{k}: {v}" for k, v in filt["dropped"].items())
+        lines.append(f"filter: kept {filt['rows_kept']} of {filt['rows_read']} rows ({why})")
+    if report.get("skipped_files"):
+        lines.append(f"skipped PyHab side files: {', '.join(report['skipped_files'])}")
+    if report.get("centred"):
+        lines.append("centred: " + ", ".join(f"{k} (mean {v:.4g})" for k, v in report["centred"].items()))
+    head = (f"{'task':<24}{'estimate':>9}{'SE':>8}{'df':>8}{'ci_low':>9}{'ci_high':>9}{'p':>8}{'p (z)':>8}"
+            f"{'d_z':>7}{'kept':>6}{'excl':>6}")
     lines += [head, "-" * len(head)]
     for task, r in report["tasks"].items():
         lines.append(
-            f"{task:<30}{_fmt(r['estimate']):>10}{_fmt(r['ci_low']):>10}{_fmt(r['ci_high']):>10}"
-            f"{_fmt(r['p'], 4):>9}{r['n_participants']:>6}{r['n_excluded']:>6}"
+            f"{task:<24}{_fmt(r['estimate']):>9}{_fmt(r['se']):>8}{_df(r['df']):>8}{_fmt(r['ci_low']):>9}"
+            f"{_fmt(r['ci_high']):>9}{format_p(r['p']):>8}{format_p(r['p_wald_z']):>8}{_fmt(r['dz'], 2):>7}"
+            f"{r['n_participants']:>6}{r['n_excluded']:>6}"
         )
+        lines.append(f"    d_z {_fmt(r['dz'], 2)} [{_fmt(r['dz_ci_low'], 2)}, {_fmt(r['dz_ci_high'], 2)}] "
+                     f"({r['n_dz']} participants with both outcomes); {r['n_trials']} trials, {r['n_items']} items")
+        lines.append(f"    model kept: {r['formula']} ({r['kept_because']})")
+        for step in r["ladder"][:-1]:
+            lines.append(f"    tried: {step['formula']}: {step['action']}")
         lines += [f"    warning: {w}" for w in r["warnings"]]
     if report.get("tasks_not_analysed"):
         lines.append(f"not analysed (not in the spec's tasks): {', '.join(report['tasks_not_analysed'])}")
     pooled = report.get("pooled")
     if pooled:
         t = pooled["interaction_test"]
-        lines.append(f"pooled: outcome x task interaction chi2({t['df']}) = {t['chi2']:.3f}, p = {t['p']:.4f} (reference task {pooled['reference_task']})")
+        lines.append(f"pooled: outcome x task interaction, Wald chi2({t['df']}) = {t['chi2']:.3f}, p = {format_p(t['p'])} "
+                     f"(reference task {pooled['reference_task']}; {pooled['formula']})")
         for task, c in pooled["interaction"].items():
-            lines.append(f"    effect in {task} minus reference: {_fmt(c['estimate'])} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}] p = {_fmt(c['p'], 4)}")
+            lines.append(f"    effect in {task} minus reference: {_fmt(c['estimate'])} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}], "
+                         f"t({_df(c['df'])}) = {_fmt(c['t'], 2)}, p = {format_p(c['p'])}")
         lines += [f"    warning: {w}" for w in pooled["warnings"]]
     ex = report["exclusions"]
-    dropped = ex["import_dropped"] + ex["excluded"] + ex["capped"]
-    lines.append(f"exclusions ({', '.join(ex['steps'])}): {len(ex['import_dropped'])} dropped at import, "
-                 f"{len(ex['excluded'])} rows excluded, {len(ex['capped'])} capped")
-    for r in dropped:
-        where = f" {r['task']} trial {r['trial_num']}" if "trial_num" in r else ""
-        lines.append(f"    line {r[ROW]}: {r['participant_id']}{where}: {r['reason']}")
+    lines.append(f"exclusions ({', '.join(ex['steps'])}): {len(ex['import_dropped'])} rows dropped at import, "
+                 f"{len(ex['excluded'])} excluded, {len(ex['capped'])} capped; by reason:")
+    for s in ex["summary"]:
+        lines.append(f"    {s['rows']:>6}  {s['step']}: {s['reason']}")
+    lines.append("    (every row with its line in the original file: exclusions.csv with --out, or --json)")
     return "\n".join(lines)
-
-
-def jsonable(obj: Any) -> Any:
-    """``obj`` with NaN/inf floats as None and numpy scalars as Python ones, for strict JSON."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 def read_report(path: str | Path) -> dict[str, Any]:

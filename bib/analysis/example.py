@@ -102,4 +102,4 @@ def simulate_example(pilots: dict[str, PilotTask], seed: int, n_both: int = 22) 
     df["looking_time_s"] = df["looking_time_s"].round(2)
     df["synthetic"] = "true"
     df = df.sort_values(["participant_id", "task", "trial_num"], kind="stable")
-    return df[list(COLUMNS) + ["synthetic"]].reset_index(drop=True)
+    return df[[c for c in COLUMNS if c in df.columns] + ["synthetic"]].reset_index(drop=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bib.analysis.schema import ROW
+from bib.analysis.schema import OUTCOMES, ROW
 from bib.analysis.spec import Exclusions
 
 #: Columns of the exclusion report (one row per excluded or capped source row).
@@ -27,13 +27,23 @@ class ExclusionResult:
         kept = set(self.kept.loc[(self.kept["task"] == task) & (self.kept["phase"] == "test"), "participant_id"])
         return len(had - kept)
 
+    def summary(self) -> list[dict[str, object]]:
+        """Excluded and capped rows counted by step and reason, in the order the steps ran."""
+        out = []
+        for frame in (self.excluded, self.capped):
+            if frame.empty:
+                continue
+            counts = frame.groupby(["step", "reason"], sort=False).size()
+            out += [{"step": step, "reason": reason, "rows": int(n)} for (step, reason), n in counts.items()]
+        return out
+
 
 def _report(rows: pd.DataFrame, step: str, reason: pd.Series | str) -> pd.DataFrame:
     out = rows.assign(step=step, reason=reason)
     return out[REPORT_COLUMNS]
 
 
-def apply_exclusions(table: pd.DataFrame, rules: Exclusions) -> ExclusionResult:
+def apply_exclusions(table: pd.DataFrame, rules: Exclusions, outcomes: tuple[str, str] = OUTCOMES) -> ExclusionResult:
     """Run the declared exclusion steps on a validated looking-time table.
 
     Args:
@@ -68,7 +78,7 @@ def apply_exclusions(table: pd.DataFrame, rules: Exclusions) -> ExclusionResult:
                 kept.loc[mask, "looking_time_s"] = rules.max_look_s
                 mask = pd.Series(False, index=kept.index)
         else:  # both_outcomes
-            lacking = _lacking_outcomes(kept)
+            lacking = _lacking_outcomes(kept, outcomes)
             keys = pd.Series(list(zip(kept["participant_id"], kept["task"], strict=True)), index=kept.index)
             mask = keys.map(lambda k: k in lacking).astype(bool)
             reason = keys[mask].map(lambda k: f"participant lacks a usable {lacking[k]} test trial")
@@ -79,7 +89,7 @@ def apply_exclusions(table: pd.DataFrame, rules: Exclusions) -> ExclusionResult:
     return ExclusionResult(kept.reset_index(drop=True), report, capped.reset_index(drop=True))
 
 
-def _lacking_outcomes(kept: pd.DataFrame) -> dict[tuple[str, str], str]:
+def _lacking_outcomes(kept: pd.DataFrame, outcomes: tuple[str, str] = OUTCOMES) -> dict[tuple[str, str], str]:
     """(participant, task) -> the test outcome(s) it lacks, for every incomplete pair."""
     have: dict[tuple[str, str], set[str]] = {}
     for pid, task, phase, outcome in kept[["participant_id", "task", "phase", "outcome"]].itertuples(index=False):
@@ -88,7 +98,7 @@ def _lacking_outcomes(kept: pd.DataFrame) -> dict[tuple[str, str], str]:
             seen.add(outcome)
     out = {}
     for key, seen in have.items():
-        missing = [o for o in ("expected", "unexpected") if o not in seen]
+        missing = [o for o in outcomes if o not in seen]
         if missing:
             out[key] = " and ".join(missing)
     return out

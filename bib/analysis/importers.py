@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from bib.analysis.schema import ROW, rows_text, validate
-from bib.analysis.spec import AnalysisSpec, Mapping, PyHab
+from bib.analysis.schema import OUTCOMES, ROW, rows_text, split_missing_ids, validate
+from bib.analysis.spec import AnalysisSpec, Mapping, PyHab, RowFilter
 from bib.errors import BibInputError
 
 FORMATS: tuple[str, ...] = ("csv", "pyhab")
 #: PyHab writes these summary files beside the per-infant trial files; they are not trial tables.
-PYHAB_SIDE_FILES: tuple[str, ...] = ("_BlockSumm_", "_HabSumm_", "_trialTiming", "_VERBOSE")
+PYHAB_SIDE_FILES: tuple[str, ...] = ("_Stats", "_BlockSumm_", "_HabSumm_", "_trialTiming", "_VERBOSE")
 #: Days per month used to turn PyHab's ``months``/``days`` into an age in days (an approximation).
 DAYS_PER_MONTH = 30.44
 DROPPED_COLUMNS: list[str] = [ROW, "participant_id", "reason"]
@@ -21,11 +21,49 @@ DROPPED_COLUMNS: list[str] = [ROW, "participant_id", "reason"]
 
 @dataclass(frozen=True)
 class ImportResult:
-    """A validated looking-time table and the source rows the importer dropped, with reasons."""
+    """A validated looking-time table, the source rows the importer dropped (with reasons), the
+    row filter's account (``{"rows_read", "rows_kept", "dropped": {reason: count}}`` or None) and
+    the side files skipped in a PyHab folder."""
 
     table: pd.DataFrame
     dropped: pd.DataFrame
     source: str
+    filtered: dict | None = None
+    skipped_files: tuple[str, ...] = ()
+
+
+def apply_filter(raw: pd.DataFrame, rules: RowFilter, source: str) -> tuple[pd.DataFrame, dict | None]:
+    """Keep the rows the spec's ``[filter]`` selects; count the others by reason.
+
+    Raises:
+        BibInputError: a filter column not in the file, or a filter that keeps no rows.
+    """
+    if not rules.active:
+        return raw, None
+    keep = pd.Series(True, index=raw.index)
+    reasons: dict[str, int] = {}
+    for field, rule, keeping in [("filter.keep", r, True) for r in rules.keep.items()] + [
+            ("filter.drop", r, False) for r in rules.drop.items()]:
+        col, values = rule
+        if col not in raw.columns:
+            raise BibInputError(f"{source}: field {field}: column {col!r} is not in the file")
+        hit = raw[col].isin([str(v) for v in values])
+        out = (~hit if keeping else hit) & keep
+        if out.any():
+            shown = ", ".join(repr(str(v)) for v in values)
+            reasons[f"{col} {'not in' if keeping else 'in'} [{shown}]"] = int(out.sum())
+        keep &= ~out
+    if not keep.any():
+        raise BibInputError(f"{source}: field filter: keeps none of the {len(raw)} rows")
+    return raw.loc[keep], {"rows_read": len(raw), "rows_kept": int(keep.sum()), "dropped": reasons}
+
+
+def _import_ids(raw: pd.DataFrame, source: str, outcomes: tuple[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Drop (and list) rows without a participant id, then validate the rest."""
+    have, missing = split_missing_ids(raw)
+    if have.empty:
+        raise BibInputError(f"{source}: column participant_id: no row has a participant id")
+    return validate(have, source, outcomes), missing[[ROW, "participant_id", "reason"]]
 
 
 def read_strings(path: Path, prefix: str = "") -> pd.DataFrame:
@@ -53,9 +91,14 @@ def apply_mapping(raw: pd.DataFrame, mapping: Mapping, source: str) -> pd.DataFr
     """Rename, fill and recode the columns of ``raw`` onto the canonical ones, as ``mapping`` says."""
     df = raw.copy()
     for canon, col in mapping.columns.items():
-        if col not in raw.columns:
-            raise BibInputError(f"{source}: column {col!r} (mapped to {canon}) is not in the file")
-        df[canon] = raw[col]
+        cols = [col] if isinstance(col, str) else list(col)
+        for c in cols:
+            if c not in raw.columns:
+                raise BibInputError(f"{source}: field mapping.columns.{canon}: column {c!r} is not in the file")
+        joined = raw[cols[0]].astype(str)
+        for c in cols[1:]:
+            joined = joined + ":" + raw[c].astype(str)
+        df[canon] = joined
     for canon, value in mapping.constants.items():
         if canon in df.columns:
             raise BibInputError(f"{source}: constant for {canon} given, but the file already has that column")
@@ -67,25 +110,40 @@ def apply_mapping(raw: pd.DataFrame, mapping: Mapping, source: str) -> pd.DataFr
     return df
 
 
-def read_csv_table(path: str | Path, mapping: Mapping | None = None) -> ImportResult:
-    """Import a canonical CSV, or any CSV whose columns ``mapping`` maps onto the canonical ones."""
+def read_csv_table(path: str | Path, mapping: Mapping | None = None, rules: RowFilter | None = None,
+                   outcomes: tuple[str, str] = OUTCOMES) -> ImportResult:
+    """Import a canonical CSV, or any CSV whose columns ``mapping`` maps onto the canonical ones.
+
+    The row filter runs first (on the file's own columns); the ``row`` column keeps the ORIGINAL
+    file line of every row, so exclusion reports point into the unedited file.
+    """
     p = Path(path)
     mapping = mapping or Mapping()
-    raw = apply_mapping(read_strings(p), mapping, str(p))
-    table = _to_seconds(validate(raw, str(p)), mapping.unit)
-    return ImportResult(table, pd.DataFrame(columns=DROPPED_COLUMNS), str(p))
+    raw, filtered = apply_filter(read_strings(p), rules or RowFilter(), str(p))
+    table, dropped = _import_ids(apply_mapping(raw, mapping, str(p)), str(p), outcomes)
+    return ImportResult(_to_seconds(table, mapping.unit), dropped.reset_index(drop=True), str(p), filtered)
 
 
 def pyhab_files(path: Path) -> list[Path]:
     """The per-infant trial files of a PyHab output folder (side files skipped), sorted by name."""
+    return _pyhab_listing(path)[0]
+
+
+def _pyhab_listing(path: Path) -> tuple[list[Path], list[str]]:
+    """Trial files and the names of the side files skipped (``_Stats``, ``_BlockSumm_``, ...)."""
     if path.is_file():
-        return [path]
+        if any(s in path.name for s in PYHAB_SIDE_FILES):
+            raise BibInputError(f"{path}: a PyHab summary file ({', '.join(s for s in PYHAB_SIDE_FILES if s in path.name)}),"
+                                " not per-trial data; give the per-infant file or the folder")
+        return [path], []
     if not path.is_dir():
         raise BibInputError(f"{path}: no such file or directory")
-    files = sorted(f for f in path.glob("*.csv") if not any(s in f.name for s in PYHAB_SIDE_FILES))
+    every = sorted(path.glob("*.csv"))
+    side = [f.name for f in every if any(s in f.name for s in PYHAB_SIDE_FILES)]
+    files = [f for f in every if f.name not in side]
     if not files:
         raise BibInputError(f"{path}: no PyHab trial files (*.csv) in the folder")
-    return files
+    return files, side
 
 
 def _pyhab_frame(raw: pd.DataFrame, settings: PyHab, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -135,7 +193,8 @@ def _pyhab_age(rows: pd.DataFrame) -> pd.Series:
     return age.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
 
 
-def read_pyhab(path: str | Path, settings: PyHab) -> ImportResult:
+def read_pyhab(path: str | Path, settings: PyHab, rules: RowFilter | None = None,
+               outcomes: tuple[str, str] = OUTCOMES) -> ImportResult:
     """Import PyHab trial-summary output: one file, or a folder of per-infant files.
 
     Any subset of PyHab's columns is accepted as long as the participant id (``sID``, or ``sNum``),
@@ -144,15 +203,25 @@ def read_pyhab(path: str | Path, settings: PyHab) -> ImportResult:
     task, phase and outcome in the spec. Age is ``30.44 * months + days``.
     """
     p = Path(path)
-    files = pyhab_files(p)
+    files, side = _pyhab_listing(p)
     tables, dropped = [], []
+    counts: dict = {"rows_read": 0, "rows_kept": 0, "dropped": {}}
     for f in files:
         prefix = f"{f.name}:" if len(files) > 1 else ""
-        table, drop = _pyhab_frame(read_strings(f, prefix), settings, str(f))
+        raw = read_strings(f, prefix)
+        if rules is not None and rules.active:
+            raw, info = apply_filter(raw, rules, str(f))
+            counts["rows_read"] += info["rows_read"]
+            counts["rows_kept"] += info["rows_kept"]
+            for k, v in info["dropped"].items():
+                counts["dropped"][k] = counts["dropped"].get(k, 0) + v
+        table, drop = _pyhab_frame(raw, settings, str(f))
         tables.append(table)
         dropped.append(drop)
-    table = validate(pd.concat(tables, ignore_index=True), str(p))
-    return ImportResult(table, pd.concat(dropped, ignore_index=True), str(p))
+    table, missing = _import_ids(pd.concat(tables, ignore_index=True), str(p), outcomes)
+    dropped.append(missing)
+    return ImportResult(table, pd.concat(dropped, ignore_index=True), str(p),
+                        counts if rules is not None and rules.active else None, tuple(side))
 
 
 def read_looking_times(path: str | Path, fmt: str | None = None, spec: AnalysisSpec | None = None) -> ImportResult:
@@ -160,7 +229,7 @@ def read_looking_times(path: str | Path, fmt: str | None = None, spec: AnalysisS
     spec = spec or AnalysisSpec()
     fmt = fmt or spec.format
     if fmt == "csv":
-        return read_csv_table(path, spec.mapping)
+        return read_csv_table(path, spec.mapping, spec.filter, spec.outcomes)
     if fmt == "pyhab":
-        return read_pyhab(path, spec.pyhab)
+        return read_pyhab(path, spec.pyhab, spec.filter, spec.outcomes)
     raise BibInputError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

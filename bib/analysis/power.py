@@ -1,8 +1,23 @@
 """Monte Carlo power of a VOE study simulated from the published pilot summaries, run in parallel.
 
 Each simulated study draws N infants' (expected, unexpected) test looks from the pilot's log-normal
-model (:class:`bib.analysis.pilot.PilotTask`) and analyses them exactly as ``bib analyze`` does
-(:func:`bib.analysis.analyze.task_effect`: random-intercept LMM, Wald z). Simulation ``i`` at
+model (:class:`bib.analysis.pilot.PilotTask`) and analyses them as ``bib analyze`` does: the
+random-intercept LMM ``y ~ outcome + (1 | participant)`` (REML), tested with Satterthwaite t
+(``test="t"``, as ``bib analyze`` reports) or Wald z (``test="z"``, what ``bib power`` reported
+before issue 14).
+
+Two paths give the same numbers. A simulated study is a *balanced paired design* (one expected and
+one unexpected look per infant) with a participant intercept, where REML has a closed form: with
+the per-infant differences ``d`` and sums ``s``, the REML estimates are ``beta = mean(d)``,
+``sigma_e^2 = var(d)/2`` and ``sigma_u^2 = (var(s) - var(d))/4``. Where ``var(s) > var(d)`` (an
+interior optimum) the LMM's estimate, SE and Satterthwaite df are exactly the paired t-test's
+(``SE = sd(d)/sqrt(N)``, ``df = N - 1``); where not, the participant variance is 0 (a singular fit)
+and the model is ordinary least squares: ``sigma^2 = (var(d) + var(s))/4``,
+``SE = sqrt(2 sigma^2 / N)``, ``df = 2N - 2`` (lmerTest's Hessian is diagonal there, since the
+deviance is even in theta). Both are vectorized over the simulated studies; tests check them
+against the PLS engine. Any other design (unbalanced, missing looks, covariates) would go through
+:func:`bib.analysis.analyze.task_effect`; the power simulation only makes balanced paired studies,
+so all of them take the closed form, and the summary counts how many were singular. Simulation ``i`` at
 sample size N is seeded from ``SeedSequence(seed, spawn_key=(N,)).spawn(sims)[i]``, so results do
 not depend on the worker count, the chunking or the list of sample sizes.
 """
@@ -15,8 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from bib.analysis.analyze import EFFECT, task_effect
+from bib.analysis.analyze import EFFECT
 from bib.analysis.pilot import PilotTask
 from bib.errors import BibInputError
 from bib.parallel import map_ordered
@@ -32,6 +48,7 @@ class _Job:
     scale: str
     alpha: float
     seeds: list[np.random.SeedSequence]
+    test: str = "t"
 
 
 def study_frame(looks: np.ndarray, scale: str) -> pd.DataFrame:
@@ -42,45 +59,79 @@ def study_frame(looks: np.ndarray, scale: str) -> pd.DataFrame:
     lt = looks.reshape(-1)
     return pd.DataFrame({
         "participant_id": pids,
+        "participant": pids,
         "outcome": outcome,
         "looking_time_s": lt,
         "y": np.log(lt) if scale == "log" else lt,
+        "log_lt": np.log(lt),
         EFFECT: np.tile([0.0, 1.0], n),
+        "item": "",
     })
 
 
-def _run(job: _Job) -> list[tuple[float, float, float, float]]:
-    out = []
-    for ss in job.seeds:
-        rng = np.random.default_rng(ss)
-        frame = study_frame(job.pilot.draw(rng, job.n, job.effect_s), job.scale)
-        r = task_effect(frame, [], job.alpha, f"simulated study (N={job.n})")
-        out.append((r["estimate"], r["ci_low"], r["ci_high"], r["p"]))
-    return out
+def paired_closed_form(y: np.ndarray) -> dict[str, np.ndarray]:
+    """REML of ``y ~ outcome + (1 | participant)`` for balanced paired studies, in closed form.
+
+    Args:
+        y: shape ``(studies, N, 2)``: each infant's (expected, unexpected) response on the model scale.
+
+    Returns:
+        ``estimate, se, df, interior`` per study; ``interior`` is False where the participant
+        variance estimate is on its boundary (a singular fit: then OLS).
+    """
+    d = y[..., 1] - y[..., 0]
+    s = y[..., 1] + y[..., 0]
+    n = y.shape[1]
+    var_d = d.var(axis=1, ddof=1)
+    var_s = s.var(axis=1, ddof=1)
+    interior = var_s > var_d
+    se = np.where(interior, np.sqrt(var_d / n), np.sqrt((var_d + var_s) / (2 * n)))
+    df = np.where(interior, n - 1.0, 2.0 * n - 2.0)
+    return {"estimate": d.mean(axis=1), "se": se, "df": df, "interior": interior}
+
+
+def _run(job: _Job) -> list[tuple[float, float, float, float, int]]:
+    looks = np.stack([job.pilot.draw(np.random.default_rng(ss), job.n, job.effect_s) for ss in job.seeds])
+    cf = paired_closed_form(np.log(looks) if job.scale == "log" else looks)
+    est, se = cf["estimate"], cf["se"]
+    if job.test == "t":
+        q = stats.t.ppf(1 - job.alpha / 2, cf["df"])
+        p = 2 * stats.t.sf(np.abs(est / se), cf["df"])
+    else:
+        q = np.full(len(est), stats.norm.ppf(1 - job.alpha / 2))
+        p = 2 * stats.norm.sf(np.abs(est / se))
+    return [(float(est[i]), float(est[i] - q[i] * se[i]), float(est[i] + q[i] * se[i]), float(p[i]),
+             int(not cf["interior"][i])) for i in range(len(est))]
 
 
 def _jobs(pilot: PilotTask, ns: list[int], sims: int, seed: int, effect_s: float | None, scale: str,
-          alpha: float) -> Iterator[_Job]:
+          alpha: float, test: str) -> Iterator[_Job]:
     for n in ns:
         seeds = np.random.SeedSequence(seed, spawn_key=(n,)).spawn(sims)
         for start in range(0, sims, CHUNK):
-            yield _Job(pilot, n, effect_s, scale, alpha, seeds[start:start + CHUNK])
+            yield _Job(pilot, n, effect_s, scale, alpha, seeds[start:start + CHUNK], test)
 
 
 def simulate_studies(pilot: PilotTask, ns: list[int], sims: int, seed: int, *, effect_s: float | None = None,
                      scale: str = "log", alpha: float = 0.05, workers: int = 1,
-                     progress: bool = False) -> pd.DataFrame:
+                     progress: bool = False, test: str = "t") -> pd.DataFrame:
     """Simulate and analyse ``sims`` studies at each sample size.
 
+    Args:
+        test: ``"t"`` (Satterthwaite, as ``bib analyze``) or ``"z"`` (Wald z).
+
     Returns:
-        One row per simulated study: ``n, sim, estimate, ci_low, ci_high, p``.
+        One row per simulated study: ``n, sim, estimate, ci_low, ci_high, p, singular``
+        (1 where the participant variance is estimated as 0).
     """
+    if test not in ("t", "z"):
+        raise BibInputError(f"--test must be t or z, got {test!r}")
     if sims < 1:
         raise BibInputError(f"--sims must be >= 1, got {sims}")
     bad = [n for n in ns if n < 3]
     if bad:
         raise BibInputError(f"--n: sample sizes must be >= 3, got {', '.join(map(str, bad))}")
-    jobs = list(_jobs(pilot, ns, sims, seed, effect_s, scale, alpha))
+    jobs = list(_jobs(pilot, ns, sims, seed, effect_s, scale, alpha, test))
     results = map_ordered(_run, jobs, workers=workers)
     if progress:
         from bib.progress import track
@@ -89,7 +140,7 @@ def simulate_studies(pilot: PilotTask, ns: list[int], sims: int, seed: int, *, e
     rows = []
     for job, chunk in zip(jobs, results, strict=True):
         rows += [(job.n, *r) for r in chunk]
-    df = pd.DataFrame(rows, columns=["n", "estimate", "ci_low", "ci_high", "p"])
+    df = pd.DataFrame(rows, columns=["n", "estimate", "ci_low", "ci_high", "p", "singular"])
     df.insert(1, "sim", df.groupby("n").cumcount())
     return df
 
@@ -107,6 +158,7 @@ def summarize_power(studies: pd.DataFrame, alpha: float) -> list[dict[str, float
             "mc_se": math.sqrt(power * (1 - power) / len(g)),
             "power_positive": float((sig & (g["estimate"] > 0).to_numpy()).mean()),
             "mean_estimate": float(g["estimate"].mean()),
+            "singular": int(g["singular"].sum()) if "singular" in g else 0,
         })
     return out
 

@@ -13,6 +13,7 @@ from bib.errors import BibInputError
 COLUMNS: tuple[str, ...] = (
     "participant_id",
     "lab",
+    "item",
     "age_days",
     "task",
     "trial_num",
@@ -22,8 +23,8 @@ COLUMNS: tuple[str, ...] = (
     "order",
     "trial_error",
 )
-#: Columns a file may omit (filled with empty values).
-OPTIONAL: tuple[str, ...] = ("lab", "order", "trial_error")
+#: Columns a file may omit (filled with empty values). ``item`` is the stimulus shown (episode or video id).
+OPTIONAL: tuple[str, ...] = ("lab", "item", "age_days", "order", "trial_error")
 REQUIRED: tuple[str, ...] = tuple(c for c in COLUMNS if c not in OPTIONAL)
 
 #: Evaluation condition ids (from the task registry): the values ``task`` may take.
@@ -34,6 +35,8 @@ OUTCOMES: tuple[str, ...] = ("expected", "unexpected")
 NO_ERROR: frozenset[str] = frozenset({"", "noerror", "no", "0", "false", "none", "ok"})
 #: Looking-time cells read as missing (reported by the exclusions, never dropped silently).
 MISSING: frozenset[str] = frozenset({"", "na", "nan", "null"})
+#: Participant ids read as missing: such rows are dropped at import and listed, never merged.
+MISSING_ID: frozenset[str] = frozenset({"", "na", "nan", "null", "none"})
 
 #: Column naming each row's place in its source: the file line (header = line 1), or ``file:line``.
 ROW = "row"
@@ -50,7 +53,19 @@ def _fail(source: str, message: str, rows: list[str]) -> None:
     raise BibInputError(f"{source}: {message} ({rows_text(rows)})")
 
 
-def validate(raw: pd.DataFrame, source: str) -> pd.DataFrame:
+def split_missing_ids(raw: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows with a participant id, and the rows without one (empty or ``NA``) with a reason.
+
+    Different infants without ids must never be merged into one "NA" participant.
+    """
+    if "participant_id" not in raw.columns:
+        return raw, raw.iloc[:0].assign(reason="")
+    missing = raw["participant_id"].astype(str).str.strip().str.lower().isin(MISSING_ID)
+    dropped = raw.loc[missing].assign(reason="missing participant id (empty or NA)")
+    return raw.loc[~missing], dropped
+
+
+def validate(raw: pd.DataFrame, source: str, outcomes: tuple[str, str] = OUTCOMES) -> pd.DataFrame:
     """Check and type a table of canonical columns (all cells as strings) read from ``source``.
 
     Args:
@@ -84,14 +99,14 @@ def validate(raw: pd.DataFrame, source: str) -> pd.DataFrame:
         if mask.any():
             _fail(source, message, where[mask].tolist())
 
-    bad(df["participant_id"] == "", "column participant_id: empty values")
-    bad(~df["task"].isin(CONDITION_IDS), f"column task: not a condition id ({', '.join(CONDITION_IDS)})")
+    bad(df["participant_id"].str.lower().isin(MISSING_ID), "column participant_id: empty or NA values")
+    bad(df["task"] == "", "column task: empty values")
     bad(~df["phase"].isin(PHASES), "column phase: expected familiarization or test")
     bad(
-        (df["phase"] == "test") & ~df["outcome"].isin(OUTCOMES),
-        "column outcome: test trials need expected or unexpected",
+        (df["phase"] == "test") & ~df["outcome"].isin(outcomes),
+        f"column outcome: test trials need {outcomes[0]} or {outcomes[1]}",
     )
-    bad(~df["outcome"].isin(OUTCOMES + ("",)), "column outcome: expected, unexpected or empty")
+    bad(~df["outcome"].isin(tuple(outcomes) + ("",)), f"column outcome: {outcomes[0]}, {outcomes[1]} or empty")
 
     trial = pd.to_numeric(df["trial_num"], errors="coerce")
     bad(trial.isna() | (trial != trial.round()), "column trial_num: not an integer")

@@ -1,4 +1,5 @@
-"""Analysis specs (TOML under ``analysis/``): tasks, scale, covariates, exclusions and import mappings."""
+"""Analysis specs (TOML under ``analysis/``): tasks, scale, covariates, row filter, exclusions, import
+mappings and the mixed model (an lme4-style formula, reference levels, centring, pruning order)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bib.analysis.schema import COLUMNS, CONDITION_IDS, OUTCOMES, PHASES
+from bib.analysis.schema import COLUMNS, OUTCOMES, PHASES
 from bib.errors import BibInputError
 
 STEPS: tuple[str, ...] = ("missing", "trial_error", "min_look", "max_look", "both_outcomes")
@@ -39,12 +40,13 @@ class Exclusions(_Strict):
 class Mapping(_Strict):
     """How a non-canonical CSV maps onto the canonical columns.
 
-    ``columns`` maps canonical column -> column in the file; ``values`` maps, per canonical column,
+    ``columns`` maps canonical column -> column in the file (a list of columns is joined with ``:``,
+    e.g. ``item = ["stimulus_num", "trial_type"]``); ``values`` maps, per canonical column,
     a value in the file -> canonical value (e.g. ``outcome = {congruent = "expected"}``);
     ``constants`` fills canonical columns the file lacks; ``unit`` is the looking-time unit.
     """
 
-    columns: dict[str, str] = Field(default_factory=dict)
+    columns: dict[str, str | list[str]] = Field(default_factory=dict)
     values: dict[str, dict[str, str]] = Field(default_factory=dict)
     constants: dict[str, str] = Field(default_factory=dict)
     unit: Literal["s", "ms"] = "s"
@@ -61,9 +63,9 @@ class Mapping(_Strict):
 class TrialType(_Strict):
     """What one PyHab ``trialType`` means: its task, phase and (for test trials) outcome."""
 
-    task: Literal[CONDITION_IDS]  # type: ignore[valid-type]
+    task: str = Field(min_length=1)
     phase: Literal[PHASES] = "test"  # type: ignore[valid-type]
-    outcome: Literal[OUTCOMES + ("",)] = ""  # type: ignore[valid-type]
+    outcome: str = ""
 
 
 class PyHab(_Strict):
@@ -77,17 +79,61 @@ class PyHab(_Strict):
     ignore: list[str] = Field(default_factory=list)
 
 
+class RowFilter(_Strict):
+    """Rows of the file to analyse, chosen before the mapping and the exclusions (and reported).
+
+    ``keep``: column -> values; a row is kept when every listed column holds one of its values.
+    ``drop``: column -> values; a row is dropped when any listed column holds one of its values.
+    Columns are those of the file as read (before the mapping); values compare as text.
+    """
+
+    keep: dict[str, list[str]] = Field(default_factory=dict)
+    drop: dict[str, list[str]] = Field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.keep or self.drop)
+
+
+class Model(_Strict):
+    """The mixed model fitted per task (and pooled over tasks).
+
+    ``formula``: an lme4-style formula on the model rows (see :mod:`bib.analysis.formula`); its
+    variables are any column of the data plus ``log_lt`` (log seconds), ``participant``
+    (= participant_id) and ``age_mo`` (months, from age_days unless the file has the column). Empty:
+    the VOE default ``log_lt ~ outcome + (1 | participant)`` plus ``(1 | item)`` when a task shows
+    more than one item per outcome. ``reference``: reference level per factor (default: the first
+    in sorted order; ``outcome``: the spec's first outcome). ``center``: numeric columns centred on
+    the imported rows of the analysed tasks (after the filter, before the exclusions).
+    ``prune``: random terms (as written, e.g. ``"(1 | lab)"``, or a grouping factor name) dropped
+    in this order when a fit does not converge or is singular (MB1's "fit, check, prune"); default:
+    the formula's random terms from last to first, never the last one left.
+    ``pooled_formula``: the model over all tasks (default: the task formula's random part with
+    ``outcome * task`` as the fixed part).
+    """
+
+    formula: str = ""
+    reml: bool = True
+    reference: dict[str, str] = Field(default_factory=dict)
+    center: list[str] = Field(default_factory=list)
+    prune: list[str] | None = None
+    pooled_formula: str = ""
+
+
 class AnalysisSpec(_Strict):
     """A whole analysis spec; every field has a default, so an empty file is a valid spec."""
 
     name: str = "analysis"
     description: str = ""
     format: Literal["csv", "pyhab"] = "csv"
-    tasks: list[Literal[CONDITION_IDS]] = Field(default_factory=list)  # type: ignore[valid-type]
+    tasks: list[str] = Field(default_factory=list)
+    outcomes: tuple[str, str] = OUTCOMES  # type: ignore[assignment]
     scale: Literal["log", "raw"] = "log"
     covariates: list[Literal["order", "age"]] = Field(default_factory=list)
     alpha: float = Field(default=0.05, gt=0, lt=1)
+    filter: RowFilter = Field(default_factory=RowFilter)
     exclusions: Exclusions = Field(default_factory=Exclusions)
+    model: Model = Field(default_factory=Model)
     mapping: Mapping = Field(default_factory=Mapping)
     pyhab: PyHab = Field(default_factory=PyHab)
 
@@ -108,8 +154,44 @@ def load_spec(path: str | Path | None) -> AnalysisSpec:
     except tomllib.TOMLDecodeError as exc:
         raise BibInputError(f"{p}: invalid TOML ({exc})") from None
     try:
-        return AnalysisSpec.model_validate(data)
+        spec = AnalysisSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
         raise BibInputError(f"{p}: field {where}: {err['msg']}") from None
+    check_model(spec, str(p))
+    return spec
+
+
+def check_model(spec: AnalysisSpec, source: str) -> None:
+    """Parse the spec's formulas and check the pruning order names their random terms.
+
+    Raises:
+        BibInputError: naming the field (``model.formula``, ``model.prune``, ...).
+    """
+    from bib.analysis.formula import parse_formula
+
+    if spec.outcomes[0] == spec.outcomes[1]:
+        raise BibInputError(f"{source}: field outcomes: the two outcomes must differ")
+    if spec.model.pooled_formula:
+        parse_formula(spec.model.pooled_formula, f"{source}: field model.pooled_formula")
+    if not spec.model.formula:
+        if spec.model.prune:
+            raise BibInputError(f"{source}: field model.prune: needs model.formula")
+        return
+    f = parse_formula(spec.model.formula, f"{source}: field model.formula")
+    if not f.random:
+        raise BibInputError(f"{source}: field model.formula: a mixed model needs a random term such as (1 | participant)")
+    for entry in spec.model.prune or []:
+        if find_term(f.random, entry) is None:
+            raise BibInputError(f"{source}: field model.prune: {entry!r} is not a random term of model.formula "
+                                f"({', '.join(r.text for r in f.random)})")
+
+
+def find_term(random: tuple, entry: str) -> int | None:
+    """Index of the random term ``entry`` names (its text, or its grouping factor), or None."""
+    norm = "".join(entry.split())
+    for i, r in enumerate(random):
+        if "".join(r.text.split()) == norm or r.group_name == entry.strip() or "".join(r.text.split()) == f"({norm})":
+            return i
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +14,13 @@ from bib.errors import BibInputError
 FormatOpt = typer.Option(None, "--format", help="csv (canonical or mapped by the spec) or pyhab; default: the spec's")
 SpecOpt = typer.Option(None, "--spec", help="analysis spec (TOML), e.g. analysis/infant-pilot.toml")
 ScaleOpt = typer.Option(None, "--scale", help="log (default) or raw seconds; overrides the spec")
+
+
+class Test(str, Enum):
+    """The test of ``bib power``: Satterthwaite t or Wald z."""
+
+    t = "t"
+    z = "z"
 
 
 def _scale(value: str | None) -> str | None:
@@ -46,12 +54,19 @@ def register(app: typer.Typer) -> None:
         spec: Optional[Path] = SpecOpt,  # noqa: UP007
         scale: Optional[str] = ScaleOpt,  # noqa: UP007
         as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-        plots: Optional[Path] = typer.Option(None, "--plots", help="write paired plots (PNG, SVG) here"),  # noqa: UP007
+        out: Optional[Path] = typer.Option(  # noqa: UP007
+            None, "--out", help="output folder: report.json, report.md, exclusions.csv, paired-<task>.png/.svg"),
+        plots: Optional[Path] = typer.Option(None, "--plots", help="write only the paired plots (PNG, SVG) here"),  # noqa: UP007
     ) -> None:
-        """Exclusions and per-task mixed models log(looking) ~ outcome + (1 | participant)."""
+        """Row filter, exclusions and per-task mixed models (lme4-style formula; default
+        log_lt ~ outcome + (1 | participant) [+ (1 | item)]), Satterthwaite df, the model kept."""
         from bib.analysis.analyze import format_report
 
+        if out is not None and out.exists() and not out.is_dir():
+            raise BibInputError(f"--out {out}: exists and is not a folder")
         result, spec_obj = _load(data, fmt, spec, scale)
+        if out is not None:
+            result.write(out)
         if plots is not None:
             from bib.analysis.plots import analysis_plots
 
@@ -102,6 +117,8 @@ def register(app: typer.Typer) -> None:
         scale: str = typer.Option("log", "--scale", help="analysis scale: log or raw"),
         alpha: float = typer.Option(0.05, "--alpha"),
         workers: int = typer.Option(1, "--workers", help="worker processes"),
+        test: Test = typer.Option(Test.t, "--test", show_default=True,  # noqa: B008
+                                  help="t: Satterthwaite t as bib analyze reports; z: Wald z (bib power before issue 14)"),
         pilot: Optional[Path] = typer.Option(None, "--pilot", help="pilot summaries CSV (default data/published/infant_pilot.csv)"),  # noqa: UP007
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
@@ -116,17 +133,22 @@ def register(app: typer.Typer) -> None:
         p = pilot_task(task, pilot)
         eff = parse_effect(effect)
         studies = simulate_studies(p, parse_ns(n), sims, seed, effect_s=eff, scale=_scale(scale) or "log",
-                                   alpha=alpha, workers=workers, progress=True)
+                                   alpha=alpha, workers=workers, progress=True, test=test.value)
         rows = summarize_power(studies, alpha)
+        path = ("closed form: a balanced paired design with a participant intercept, where REML is the paired t "
+                "(participant variance > 0) or OLS (variance 0, a singular fit; counted in 'singular')")
         if as_json:
             typer.echo(_dump({"task": task, "effect_s": p.beta if eff is None else eff, "scale": scale, "alpha": alpha,
-                              "seed": seed, "power": rows}))
+                              "seed": seed, "test": test.value, "path": path, "power": rows}))
             return
+        label = "Satterthwaite t" if test == Test.t else "Wald z"
         typer.echo(f"{task}: effect {'as published (beta = %g s)' % p.beta if eff is None else '%g s' % eff}, "
-                   f"pilot N = {p.n}, d_z = {p.dz:.3f}; analysis: LMM on {scale} scale, Wald z, alpha = {alpha:g}; seed {seed}")
-        typer.echo(f"{'N':>5}{'sims':>7}{'power':>8}{'mc_se':>8}{'power+':>8}{'mean est':>10}")
+                   f"pilot N = {p.n}, d_z = {p.dz:.3f}; analysis: LMM on {scale} scale, {label}, alpha = {alpha:g}; seed {seed}")
+        typer.echo(f"path: {path}")
+        typer.echo(f"{'N':>5}{'sims':>7}{'power':>8}{'mc_se':>8}{'power+':>8}{'mean est':>10}{'singular':>9}")
         for r in rows:
-            typer.echo(f"{r['n']:>5}{r['sims']:>7}{r['power']:>8.3f}{r['mc_se']:>8.3f}{r['power_positive']:>8.3f}{r['mean_estimate']:>10.3f}")
+            typer.echo(f"{r['n']:>5}{r['sims']:>7}{r['power']:>8.3f}{r['mc_se']:>8.3f}{r['power_positive']:>8.3f}"
+                       f"{r['mean_estimate']:>10.3f}{r['singular']:>9}")
 
     @power_app.command("simulate")
     def simulate(
