@@ -12,6 +12,7 @@ from typing import Any
 from bib import __version__
 from bib.errors import BibInputError
 from bib.io import atomic_write_text
+from bib.vocabulary import is_agent_shape, is_object_shape
 from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, move_legal, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
 
@@ -406,7 +407,8 @@ class Problem:
 
 
 def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[Problem]:
-    """Generic rules of one trial: entities on free cells, legal moves, events, path ends on its goal."""
+    """Generic rules of one trial: shapes of :mod:`bib.vocabulary`, entities on free cells, legal moves,
+    events, path ends on its goal."""
     lay = trial.layout
 
     def problem(msg: str, step: int | None = None, cell: Cell | None = None) -> Problem:
@@ -414,6 +416,8 @@ def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[
 
     out: list[Problem] = []
     for obj in lay.objects:
+        if not is_object_shape(obj.shape):
+            out.append(problem(f"object {obj.id} has shape {obj.shape!r}, not an object shape of bib.vocabulary", cell=obj.cell))
         if obj.cell in lay.walls or obj.cell in lay.barriers or obj.cell == lay.lock:
             out.append(problem(f"object {obj.id} sits on a wall, barrier or lock", cell=obj.cell))
     if len({o.id for o in lay.objects}) != len(lay.objects):
@@ -423,6 +427,8 @@ def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[
     if lay.lock is not None and lay.lock in lay.walls:
         out.append(problem("the lock sits on a wall", cell=lay.lock))
     home = lay.agent.home
+    if not is_agent_shape(lay.agent.shape):
+        out.append(problem(f"agent {lay.agent.id} has shape {lay.agent.shape!r}, not an agent shape of bib.vocabulary"))
     if trial.path[0] != home:
         out.append(problem(f"path starts at {list(trial.path[0])}, not at the agent's home", 0, trial.path[0]))
     if home in lay.blocked():

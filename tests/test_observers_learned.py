@@ -186,6 +186,32 @@ def test_checkpoint_round_trip_gives_identical_surprise(tmp_path, episodes):
         make_observer("bc-mlp", ckpt)
 
 
+def test_checkpoint_stores_the_vocabulary_and_refuses_another(tmp_path):
+    from bib.observers.learned import save_checkpoint
+    from bib.vocabulary import AGENT_SHAPES, OBJECT_SHAPES
+
+    obs = tiny(BCMLPObserver)
+    ckpt = tmp_path / "bc.pt"
+    obs.save(ckpt)
+    stored = read_checkpoint(ckpt)["config"]["vocabulary"]
+    assert stored == {"objects": list(OBJECT_SHAPES), "agents": list(AGENT_SHAPES)}
+    # the one-hot channels follow the stored order
+    assert [n.split(":")[1] for n in SYMBOLIC_CHANNELS if n.startswith("object:")][: len(OBJECT_SHAPES)] == stored["objects"]
+    raw = obs.checkpoint()
+    for vocab, diff in [
+        ({"objects": [*OBJECT_SHAPES, "comet"], "agents": list(AGENT_SHAPES)}, "objects: removed comet"),
+        ({"objects": list(OBJECT_SHAPES)[::-1], "agents": list(AGENT_SHAPES)}, "objects: reordered"),
+        ({"objects": list(OBJECT_SHAPES), "agents": ["pentagon"]}, "agents: added clove, kite"),
+    ]:
+        raw["config"]["vocabulary"] = vocab
+        save_checkpoint(raw, tmp_path / "other.pt")
+        with pytest.raises(BibInputError, match=rf"other\.pt: checkpoint was trained with another sprite vocabulary \({diff}\); retrain it"):
+            make_observer("bc-mlp", tmp_path / "other.pt")
+    del raw["config"]["vocabulary"]  # written before checkpoints recorded it: the legacy vocabulary
+    save_checkpoint(raw, tmp_path / "old.pt")
+    assert make_observer("bc-mlp", tmp_path / "old.pt").config == obs.config
+
+
 class _Payload:
     """Any pickled class instance: weights_only loading must refuse it."""
 

@@ -10,7 +10,8 @@ import pytest
 from bib.episode import Trial
 from bib.errors import BibInputError
 from bib.render.frames import RenderSettings, episode_frame_count, episode_frames, frame_count, step_frames, trial_frames
-from bib.render.sprites import AGENT_SHAPES, OBJECT_SHAPES, alpha_mask
+from bib.render.sprites import alpha_mask
+from bib.vocabulary import AGENT_SHAPES, OBJECT_SHAPES
 from bib.tasks import make_unit
 from bib.tasks.common import empty_layout, place
 from bib.world.grid import Agent
@@ -24,7 +25,7 @@ def _trial(path, objects=(("heart", (220, 40, 60), (6, 6)),)):
 
 def test_sprite_set_is_large_enough():
     assert len(OBJECT_SHAPES) >= 10 and len(AGENT_SHAPES) >= 3
-    masks = {s: alpha_mask(s, 20) for s in OBJECT_SHAPES + AGENT_SHAPES + ["key", "lock_slot", "home_pad"]}
+    masks = {s: alpha_mask(s, 20) for s in [*OBJECT_SHAPES, *AGENT_SHAPES, "key", "lock_slot", "home_pad"]}
     for name, m in masks.items():
         assert m.shape == (20, 20) and 0.1 < m.mean() < 0.8, name
     # All shapes are distinct pictures.

@@ -26,7 +26,7 @@ import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
-from bib.render.sprites import AGENT_SHAPES, OBJECT_SHAPES
+from bib.vocabulary import AGENT_SHAPES, OBJECT_SHAPES
 from bib.world.dynamics import ACTIONS, STAY, action_between
 
 INPUTS = ("symbolic", "frames")

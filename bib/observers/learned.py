@@ -2,7 +2,10 @@
 
 A checkpoint is ``torch.save({"state_dict": ..., "config": {...}})`` where ``config`` holds only
 JSON types: ``format`` (``bib.checkpoint/1``), ``observer`` (registry name), ``model`` (the model
-config), ``train`` (the training config) and ``metrics``. It is read with
+config), ``train`` (the training config), ``metrics`` and ``vocabulary`` (the sprite shapes of
+:mod:`bib.vocabulary` in channel order; a checkpoint trained with another vocabulary is refused,
+one written before checkpoints recorded it is taken to have
+:data:`bib.vocabulary.LEGACY_VOCABULARY`). It is read with
 ``torch.load(..., weights_only=True)``, so a file holding any pickled object is refused instead of
 executing code.
 """
@@ -26,6 +29,7 @@ from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
 from bib.observers.base import BaseObserver
 from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
+from bib.vocabulary import LEGACY_VOCABULARY, checkpoint_vocabulary, vocabulary_difference
 
 FORMAT = "bib.checkpoint/1"
 
@@ -212,6 +216,7 @@ class LearnedObserver(BaseObserver):
                 "model": dataclasses.asdict(self.config),
                 "train": dataclasses.asdict(train) if train is not None else None,
                 "metrics": metrics or {},
+                "vocabulary": checkpoint_vocabulary(),
             },
         }
 
@@ -246,6 +251,10 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     cfg = ckpt["config"]
     if cfg.get("format") != FORMAT:
         raise BibInputError(f"{p}: config field 'format': expected {FORMAT!r}, got {cfg.get('format')!r}")
+    stored = cfg.get("vocabulary", LEGACY_VOCABULARY)  # checkpoints older than the record used the legacy one
+    diff = vocabulary_difference(stored) if isinstance(stored, dict) else "unreadable"
+    if diff:
+        raise BibInputError(f"{p}: checkpoint was trained with another sprite vocabulary ({diff}); retrain it")
     return ckpt
 
 

@@ -19,12 +19,12 @@ import numpy as np
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.render.sprites import blend
+from bib.vocabulary import BARRIER_COLOR as BARRIER
+from bib.vocabulary import HOME_COLOR
+from bib.vocabulary import KEY_COLOR as KEY
+from bib.vocabulary import SLOT_COLOR as SLOT
+from bib.vocabulary import WALL_COLOR as WALL
 from bib.world.dynamics import action_between, action_cost, STAY
-
-WALL = (0, 0, 0)
-BARRIER = (80, 146, 56)
-SLOT = (28, 64, 20)
-KEY = (230, 170, 20)
 
 
 @dataclass(frozen=True)
@@ -121,10 +121,6 @@ def frame_count(trial: Trial, settings: RenderSettings) -> int:
     return round(settings.pause_start * settings.fps) + motion_frames(trial, settings) + round(settings.pause_end * settings.fps)
 
 
-def _lighten(color: tuple[int, int, int], amount: float = 0.65) -> tuple[int, int, int]:
-    return tuple(int(round(c * (1 - amount) + 255 * amount)) for c in color)  # type: ignore[return-value]
-
-
 class _Painter:
     """Pre-rendered backgrounds of one trial; composes a frame from an agent position."""
 
@@ -137,7 +133,7 @@ class _Painter:
         base[...] = settings.background
         agent = lay.agent
         self._cell_fill(base, lay.walls, WALL)
-        blend(base, "home_pad", _lighten(agent.color), agent.home[0] * px, agent.home[1] * px, px)
+        blend(base, "home_pad", HOME_COLOR, agent.home[0] * px, agent.home[1] * px, px)
         for obj in lay.objects:
             blend(base, obj.shape, obj.color, obj.cell[0] * px, obj.cell[1] * px, px)
         self.open = base.copy()  # barriers gone, key used

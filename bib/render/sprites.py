@@ -2,7 +2,8 @@
 
 Shapes are drawn with pygame on an off-screen surface at 4x resolution and averaged down, which
 gives anti-aliased edges. Every sprite is cached by (shape, size), so rendering a frame is only
-numpy blending.
+numpy blending. Which shapes exist (and in which order observers see them) is
+:mod:`bib.vocabulary`'s; this module draws exactly those (checked at import).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from bib.vocabulary import SHAPES
+
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 import pygame  # noqa: E402
@@ -24,14 +27,13 @@ CLEAR = (0, 0, 0, 0)
 
 Draw = Callable[[pygame.Surface, int], None]
 _SHAPES: dict[str, Draw] = {}
-OBJECT_SHAPES: list[str] = []
-AGENT_SHAPES: list[str] = []
 
 
 def _shape(name: str, kind: str) -> Callable[[Draw], Draw]:
+    """Register the drawing of ``name`` (``kind`` documents the section; the vocabulary decides)."""
+
     def deco(fn: Draw) -> Draw:
         _SHAPES[name] = fn
-        {"object": OBJECT_SHAPES, "agent": AGENT_SHAPES, "other": []}[kind].append(name)
         return fn
 
     return deco
@@ -185,6 +187,10 @@ def _lock_slot(surf, s):
 @_shape("home_pad", "other")
 def _home_pad(surf, s):
     pygame.draw.rect(surf, WHITE, pygame.Rect(0.06 * s, 0.06 * s, 0.88 * s, 0.88 * s), border_radius=int(0.18 * s))
+
+
+if set(_SHAPES) != SHAPES:  # the vocabulary and the drawings must name the same sprites
+    raise RuntimeError(f"sprites drawn {sorted(set(_SHAPES) ^ SHAPES)} do not match bib.vocabulary")
 
 
 def shape_names() -> list[str]:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from bib.episode import Episode, Event, Trial
-from bib.render.sprites import AGENT_SHAPES, OBJECT_SHAPES
 from bib.tasks.options import TaskOptions
 from bib.tasks.registry import LayoutRejected, UnitInfo
+from bib.vocabulary import AGENT_SHAPES, ITEM_SHAPES
 from bib.world.dynamics import AgentState, action_between, step
 from bib.world.grid import Agent, Cell, GridObject, Layout, border_walls
 
@@ -24,8 +24,6 @@ OBJECT_COLORS: list[tuple[int, int, int]] = [
     (230, 90, 170), (120, 80, 40), (20, 120, 120), (100, 100, 230), (200, 120, 120),
 ]
 AGENT_COLORS: list[tuple[int, int, int]] = [(40, 90, 220), (200, 40, 40), (120, 60, 160), (30, 140, 90)]
-ITEM_SHAPES = [s for s in OBJECT_SHAPES if s != "medal"]
-"""Object shapes available to goals (``medal`` is kept out of the random palette)."""
 
 
 def empty_layout(width: int = GRID, height: int = GRID, **kwargs) -> Layout:

@@ -14,7 +14,6 @@ from dataclasses import replace
 import numpy as np
 
 from bib.episode import Episode, Problem
-from bib.render.sprites import AGENT_SHAPES
 from bib.tasks.common import AGENT_COLORS
 from bib.tasks.preference import (
     OTHER,
@@ -32,6 +31,7 @@ from bib.tasks.preference import (
     walk,
 )
 from bib.tasks.registry import TaskSpec, UnitInfo, register
+from bib.vocabulary import AGENT_SHAPES
 from bib.world.grid import Agent
 
 
