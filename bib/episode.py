@@ -31,6 +31,37 @@ class Event:
 
 
 @dataclass(frozen=True)
+class Recording:
+    """What an imported trial's source recorded, kept beside the grid version so nothing is lost.
+
+    Positions are the sprites' centres in the source's pixels, with the source's origin at the
+    BOTTOM LEFT (BIB JSON: 20 px cells, centre = corner + radius).
+
+    Attributes:
+        cell_px: pixels per cell of the source.
+        agent: the agent's centre at every frame.
+        objects: each object's centre, in ``layout.objects`` order.
+        home: the home pad's centre.
+        key: the key's centre before it is picked up, or None.
+        lock: the lock's centre, or None.
+        pickup_frame: the frame at which the agent touched the key (None if it never did).
+        unlock_frame: the frame at which the lock opened (None if it never did).
+        offsets: for each cell of the trial's path, the distance (px) from the cell's centre to
+            the recorded track of the agent (how far the grid path strays from the recording).
+    """
+
+    cell_px: int
+    agent: tuple[tuple[float, float], ...]
+    objects: tuple[tuple[float, float], ...]
+    home: tuple[float, float]
+    key: tuple[float, float] | None = None
+    lock: tuple[float, float] | None = None
+    pickup_frame: int | None = None
+    unlock_frame: int | None = None
+    offsets: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
 class Trial:
     """One trial: the layout it shows, the agent's path (a cell per step) and its goal.
 
@@ -43,6 +74,8 @@ class Trial:
         excess_cost: how much the path costs more than an optimal path (key/lock space) from the
             agent's home to the path's last cell, in cells; recorded by the controlled-set
             generator (None: not recorded, as in sets built without its options).
+        recording: for a trial imported from a recording (BIB JSON), the continuous positions
+            it was read from; None for generated trials.
     """
 
     phase: str
@@ -51,6 +84,7 @@ class Trial:
     events: tuple[Event, ...] = ()
     goal: str | None = None
     excess_cost: float | None = None
+    recording: Recording | None = None
 
     @property
     def agent(self) -> Agent:
@@ -146,7 +180,34 @@ def trial_to_dict(trial: Trial) -> dict[str, Any]:
         "path": [_cell(c) for c in trial.path],
         "events": [{"step": e.step, "type": e.type} for e in trial.events],
         "goal": trial.goal,
-    } | ({} if trial.excess_cost is None else {"excess_cost": trial.excess_cost})
+        **({} if trial.excess_cost is None else {"excess_cost": trial.excess_cost}),
+        **({"recording": recording_to_dict(trial.recording)} if trial.recording is not None else {}),
+    }
+
+
+def _num(v: float) -> float | int:
+    """A coordinate as written: an int when whole (keeps files short and exact)."""
+    return int(v) if float(v).is_integer() else float(v)
+
+
+def _pt(p: tuple[float, float] | None) -> list[float | int] | None:
+    return None if p is None else [_num(p[0]), _num(p[1])]
+
+
+def recording_to_dict(rec: Recording) -> dict[str, Any]:
+    """A :class:`Recording` as its JSON object."""
+    return {
+        "cell_px": rec.cell_px,
+        "origin": "bottom-left",
+        "agent": [_pt(p) for p in rec.agent],
+        "objects": [_pt(p) for p in rec.objects],
+        "home": _pt(rec.home),
+        "key": _pt(rec.key),
+        "lock": _pt(rec.lock),
+        "pickup_frame": rec.pickup_frame,
+        "unlock_frame": rec.unlock_frame,
+        "offsets": [round(float(v), 2) for v in rec.offsets],
+    }
 
 
 def episode_to_dict(ep: Episode) -> dict[str, Any]:
@@ -293,6 +354,8 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
     excess = r.get(d, "excess_cost", where, (int, float), optional=True)
     if excess is not None and not (math.isfinite(excess) and excess >= 0):
         raise r.fail(f"{where}.excess_cost", f"expected a finite number >= 0, got {excess!r}")
+    rec_raw = r.get(d, "recording", where, dict, optional=True)
+    recording = None if rec_raw is None else _recording_from_dict(rec_raw, r, f"{where}.recording")
     for name, cells in (("walls", walls), ("barriers", barriers), ("path", path)):
         for i, c in enumerate(cells):
             if not (0 <= c[0] < width and 0 <= c[1] < height):
@@ -309,7 +372,36 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
         moves=moves,
     )
     return Trial(phase=phase, layout=layout, path=tuple(path), events=tuple(events), goal=goal,
-                 excess_cost=None if excess is None else float(excess))
+                 excess_cost=None if excess is None else float(excess), recording=recording)
+
+
+def _recording_from_dict(d: dict[str, Any], r: _Reader, where: str) -> Recording:
+    def point(v: Any, w: str) -> tuple[float, float]:
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(u, int | float) and not isinstance(u, bool) for u in v)):
+            raise r.fail(w, f"expected a point [x, y], got {json.dumps(v)[:40]}")
+        return (v[0], v[1])
+
+    def points(key: str) -> tuple[tuple[float, float], ...]:
+        return tuple(point(v, f"{where}.{key}[{i}]") for i, v in enumerate(r.get(d, key, where, list)))
+
+    def maybe(key: str) -> tuple[float, float] | None:
+        v = r.get(d, key, where, list, optional=True)
+        return None if v is None else point(v, f"{where}.{key}")
+
+    offsets = r.get(d, "offsets", where, list, optional=True) or []
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in offsets):
+        raise r.fail(f"{where}.offsets", "expected a list of numbers")
+    return Recording(
+        cell_px=r.get(d, "cell_px", where, int),
+        agent=points("agent"),
+        objects=points("objects"),
+        home=point(r.get(d, "home", where, list), f"{where}.home"),
+        key=maybe("key"),
+        lock=maybe("lock"),
+        pickup_frame=r.get(d, "pickup_frame", where, int, optional=True),
+        unlock_frame=r.get(d, "unlock_frame", where, int, optional=True),
+        offsets=tuple(offsets),
+    )
 
 
 def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:

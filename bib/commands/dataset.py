@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
+from typing import Optional
 
 import typer
 
-from bib.errors import BibInputError
+from bib.tasks import task_ids
 
-FORMATS = ("bib-json",)
+class Format(str, Enum):
+    """Episode file formats ``export`` and ``import`` speak."""
+
+    bib_json = "bib-json"
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise BibInputError(f"--format {fmt!r} is not supported; known: {', '.join(FORMATS)}")
+class Naming(str, Enum):
+    """Key/lock field names of BIB JSON: v1.1 (pin = key, key = lock) or the older key / lock."""
+
+    v11 = "v1.1"
+    old = "old"
+
+
+class ImportNaming(str, Enum):
+    """Key/lock field names to read: detected per file, or forced."""
+
+    auto = "auto"
+    v11 = "v1.1"
+    old = "old"
+
+
+BibTask = Enum("BibTask", {t: t for t in (*task_ids("evaluation"), *task_ids("background"))}, type=str)  # type: ignore[misc]
+"""Task ids a BIB folder can hold (the evaluation conditions and the background tasks)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -23,31 +42,43 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
         directory: Path = typer.Argument(..., help="A generated set (manifest.csv, episodes/) or a folder of episodes."),
-        out: Path = typer.Argument(..., help="Output root: one BIB folder per task inside."),
-        fmt: str = typer.Option("bib-json", "--format", help="Output format (bib-json: BIB's per-frame JSON)."),
+        out: Path = typer.Option(..., "--out", help="Output folder: one BIB task folder per task inside, and export.csv."),
+        fmt: Format = typer.Option(Format.bib_json, "--format", help="Output format (bib-json: BIB's per-frame JSON).",
+                                   show_default=True),
+        naming: Naming = typer.Option(Naming.v11, "--naming", show_default=True,
+                                      help="Key/lock field names: v1.1 writes the key as 'pin' and the lock as 'key' "
+                                           "(BIB v1.1, SolvingBIB.jl); old writes 'key' and 'lock'."),
         video: bool = typer.Option(False, "--video", help="Also render a matching 200 x 200 / 25 fps MP4 per file."),
-        workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+        workers: int = typer.Option(1, "--workers", min=1, show_default=True, help="Worker processes."),
+        force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds other files."),
     ) -> None:
-        """Write episodes as the original BIB per-frame JSON (<task folder>/<index>e.json / u.json)."""
+        """Write episodes as the original BIB per-frame JSON (OUT/<task folder>/<index>e.json / u.json, OUT/export.csv)."""
         from bib.stimuli.bibjson import export_bib_json
 
-        _check_format(fmt)
-        index = export_bib_json(directory, out, video=video, workers=workers)
+        index = export_bib_json(directory, out, video=video, workers=workers, naming=naming.value, force=force)
         folders = sorted({r["file"].split("/")[0] for r in index})
         typer.echo(f"{len(index)} episodes exported to {out} ({', '.join(folders)}); index in {out / 'export.csv'}")
 
     @app.command("import")
     def import_(
-        src: Path = typer.Argument(..., help="A BIB root (task folders inside) or one BIB task folder."),
-        out: Path = typer.Argument(..., help="Output folder (manifest.csv, episodes/)."),
-        fmt: str = typer.Option("bib-json", "--format", help="Input format (bib-json: BIB v1.1 per-frame JSON)."),
-        workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
+        src: Path = typer.Argument(..., help="A BIB root (task folders inside), one BIB task folder, or with --task a "
+                                             "folder of one task's files under any name (.json or .json.gz)."),
+        out: Path = typer.Option(..., "--out", help="Output folder: episodes/, manifest.csv, import.csv."),
+        fmt: Format = typer.Option(Format.bib_json, "--format", help="Input format (bib-json: BIB per-frame JSON).",
+                                   show_default=True),
+        task: Optional[BibTask] = typer.Option(None, "--task", help="The task of every file in SRC (for folders with "  # noqa: UP007
+                                                                   "any name); default: from BIB's folder names."),
+        naming: ImportNaming = typer.Option(ImportNaming.auto, "--naming", show_default=True,
+                                            help="Key/lock field names: auto (v1.1 when frames have 'pin', old when "
+                                                 "they have 'lock'), v1.1 or old."),
+        workers: int = typer.Option(1, "--workers", min=1, show_default=True, help="Worker processes."),
+        force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds other files."),
     ) -> None:
-        """Read original BIB episodes into bib.episode/1 (positions snapped to cells, paths from frames)."""
+        """Read BIB recordings into bib.episode/1 (goals, 8-connected paths and the continuous positions read)."""
         from bib.stimuli.bibjson import import_bib_json
 
-        _check_format(fmt)
-        summary = import_bib_json(src, out, workers=workers)
+        summary = import_bib_json(src, out, task=task.value if task else None, naming=naming.value, workers=workers,
+                                  force=force)
         typer.echo(f"{summary.episodes} episodes imported into {summary.out}; "
                    f"{len(summary.problems)} break a rule of their condition")
         for line in summary.problems[:10]:

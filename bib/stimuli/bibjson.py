@@ -1,33 +1,40 @@
-"""The original BIB per-frame JSON format: export our episodes to it, import BIB v1.1 episodes from it.
+"""The original BIB per-frame JSON format: export our episodes to it, import real BIB recordings from it.
 
-Format (reference/bib.md section 1b): an episode file is a list of trials, each a list of frame
-dicts with ``size`` ([w, h] px), ``walls`` and ``fuse_walls`` (rects ``[[x, y], [w, h]]``),
-``agent`` and ``home`` (``[[x, y], r, "dir/icon.png", [R, G, B]]``, centre ``(x + r, y + r)``),
-``objects`` (a list of such tuples), ``key`` and ``lock`` (lists of 0 or 1 such tuples). Pixel
-coordinates are integers with the origin at the BOTTOM LEFT and 20 px cells, so cell ``(cx, cy)``
-(``cy`` counted from the top, as in ``bib.episode/1``) has its lower-left corner at
-``(20 cx, 20 (H - 1 - cy))``.
+Format (docs/bib-json.md; reference/bib.md section 1b): an episode file is a list of 9 trials, each
+a list of frame dicts with ``size`` ([w, h] px), ``walls`` and ``fuse_walls`` (rects
+``[[x, y], [w, h]]``), ``agent`` and ``home`` (``[[x, y], r, "dir/icon.png", [R, G, B]]``, centre
+``(x + r, y + r)``), ``objects`` (a list of such sprites) and the key and lock (lists of 0 or 1
+sprite). Pixels have the origin at the BOTTOM LEFT and 20 px cells, so cell ``(cx, cy)`` (``cy``
+counted from the top, as in ``bib.episode/1``) spans ``[20 cx, 20 cx + 20) x [20 (H - 1 - cy), ...)``.
 
-Export places the agent in every frame exactly where :func:`bib.render.frames.trial_frames` draws
-it (same timing), so ``--video`` writes MP4s that match the JSON frame for frame (no blank between
-trials). The default export timing holds the first frame 30 frames and the last 85 frames, so
-bib-baselines' loader (which skips the first 30 and last 83 frames of a trial) keeps every moving
-frame. Files are ``<folder>/<index:06d>e.json`` / ``...u.json`` with BIB's folder names, so sorted
-order alternates expected and unexpected as BIB's tools assume.
+Key/lock naming (:data:`NAMINGS`): BIB v1.1 (``bib_evaluation_v1.1``, read by SolvingBIB.jl's
+``src/conversion.jl``; the public recordings) calls the key ``pin`` and the lock ``key``; the older
+release (the MCS converter's "old" names) calls them ``key`` and ``lock``.
 
-Import snaps every position to the cell holding the sprite's centre and derives each trial's path
-from the agent's cells over the frames (consecutive repeats merged, skipped cells filled in,
-one-frame zig-zags through a corner smoothed into the diagonal, corner cuts made legal). It
-tolerates the quirks of the v1.1 release: duplicate walls, off-grid ``fuse_walls`` during the
-fade, fields wrapped in an extra list, and the older ``pin`` (key) / ``key`` (lock) naming.
+Export writes v1.1 naming by default, sprites under BIB's vocabulary (:mod:`bib.vocabulary`: BIB's
+names, radii 6 for agents and 9 for objects, the pink home pad), the agent at every frame exactly
+where :func:`bib.render.frames.trial_frames` draws it, and holds the first frame 30 frames and the
+last 85 (bib-baselines skips the first 30 and last 83). A trial imported from a recording is
+written back from its recording (positions as read).
+
+Import reads recordings as they are: positions are continuous, the agent moves in straight lines at
+any angle and stops touching its targets (:mod:`bib.stimuli.trajectory` recovers the 8-connected
+moves); the goal is the nearest object within one cell of the agent's final position. It tolerates
+duplicate walls, off-grid ``fuse_walls`` during the fade, fields and frames wrapped in extra lists,
+test-trial frames spliced in at the top level, and either naming.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import hashlib
+import io
 import json
 import math
 import os
 import re
+import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,21 +42,40 @@ from typing import Any
 
 import numpy as np
 
-from bib.episode import Episode, Trial, load_episode, save_episode
+from bib import __version__
+from bib.episode import Episode, Event, Recording, Trial, dumps, load_episode
 from bib.errors import BibInputError
-from bib.io import atomic_write_text, ensure_dir
+from bib.io import atomic_write_text
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, agent_timeline, motion_frames
+from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
 from bib.tasks import bib_folders, unit_id
-from bib.world.dynamics import AgentState, action_between, move_legal, step
+from bib.vocabulary import (
+    AGENT_RADIUS_PX,
+    BIB_NAME,
+    CELL_PX,
+    HOME_COLOR,
+    HOME_RADIUS_PX,
+    KEY_COLOR,
+    OBJECT_RADIUS_PX,
+    OUR_NAME,
+    SLOT_COLOR,
+    bib_names_for,
+)
+from bib.world.dynamics import adjacent_to_lock
 from bib.world.grid import Agent, Cell, GridObject, Layout
-
-CELL_PX = 20
-"""Pixels per cell in BIB's JSON."""
 
 EXPORT_SETTINGS = RenderSettings(cell_px=CELL_PX, fps=25, pause_start=1.2, pause_end=3.4, gap=0.0)
 """Timing of exported frames (and videos): BIB's 20 px / 25 fps; 30 still frames first, 85 last."""
+
+N_TRIALS = 9
+"""Trials of a BIB episode (8 familiarization + 1 test; bib-baselines' ``num_trials``)."""
+
+NAMINGS: dict[str, tuple[str, str]] = {"v1.1": ("pin", "key"), "old": ("key", "lock")}
+"""Naming -> (field of the key, field of the lock)."""
+
+DEFAULT_NAMING = "v1.1"
 
 EVALUATION_FOLDERS = bib_folders("evaluation")
 """Evaluation condition id -> BIB v1.1 folder name (from the task registry)."""
@@ -57,27 +83,92 @@ EVALUATION_FOLDERS = bib_folders("evaluation")
 BACKGROUND_FOLDERS = bib_folders("background")
 """Background task id -> bib-baselines' training folder name (two collide with evaluation names)."""
 
-KEY_ICON = "key/triangle0.png"
-LOCK_ICON = "lock/triangle_slot0.png"
-HOME_ICON = "home/home.png"
+HOME_ICON = "./shapes/home.png"
+KEY_ICON = "./shapes/triangle0.png"
+LOCK_ICON = "./shapes/triangle_slot0.png"
+LOCK_RADIUS_PX = CELL_PX // 2
+"""The lock fills its cell (SolvingBIB.jl reads a lock's corner as its cell, like a wall's)."""
 
 Json = Any
+
+
+def object_icon(bib_name: str) -> str:
+    """Icon path of an object sprite (the public recordings' folder)."""
+    return f"./shapes/train/objects/{bib_name}.png"
+
+
+def agent_icon(bib_name: str) -> str:
+    """Icon path of an agent sprite (the public recordings' folder)."""
+    return f"./shapes/train/agents/{bib_name}.png"
+
+
+def icon_name(icon: str) -> str:
+    """Sprite name of an icon path: ``"./shapes/train/objects/heart.png"`` -> ``"heart"``."""
+    base = icon.replace("\\", "/").rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[0] if "." in base else base
+
+
+def folder_of(task: str) -> str:
+    """BIB folder name of one of our task ids."""
+    name = EVALUATION_FOLDERS.get(task) or BACKGROUND_FOLDERS.get(task)
+    if name is None:
+        raise BibInputError(f"task {task!r} has no BIB folder name (known: {', '.join(sorted({**EVALUATION_FOLDERS, **BACKGROUND_FOLDERS}))})")
+    return name
+
+
+def _check_naming(naming: str, allowed: Sequence[str]) -> None:
+    if naming not in allowed:
+        raise BibInputError(f"--naming {naming!r}: expected one of {', '.join(allowed)}")
+
+
+@contextlib.contextmanager
+def _staged(out: Path, force: bool, marker: str, same_job) -> Iterator[Path]:
+    """A temporary sibling of ``out`` to build into; renamed over ``out`` when the body succeeds.
+
+    ``out`` may already hold this job's own earlier output (``marker`` file accepted by
+    ``same_job``), which is replaced; any other non-empty folder is refused unless ``force``.
+    Nothing is left behind when the body raises.
+    """
+    if out.exists() and not out.is_dir():
+        raise BibInputError(f"{out}: --out exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        m = out / marker
+        if not (m.is_file() and same_job(m)):
+            raise BibInputError(f"{out}: --out holds other files; choose an empty folder or pass --force to replace it")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BibInputError(f"{out.parent}: cannot create output directory ({exc.strerror})") from None
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        yield tmp
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- export
 
 
-def _corner(x: float, y: float, height: int) -> list[int]:
-    """Bottom-left pixel corner of a cell-sized sprite at cell coordinates ``(x, y)`` (y from the top)."""
-    return [int(round(x * CELL_PX)), int(round((height - 1 - y) * CELL_PX))]
+def _centre_px(x: float, y: float, height: int) -> tuple[float, float]:
+    """Pixel centre (origin bottom left) of a point at cell coordinates ``(x, y)`` (y from the top)."""
+    return (x + 0.5) * CELL_PX, (height - 0.5 - y) * CELL_PX
+
+
+def _sprite(centre: tuple[float, float], r: int, icon: str, color: Sequence[int]) -> list[Json]:
+    return [[int(round(centre[0] - r)), int(round(centre[1] - r))], r, icon, [int(c) for c in color]]
 
 
 def _rect(cell: Cell, height: int) -> list[list[int]]:
-    return [_corner(cell[0], cell[1], height), [CELL_PX, CELL_PX]]
-
-
-def _sprite(x: float, y: float, height: int, icon: str, color: Sequence[int]) -> list[Json]:
-    return [_corner(x, y, height), CELL_PX // 2, icon, [int(c) for c in color]]
+    return [[cell[0] * CELL_PX, (height - 1 - cell[1]) * CELL_PX], [CELL_PX, CELL_PX]]
 
 
 @dataclass(frozen=True)
@@ -109,51 +200,79 @@ def frame_states(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS) -> It
         yield FrameState(float(xs[k]), float(ys[k]), t_pickup is None or t < t_pickup, fade)
 
 
-def trial_to_bib(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS) -> list[dict[str, Json]]:
-    """A trial as BIB frame dicts."""
+def _frame(size, walls, barriers, key, lock, objects, home, agent, naming: str) -> dict[str, Json]:
+    key_field, lock_field = NAMINGS[naming]
+    if naming == "v1.1":  # the public recordings' field order
+        return {"size": size, "walls": walls, "fuse_walls": barriers, key_field: key, lock_field: lock,
+                "objects": objects, "blocking": [], "home": home, "agent": agent}
+    return {"size": size, "walls": walls, "fuse_walls": barriers, key_field: key, lock_field: lock,
+            "objects": objects, "home": home, "agent": agent}
+
+
+def trial_to_bib(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS, naming: str = DEFAULT_NAMING,
+                 names: dict[str, str] | None = None) -> list[dict[str, Json]]:
+    """A trial as BIB frame dicts (from its recording when it has one).
+
+    ``names`` maps our object shapes to BIB sprite names (default :func:`bib.vocabulary.bib_names_for`
+    over this trial's objects).
+    """
+    _check_naming(naming, tuple(NAMINGS))
     lay = trial.layout
     h = lay.height
     agent = lay.agent
+    names = names or bib_names_for(o.shape for o in lay.objects)
+    rec = trial.recording
     size = [lay.width * CELL_PX, h * CELL_PX]
     walls = [_rect(c, h) for c in sorted(lay.walls)]
     barriers = [_rect(c, h) for c in sorted(lay.barriers)]
-    objects = [_sprite(*o.cell, h, f"objects/{o.shape}.png", o.color) for o in lay.objects]
-    home = _sprite(*agent.home, h, HOME_ICON, agent.color)
-    lock = [_sprite(*lay.lock, h, LOCK_ICON, (28, 64, 20))] if lay.lock is not None else []
-    key_at_rest = [_sprite(*lay.key, h, KEY_ICON, (230, 170, 20))] if lay.key is not None else []
+    a_icon = agent_icon(BIB_NAME.get(agent.shape, agent.shape))
+
+    def centre(cell: Cell, recorded: tuple[float, float] | None) -> tuple[float, float]:
+        return recorded if recorded is not None else _centre_px(cell[0], cell[1], h)
+
+    objects = [
+        _sprite(centre(o.cell, rec.objects[i] if rec else None), OBJECT_RADIUS_PX, object_icon(names[o.shape]), o.color)
+        for i, o in enumerate(lay.objects)
+    ]
+    home = _sprite(centre(agent.home, rec.home if rec else None), HOME_RADIUS_PX, HOME_ICON, HOME_COLOR)
+    lock = [_sprite(centre(lay.lock, rec.lock if rec else None), LOCK_RADIUS_PX, LOCK_ICON, SLOT_COLOR)] if lay.lock is not None else []
+    key_rest = [_sprite(centre(lay.key, rec.key if rec else None), OBJECT_RADIUS_PX, KEY_ICON, KEY_COLOR)] if lay.key is not None else []
     frames = []
+    if rec is not None:
+        for k, a in enumerate(rec.agent):
+            opened = rec.unlock_frame is not None and k > rec.unlock_frame
+            if not key_rest or opened:
+                key: list[Json] = []
+            elif rec.pickup_frame is None or k <= rec.pickup_frame:
+                key = key_rest
+            else:
+                key = [_sprite(a, OBJECT_RADIUS_PX, KEY_ICON, KEY_COLOR)]  # carried
+            frames.append(_frame(size, walls, [] if opened else barriers, key, [] if opened else lock, objects, home,
+                                 _sprite(a, AGENT_RADIUS_PX, a_icon, agent.color), naming))
+        return frames
     for st in frame_states(trial, settings):
-        if lay.key is None or not st.before_pickup and st.fade < 1.0:
-            key: list[Json] = []
+        pos = _centre_px(st.x, st.y, h)
+        if not key_rest or not st.before_pickup and st.fade < 1.0:
+            key = []
         elif st.before_pickup:
-            key = key_at_rest
+            key = key_rest
         else:
-            key = [_sprite(st.x, st.y, h, KEY_ICON, (230, 170, 20))]  # carried
+            key = [_sprite(pos, OBJECT_RADIUS_PX, KEY_ICON, KEY_COLOR)]  # carried
         present = st.fade > 0.0
-        frames.append({
-            "size": size,
-            "walls": walls,
-            "fuse_walls": barriers if present else [],
-            "agent": _sprite(st.x, st.y, h, f"agents/{agent.shape}.png", agent.color),
-            "home": home,
-            "objects": objects,
-            "key": key,
-            "lock": lock if present else [],
-        })
+        frames.append(_frame(size, walls, barriers if present else [], key, lock if present else [], objects, home,
+                             _sprite(pos, AGENT_RADIUS_PX, a_icon, agent.color), naming))
     return frames
 
 
-def episode_to_bib(ep: Episode, settings: RenderSettings = EXPORT_SETTINGS) -> list[list[dict[str, Json]]]:
+def episode_bib_names(ep: Episode) -> dict[str, str]:
+    """BIB sprite names for the object shapes of a whole episode (one name per shape, all trials)."""
+    return bib_names_for(o.shape for t in ep.trials for o in t.layout.objects)
+
+
+def episode_to_bib(ep: Episode, settings: RenderSettings = EXPORT_SETTINGS, naming: str = DEFAULT_NAMING) -> list[list[dict[str, Json]]]:
     """An episode as BIB's list of trials of frame dicts."""
-    return [trial_to_bib(t, settings) for t in ep.trials]
-
-
-def folder_of(task: str) -> str:
-    """BIB folder name of one of our task ids."""
-    name = EVALUATION_FOLDERS.get(task) or BACKGROUND_FOLDERS.get(task)
-    if name is None:
-        raise BibInputError(f"task {task!r} has no BIB folder name (known: {', '.join(sorted({**EVALUATION_FOLDERS, **BACKGROUND_FOLDERS}))})")
-    return name
+    names = episode_bib_names(ep)
+    return [trial_to_bib(t, settings, naming, names) for t in ep.trials]
 
 
 @dataclass(frozen=True)
@@ -164,17 +283,18 @@ class ExportJob:
     target: str
     video: bool
     settings: RenderSettings
+    naming: str
 
 
-def _export_one(job: ExportJob) -> int:
+def _export_one(job: ExportJob) -> str:
     ep = load_episode(job.source)
-    frames = episode_to_bib(ep, job.settings)
-    atomic_write_text(job.target, json.dumps(frames, separators=(",", ":")))
+    frames = episode_to_bib(ep, job.settings, job.naming)
+    atomic_write_text(job.target, json.dumps(frames, separators=(",", ":")), durable=False)
     if job.video:
         from bib.render.video import render_episode
 
         render_episode(ep, Path(job.target).with_suffix(".mp4"), job.settings, "h264")
-    return sum(len(t) for t in frames)
+    return ";".join(f"{ours}>{bib}" for ours, bib in episode_bib_names(ep).items() if BIB_NAME.get(ours) != bib)
 
 
 def _episodes_of(directory: Path) -> list[tuple[Path, str, str, str, str]]:
@@ -182,6 +302,8 @@ def _episodes_of(directory: Path) -> list[tuple[Path, str, str, str, str]]:
     from bib.stimuli.check import episode_files
     from bib.stimuli.manifest import read_manifest
 
+    if not directory.is_dir():
+        raise BibInputError(f"{directory}: no such folder")
     rows = read_manifest(directory)
     if rows:
         return [(directory / r["episode_path"], r["task"], r["pair_id"] or r["episode_id"], r["outcome"], r["episode_id"])
@@ -195,6 +317,10 @@ def _episodes_of(directory: Path) -> list[tuple[Path, str, str, str, str]]:
     return out
 
 
+EXPORT_INDEX = "export.csv"
+EXPORT_COLUMNS = ["file", "episode_id", "task", "outcome", "shapes"]
+
+
 def export_bib_json(
     directory: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -202,16 +328,21 @@ def export_bib_json(
     video: bool = False,
     settings: RenderSettings = EXPORT_SETTINGS,
     workers: int = 1,
+    naming: str = DEFAULT_NAMING,
+    force: bool = False,
 ) -> list[dict[str, str]]:
     """Export every episode of a set (``manifest.csv`` or ``*.json`` below ``directory``) to BIB JSON.
 
     Writes ``out/<folder>/<index:06d>{e,u}.json`` (and ``.mp4`` with ``video``) plus
-    ``out/export.csv`` mapping each file to its episode; returns those rows.
+    ``out/export.csv`` (file, episode id, task, outcome, and ``shapes``: our shapes that BIB lacks
+    and the BIB name each was written under, ``star>clove_tree;...``); returns those rows. The
+    folder is built beside ``out`` and renamed at the end.
 
     Raises:
         BibInputError: two exported tasks share a BIB folder name (export them separately), a pair
-            lacks one of its episodes, or the settings' cells are not 20 px.
+            lacks one of its episodes, the settings' cells are not 20 px, or ``out`` holds other files.
     """
+    _check_naming(naming, tuple(NAMINGS))
     if settings.cell_px != CELL_PX or settings.canvas is not None:
         raise BibInputError(f"BIB JSON needs {CELL_PX} px cells and no canvas")
     src = Path(directory)
@@ -225,98 +356,41 @@ def export_bib_json(
         if name in folders:
             raise BibInputError(f"tasks {folders[name]!r} and {task!r} both export to folder {name!r}; export them separately")
         folders[name] = task
-    root = ensure_dir(out)
-    jobs: list[ExportJob] = []
-    index: list[dict[str, str]] = []
+    plan: list[tuple[str, Path, str, str, str]] = []
     for name, task in sorted(folders.items()):
-        ensure_dir(root / name)
         for i, unit in enumerate(sorted(by_task[task])):
             members = by_task[task][unit]
             wanted = ("expected", "unexpected") if "none" not in members else ("none",)
             for outcome in wanted:
                 if outcome not in members:
                     raise BibInputError(f"{src}: pair {unit} has no {outcome} episode")
-                suffix = "u" if outcome == "unexpected" else "e"
-                rel = f"{name}/{i:06d}{suffix}.json"
                 path, episode_id = members[outcome]
-                jobs.append(ExportJob(str(path), str(root / rel), video, settings))
-                index.append({"file": rel, "episode_id": episode_id, "task": task, "outcome": outcome})
-    for _ in track(map_ordered(_export_one, jobs, workers=workers), total=len(jobs), description="exporting"):
-        pass
-    lines = ["file,episode_id,task,outcome"] + [f"{r['file']},{r['episode_id']},{r['task']},{r['outcome']}" for r in index]
-    atomic_write_text(root / "export.csv", "\n".join(lines) + "\n")
+                plan.append((f"{name}/{i:06d}{'u' if outcome == 'unexpected' else 'e'}.json", path, episode_id, task, outcome))
+    root = Path(out)
+
+    def same_job(marker: Path) -> bool:
+        return marker.read_text(encoding="utf-8").startswith(",".join(EXPORT_COLUMNS))
+
+    with _staged(root, force, EXPORT_INDEX, same_job) as tmp:
+        for name in folders:
+            (tmp / name).mkdir()
+        jobs = [ExportJob(str(path), str(tmp / rel), video, settings, naming) for rel, path, *_ in plan]
+        shapes = list(track(map_ordered(_export_one, jobs, workers=workers), total=len(jobs), description="exporting"))
+        index = [{"file": rel, "episode_id": eid, "task": task, "outcome": outcome, "shapes": sh}
+                 for (rel, _, eid, task, outcome), sh in zip(plan, shapes)]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(index)
+        atomic_write_text(tmp / EXPORT_INDEX, buf.getvalue())
     return index
 
 
-# ---------------------------------------------------------------- import
+# ---------------------------------------------------------------- import: reading the file
 
 
-class _Frame:
-    """Typed access to one BIB frame dict, tolerant of the v1.1 quirks; errors name file/trial/frame."""
-
-    def __init__(self, d: Json, where: str) -> None:
-        self.where = where
-        while isinstance(d, list) and len(d) == 1:
-            d = d[0]
-        if not isinstance(d, dict):
-            raise BibInputError(f"{where}: expected a frame object")
-        self.d = d
-        size = self._unwrap(d.get("size"), lambda v: _is_pair(v))
-        if not _is_pair(size) or size[0] < CELL_PX or size[1] < CELL_PX:
-            raise BibInputError(f"{where}: field 'size': expected [width, height] in px, got {json.dumps(d.get('size'))[:40]}")
-        self.width = int(round(size[0] / CELL_PX))
-        self.height = int(round(size[1] / CELL_PX))
-        # The older release names the key "pin" and the lock "key".
-        self.key_field, self.lock_field = ("pin", "key") if "pin" in d else ("key", "lock")
-
-    @staticmethod
-    def _unwrap(v: Json, ok) -> Json:
-        while not ok(v) and isinstance(v, list) and len(v) == 1:
-            v = v[0]
-        return v
-
-    def fail(self, field: str, msg: str) -> BibInputError:
-        return BibInputError(f"{self.where}: field '{field}': {msg}")
-
-    def cell_of(self, cx: float, cy: float) -> Cell:
-        return (int(math.floor(cx / CELL_PX)), self.height - 1 - int(math.floor(cy / CELL_PX)))
-
-    def sprite(self, v: Json, field: str) -> tuple[Cell, str, tuple[int, int, int]]:
-        v = self._unwrap(v, _is_sprite)
-        if not _is_sprite(v):
-            raise self.fail(field, f"expected [[x, y], r, icon, [R, G, B]], got {json.dumps(v)[:60]}")
-        (x, y), r, icon, color = v
-        rgb = tuple(int(c) for c in color[:3]) if isinstance(color, list) and len(color) >= 3 else (0, 0, 0)
-        return self.cell_of(x + r, y + r), icon, rgb  # type: ignore[return-value]
-
-    def sprites(self, field: str) -> list[tuple[Cell, str, tuple[int, int, int]]]:
-        v = self.d.get(field) or []
-        v = self._unwrap(v, lambda u: isinstance(u, list) and (not u or _is_sprite(u[0]) or _is_sprite(u)))
-        if _is_sprite(v):
-            v = [v]
-        if not isinstance(v, list):
-            raise self.fail(field, "expected a list of sprites")
-        return [self.sprite(s, f"{field}[{i}]") for i, s in enumerate(v)]
-
-    def rect_cells(self, field: str, on_grid_only: bool) -> set[Cell]:
-        v = self.d.get(field) or []
-        v = self._unwrap(v, lambda u: isinstance(u, list) and (not u or _is_rect(u[0])))
-        if not isinstance(v, list):
-            raise self.fail(field, "expected a list of rects")
-        cells: set[Cell] = set()
-        for i, rect in enumerate(v):
-            rect = self._unwrap(rect, _is_rect)
-            if not _is_rect(rect):
-                raise self.fail(f"{field}[{i}]", f"expected [[x, y], [w, h]], got {json.dumps(rect)[:60]}")
-            (x, y), (w, h) = rect
-            if on_grid_only and (x % CELL_PX or y % CELL_PX):
-                continue  # a barrier piece mid-fade
-            x0, y0 = int(round(x / CELL_PX)), int(round(y / CELL_PX))
-            nx, ny = max(1, int(round(w / CELL_PX))), max(1, int(round(h / CELL_PX)))
-            for gx in range(x0, x0 + nx):
-                for gy in range(y0, y0 + ny):
-                    cells.add((gx, self.height - 1 - gy))
-        return cells
+def _fail(where: str, msg: str) -> BibInputError:
+    return BibInputError(f"{where}: {msg}")
 
 
 def _is_num(v: Json) -> bool:
@@ -324,20 +398,79 @@ def _is_num(v: Json) -> bool:
 
 
 def _is_pair(v: Json) -> bool:
-    return isinstance(v, list) and len(v) == 2 and all(_is_num(u) for u in v)
+    return isinstance(v, list) and len(v) == 2 and _is_num(v[0]) and _is_num(v[1])
 
 
 def _is_rect(v: Json) -> bool:
-    return isinstance(v, list) and len(v) == 2 and all(_is_pair(u) for u in v)
+    return isinstance(v, list) and len(v) == 2 and _is_pair(v[0]) and _is_pair(v[1])
 
 
 def _is_sprite(v: Json) -> bool:
     return isinstance(v, list) and len(v) >= 3 and _is_pair(v[0]) and _is_num(v[1]) and isinstance(v[2], str)
 
 
-def icon_shape(icon: str) -> str:
-    """Sprite shape named by an icon path: ``"shapes/heart.png"`` -> ``"heart"``."""
-    return re.sub(r"\.[A-Za-z0-9]+$", "", icon.replace("\\", "/").rsplit("/", 1)[-1])
+def _unwrap(v: Json, ok) -> Json:
+    """Strip extra one-element list wrapping until ``ok(v)`` (a v1.1 quirk)."""
+    while not ok(v) and isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    return v
+
+
+def _flatten_frames(raw: Json, where: str) -> list[dict[str, Json]]:
+    """A trial's frames, with frames that are lists of frames spliced in (a v1.1 quirk)."""
+    out: list[dict[str, Json]] = []
+    stack = [iter(raw)]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+        elif isinstance(item, dict):
+            out.append(item)
+        elif isinstance(item, list):
+            stack.append(iter(item))
+        else:
+            raise _fail(f"{where} frame {len(out)}", f"expected a frame object, got {json.dumps(item)[:40]}")
+    return out
+
+
+def split_trials(raw: Json, source: str) -> list[list[dict[str, Json]]]:
+    """The trials of a BIB episode file as lists of frame dicts.
+
+    Undoes the quirks of the releases: the whole list wrapped in extra lists, frames that are
+    lists of frames, and a test trial whose frames are spliced in at the top level after the 8
+    familiarization trials (a file with more than 9 entries).
+    """
+    while isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], list) and raw[0] and isinstance(raw[0][0], list):
+        raw = raw[0]
+    if not isinstance(raw, list) or not raw or not all(isinstance(t, list | dict) for t in raw):
+        kind = type(raw).__name__ if not isinstance(raw, list) else "list"
+        raise _fail(source, f"not BIB JSON (expected a list of trials, each a list of frame objects; got a {kind}"
+                    f"{' of ' + type(raw[0]).__name__ if isinstance(raw, list) and raw else ''})")
+    n_fam = N_TRIALS - 1
+    if len(raw) > N_TRIALS or any(isinstance(t, dict) for t in raw):
+        first_frame = next((i for i, t in enumerate(raw) if isinstance(t, dict)), len(raw))
+        cut = n_fam if len(raw) > N_TRIALS and all(isinstance(t, list) for t in raw[:n_fam]) else first_frame
+        if cut < len(raw):
+            raw = [*raw[:cut], raw[cut:]]
+    trials = [_flatten_frames(t, f"{source} trial {i}") for i, t in enumerate(raw)]
+    for i, frames in enumerate(trials):
+        if not frames:
+            raise _fail(f"{source} trial {i}", "no frames")
+    if len(trials) < 2:
+        raise _fail(source, f"not BIB JSON (expected familiarization trials and a test trial, got {len(trials)} trial)")
+    return trials
+
+
+def detect_naming(trials: Sequence[Sequence[dict[str, Json]]], source: str) -> str:
+    """``v1.1`` when frames have ``pin``, ``old`` when they have ``lock``; refuses to guess otherwise."""
+    keys = {k for t in trials for k in t[0]}
+    if "pin" in keys:
+        return "v1.1"
+    if "lock" in keys:
+        return "old"
+    if any(t[0].get("key") for t in trials):
+        raise _fail(source, "cannot tell the key/lock naming ('key' present, neither 'pin' nor 'lock'); pass --naming v1.1 or old")
+    return "v1.1"
 
 
 class _Ids:
@@ -358,123 +491,346 @@ class _Ids:
 
 OBJECT_IDS = [chr(ord("A") + i) for i in range(26)]
 
-
-def _agent_cells(frames: Sequence[_Frame]) -> list[tuple[Cell, int]]:
-    """The agent's cell over the frames as ``(cell, frames spent)`` visits."""
-    visits: list[tuple[Cell, int]] = []
-    for f in frames:
-        cell = f.sprite(f.d.get("agent"), "agent")[0]
-        if visits and visits[-1][0] == cell:
-            visits[-1] = (cell, visits[-1][1] + 1)
-        else:
-            visits.append((cell, 1))
-    return visits
+Sprite = tuple[float, float, str, tuple[int, int, int]]
+"""A parsed sprite: centre x, centre y (px, origin bottom left), icon, colour."""
 
 
-def _toward(a: Cell, b: Cell) -> Cell:
-    return (a[0] + (b[0] > a[0]) - (b[0] < a[0]), a[1] + (b[1] > a[1]) - (b[1] < a[1]))
+def _sprite_of(v: Json, where: str, field: str) -> Sprite:
+    v = _unwrap(v, _is_sprite)
+    if not _is_sprite(v):
+        raise _fail(where, f"field '{field}': expected [[x, y], r, icon, [R, G, B]], got {json.dumps(v)[:60]}")
+    (x, y), r, icon = v[0], v[1], v[2]
+    color = v[3] if len(v) > 3 else None
+    rgb = tuple(int(c) for c in color[:3]) if isinstance(color, list) and len(color) >= 3 and all(_is_num(c) for c in color[:3]) else (0, 0, 0)
+    return (x + r, y + r, icon, rgb)  # type: ignore[return-value]
 
 
-def derive_path(layout: Layout, visits: Sequence[tuple[Cell, int]], min_dwell: int = 2, where: str = "?") -> tuple[Cell, ...]:
-    """A legal grid path through the agent's cell visits (see the module docstring)."""
-    cells = [c for c, _ in visits]
-    dwell = [n for _, n in visits]
-    # one-frame detours through a corner cell -> the diagonal
-    keep = [True] * len(cells)
-    for i in range(1, len(cells) - 1):
-        a, b = cells[i - 1], cells[i + 1]
-        if dwell[i] <= min_dwell and keep[i - 1] and abs(a[0] - b[0]) == 1 and abs(a[1] - b[1]) == 1:
-            keep[i] = False
-    cells = [c for c, k in zip(cells, keep) if k]
-    path = [cells[0]]
-    state = AgentState(cells[0])
-    for target in cells[1:]:
-        while path[-1] != target:
-            here = path[-1]
-            nxt = _toward(here, target)
-            action = action_between(here, nxt)
-            if not move_legal(layout, here, action, state.unlocked):
-                # corner cut (continuous motion) or a skipped cell: go orthogonally first
-                options = [(nxt[0], here[1]), (here[0], nxt[1])]
-                legal = [c for c in options if c != here and move_legal(layout, here, action_between(here, c), state.unlocked)]
-                if not legal:
-                    raise BibInputError(f"{where}: the agent's motion from {list(here)} to {list(nxt)} crosses a wall")
-                nxt = legal[0]
-                action = action_between(here, nxt)
-            state, _ = step(layout, state, action)
-            path.append(nxt)
-    return tuple(path)
+def _sprites_of(v: Json, where: str, field: str) -> list[Sprite]:
+    if v is None:
+        return []
+    v = _unwrap(v, lambda u: isinstance(u, list) and (not u or _is_sprite(u[0]) or _is_sprite(u)))
+    if _is_sprite(v):
+        v = [v]
+    if not isinstance(v, list):
+        raise _fail(where, f"field '{field}': expected a list of sprites")
+    return [_sprite_of(s, where, f"{field}[{i}]") for i, s in enumerate(v)]
 
 
-def trial_from_bib(raw: Json, phase: str, objects: _Ids, agents: _Ids, where: str) -> Trial:
-    """One BIB trial (list of frames) as a :class:`Trial`."""
-    from bib.tasks.common import events_of
+def _rect_cells(v: Json, where: str, field: str, height: int, on_grid_only: bool) -> set[Cell]:
+    v = _unwrap(v or [], lambda u: isinstance(u, list) and (not u or _is_rect(u[0])))
+    if not isinstance(v, list):
+        raise _fail(where, f"field '{field}': expected a list of rects")
+    cells: set[Cell] = set()
+    for i, rect in enumerate(v):
+        rect = _unwrap(rect, _is_rect)
+        if not _is_rect(rect):
+            raise _fail(where, f"field '{field}[{i}]': expected [[x, y], [w, h]], got {json.dumps(rect)[:60]}")
+        (x, y), (w, hh) = rect
+        if on_grid_only and (x % CELL_PX or y % CELL_PX):
+            continue  # a barrier piece mid-fade
+        x0, y0 = int(round(x / CELL_PX)), int(round(y / CELL_PX))
+        for gx in range(x0, x0 + max(1, int(round(w / CELL_PX)))):
+            for gy in range(y0, y0 + max(1, int(round(hh / CELL_PX)))):
+                cells.add((gx, height - 1 - gy))
+    return cells
 
-    while isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], list):
-        raw = raw[0]
-    if not isinstance(raw, list) or not raw:
-        raise BibInputError(f"{where}: expected a non-empty list of frames")
-    frames = [_Frame(d, f"{where} frame {k}") for k, d in enumerate(raw)]
+
+# ---------------------------------------------------------------- import: one trial
+
+
+@dataclass(frozen=True)
+class _Look:
+    """How an imported episode names things: object and agent ids, shapes (with the export's substitutions)."""
+
+    objects: _Ids
+    agents: _Ids
+    shapes: dict[str, str]
+
+    def shape(self, icon: str) -> str:
+        name = icon_name(icon)
+        return self.shapes.get(name) or OUR_NAME.get(name, name)
+
+
+def _agent_track(frames: Sequence[dict[str, Json]], where: str) -> np.ndarray:
+    """The agent's centre (px) at every frame, ``[N, 2]``."""
+    out = np.empty((len(frames), 2), dtype=np.float64)
+    for k, f in enumerate(frames):
+        a = f.get("agent")
+        try:  # the common case, without the checks
+            (x, y), r = a[0], a[1]
+            out[k, 0] = x + r
+            out[k, 1] = y + r
+            if isinstance(x, bool) or isinstance(r, bool) or not isinstance(a[2], str):
+                raise TypeError
+        except (TypeError, ValueError, IndexError, KeyError):
+            if a is None:
+                raise _fail(f"{where} frame {k}", "field 'agent': missing") from None
+            cx, cy, _, _ = _sprite_of(a, f"{where} frame {k}", "agent")
+            out[k] = (cx, cy)
+    return out
+
+
+def _first_change(frames: Sequence[dict[str, Json]], field: str, start: Json, where: str, moved) -> int | None:
+    """First frame whose ``field`` differs from ``start`` by ``moved(start, now)``."""
+    for k in range(1, len(frames)):
+        v = frames[k].get(field)
+        if v is start or v == start:
+            continue
+        if moved(v, f"{where} frame {k}"):
+            return k
+    return None
+
+
+def trial_from_bib(frames: Sequence[dict[str, Json]], phase: str, look: _Look, naming: str, where: str) -> Trial:
+    """One BIB trial (its frame dicts) as a :class:`Trial` with its :class:`Recording`."""
+    key_field, lock_field = NAMINGS[naming]
     first = frames[0]
-    walls = frozenset(first.rect_cells("walls", on_grid_only=False))
-    lock_list = first.sprites(first.lock_field)
-    lock = lock_list[0][0] if lock_list else None
-    barriers = frozenset(first.rect_cells("fuse_walls", on_grid_only=True) - walls - ({lock} if lock else set()))
-    key_list = first.sprites(first.key_field)
-    key = key_list[0][0] if key_list else None
-    objs = tuple(
-        GridObject(objects(icon, color), icon_shape(icon), color, cell) for cell, icon, color in first.sprites("objects")
+    w0 = f"{where} frame 0"
+    size = _unwrap(first.get("size"), _is_pair)
+    if not _is_pair(size) or size[0] < CELL_PX or size[1] < CELL_PX:
+        raise _fail(w0, f"field 'size': expected [width, height] in px, got {json.dumps(first.get('size'))[:40]}")
+    width, height = int(round(size[0] / CELL_PX)), int(round(size[1] / CELL_PX))
+
+    def cell(cx: float, cy: float) -> Cell:
+        return (int(math.floor(cx / CELL_PX)), height - 1 - int(math.floor(cy / CELL_PX)))
+
+    walls = frozenset(_rect_cells(first.get("walls"), w0, "walls", height, on_grid_only=False))
+    locks = _sprites_of(first.get(lock_field), w0, lock_field)
+    lock = cell(*locks[0][:2]) if locks else None
+    barriers = frozenset(_rect_cells(first.get("fuse_walls"), w0, "fuse_walls", height, on_grid_only=True) - walls - {lock})
+    keys = _sprites_of(first.get(key_field), w0, key_field)
+    key = cell(*keys[0][:2]) if keys else None
+    objs_raw = _sprites_of(first.get("objects"), w0, "objects")
+    objs = tuple(GridObject(look.objects(icon, rgb), look.shape(icon), rgb, cell(x, y)) for x, y, icon, rgb in objs_raw)
+    if first.get("agent") is None:
+        raise _fail(w0, "field 'agent': missing")
+    ax, ay, a_icon, a_rgb = _sprite_of(first.get("agent"), w0, "agent")
+    home_px = _sprite_of(first["home"], w0, "home")[:2] if first.get("home") else (ax, ay)
+    home = cell(*home_px)
+    agent = Agent(look.agents(a_icon, a_rgb), look.shape(a_icon), a_rgb, home)
+    layout = Layout(width=width, height=height, walls=walls, barriers=barriers, lock=lock, key=key, objects=objs, agents=(agent,))
+
+    track_px = _agent_track(frames, where)
+    n = len(frames)
+
+    # contacts: the key starts to move or vanishes (picked up); the lock vanishes or the barrier starts to fade (unlocked)
+    pickup = None
+    if keys:
+        kx, ky = keys[0][0], keys[0][1]
+
+        def key_moved(v: Json, w: str) -> bool:
+            now = _sprites_of(v, w, key_field)
+            return not now or abs(now[0][0] - kx) + abs(now[0][1] - ky) > 0.5
+
+        k = _first_change(frames, key_field, first.get(key_field), where, key_moved)
+        pickup = None if k is None else k - 1
+    unlock = None
+    if locks or barriers:
+        ks = []
+        if locks:
+            k = _first_change(frames, lock_field, first.get(lock_field), where, lambda v, w: not _sprites_of(v, w, lock_field))
+            ks.append(k)
+        if barriers:
+            ks.append(_first_change(frames, "fuse_walls", first.get("fuse_walls"), where, lambda v, w: True))
+        ks = [k for k in ks if k is not None]
+        unlock = min(ks) - 1 if ks else None
+
+    # the goal: the nearest object (or the key, unless carried away) within one cell of the final position
+    ex, ey = track_px[-1]
+    if pickup is not None and (track_px[pickup:] == track_px[-1]).all():
+        pickup = None  # touched at the very end: the key is where the agent stops, not a stop on the way
+    candidates = [(o.id, x, y) for o, (x, y, _, _) in zip(objs, objs_raw)]
+    if keys and pickup is None:
+        candidates.append(("key", keys[0][0], keys[0][1]))
+    dists = [(math.hypot(x - ex, y - ey), gid, x, y) for gid, x, y in candidates]
+    if not dists:
+        raise _fail(f"{where} frame {n - 1}", "no object to walk to (field 'objects' is empty)")
+    d, goal, gx, gy = min(dists)
+    if d > CELL_PX:
+        raise _fail(f"{where} frame {n - 1}", f"the agent ends at ({ex:g}, {ey:g}) px, {d:.1f} px from the nearest object; "
+                    f"no object within one cell ({CELL_PX} px)")
+
+    # straight runs between turns; each stretch between contacts (start, key, lock, goal) is simplified
+    # with its contact moved onto what was touched (the agent was heading there and stopped touching it)
+    anchors: dict[int, list[tuple[float, float]]] = {0: [(float(home_px[0]), float(home_px[1]))]}
+    if pickup is not None and keys:
+        anchors.setdefault(pickup, []).append((float(keys[0][0]), float(keys[0][1])))
+    if unlock is not None and lock is not None:  # after the key when both happen at one stop
+        at = anchors[unlock][-1] if unlock in anchors else (float(track_px[unlock, 0]), float(track_px[unlock, 1]))
+        beside = _beside_lock(layout, at, height)
+        if beside != at or unlock not in anchors:
+            anchors.setdefault(unlock, []).append(beside)
+    anchors.setdefault(n - 1, []).append((float(gx), float(gy)))
+    stops = sorted(anchors)
+    vertices: list[int] = [0]
+    points_px: list[tuple[float, float]] = list(anchors[0])
+    for a, b in zip(stops, stops[1:]):
+        stretch = np.vstack([track_px[a : b + 1], np.asarray(anchors[b][0])[None]])
+        for i in simplify(stretch, STRAIGHT_TOL_PX)[1:-1]:
+            if i < b - a:  # the contact frame itself gives way to what was touched
+                vertices.append(a + i)
+                points_px.append((float(stretch[i, 0]), float(stretch[i, 1])))
+        for point in anchors[b]:
+            vertices.append(b)
+            points_px.append(point)
+    points = [(x / CELL_PX, height - y / CELL_PX) for x, y in points_px]
+    to_cells = np.empty_like(track_px)
+    to_cells[:, 0] = track_px[:, 0] / CELL_PX
+    to_cells[:, 1] = height - track_px[:, 1] / CELL_PX
+    builder = PathBuilder(layout, home)
+    for i in range(1, len(points)):
+        if not builder.run(points[i - 1], points[i]):
+            frame = vertices[i]
+            raise _fail(f"{where} frame {frame}", f"the agent's motion to ({track_px[frame][0]:g}, {track_px[frame][1]:g}) px "
+                        "cannot be followed on the grid (walls or barriers in the way)")
+    path = tuple(builder.path)
+    events = tuple(Event(s, e) for s, e in builder.events)
+    offsets = distances_to_track(path, to_cells) * CELL_PX
+    recording = Recording(
+        cell_px=CELL_PX,
+        agent=tuple((_n(x), _n(y)) for x, y in track_px.tolist()),
+        objects=tuple((_n(x), _n(y)) for x, y, _, _ in objs_raw),
+        home=(_n(home_px[0]), _n(home_px[1])),
+        key=(_n(keys[0][0]), _n(keys[0][1])) if keys else None,
+        lock=(_n(locks[0][0]), _n(locks[0][1])) if locks else None,
+        pickup_frame=pickup,
+        unlock_frame=unlock,
+        offsets=tuple(round(float(v), 2) for v in offsets),
     )
-    a_cell, a_icon, a_color = first.sprite(first.d.get("agent"), "agent")
-    home_raw = first.d.get("home")
-    home = first.sprite(home_raw, "home")[0] if home_raw else a_cell
-    agent = Agent(agents(a_icon, a_color), icon_shape(a_icon), a_color, home)
-    layout = Layout(width=first.width, height=first.height, walls=walls, barriers=barriers, lock=lock, key=key,
-                    objects=objs, agents=(agent,))
-    visits = _agent_cells(frames)
-    if visits[0][0] != home:
-        visits.insert(0, (home, 1))
-    path = derive_path(layout, visits, where=where)
-    end = path[-1]
-    goal = next((o.id for o in objs if o.cell == end), None)
-    if goal is None and key is not None and end == key:
-        goal = "key"
-    try:
-        events = events_of(layout, path)
-    except Exception as exc:  # LayoutRejected / ValueError from an illegal move
-        raise BibInputError(f"{where}: cannot replay the agent's path ({exc})") from None
-    return Trial(phase=phase, layout=layout, path=path, events=events, goal=goal)
+    return Trial(phase=phase, layout=layout, path=path, events=events, goal=goal, recording=recording)
 
 
-def episode_from_bib(raw: Json, *, episode_id: str, pair_id: str | None, task: str, outcome: str, source: str) -> Episode:
-    """A BIB episode (list of trials) as an :class:`Episode` (the last trial is the test)."""
-    while isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], list) and raw[0] and isinstance(raw[0][0], list):
-        raw = raw[0]
-    if not isinstance(raw, list) or len(raw) < 2:
-        raise BibInputError(f"{source}: expected a list of at least 2 trials")
-    objects, agents = _Ids(OBJECT_IDS), _Ids(None, "agent-")
+def _n(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else float(v)
+
+
+def _beside_lock(layout: Layout, p: tuple[float, float], height: int) -> tuple[float, float]:
+    """Where a key opens the lock, for an agent touching it at ``p`` (px, origin bottom left).
+
+    ``p`` itself when its cell shares an edge with the lock; otherwise (touching a corner) the
+    centre of the nearest free cell that does.
+    """
+    here = (int(math.floor(p[0] / CELL_PX)), height - 1 - int(math.floor(p[1] / CELL_PX)))
+    if adjacent_to_lock(layout, here):
+        return p
+    lx, ly = layout.lock  # type: ignore[misc]
+    options = [(lx + dx, ly + dy) for dx, dy in ((0, -1), (1, 0), (0, 1), (-1, 0))]
+    free = [c for c in options if layout.is_free(c)] or options
+    centres = [((c[0] + 0.5) * CELL_PX, (height - c[1] - 0.5) * CELL_PX) for c in free]
+    return min(centres, key=lambda c: math.hypot(c[0] - p[0], c[1] - p[1]))
+
+
+def episode_from_bib(raw: Json, *, episode_id: str, pair_id: str | None, task: str, outcome: str, source: str,
+                     naming: str = "auto", shapes: dict[str, str] | None = None) -> Episode:
+    """A BIB episode file's content as an :class:`Episode` (the last trial is the test)."""
+    trials_raw = split_trials(raw, source)
+    naming = detect_naming(trials_raw, source) if naming == "auto" else naming
+    look = _Look(_Ids(OBJECT_IDS), _Ids(None, "agent-"), dict(shapes or {}))
     trials = tuple(
-        trial_from_bib(t, "test" if i == len(raw) - 1 else "familiarization", objects, agents, f"{source} trial {i}")
-        for i, t in enumerate(raw)
+        trial_from_bib(frames, "test" if i == len(trials_raw) - 1 else "familiarization", look, naming, f"{source} trial {i}")
+        for i, frames in enumerate(trials_raw)
     )
     lay = trials[0].layout
     return Episode(id=episode_id, pair_id=pair_id, task=task, condition=task, outcome=outcome, seed=0,
                    width=lay.width, height=lay.height, trials=trials,
-                   generator={"name": "bib-json-import", "version": "1"})
+                   generator={"name": "bib-json-import", "version": __version__, "source": Path(source).name})
 
 
-def _task_of_folder(name: str, files: Sequence[Path]) -> tuple[str, str]:
-    """(task id, kind) of a BIB folder: evaluation when it holds ``u`` files, background otherwise."""
-    has_u = any(f.stem.endswith("u") for f in files)
+_WALLS = re.compile(rb'"walls"\s*:\s*(\[(?:\s*\[\s*\[[^\[\]]*\]\s*,\s*\[[^\[\]]*\]\s*\]\s*,?)*\s*\])')
+"""A ``walls`` list of plain rects in JSON text (every frame repeats its trial's walls)."""
+
+
+def loads_bib(data: bytes) -> Json:
+    """``json.loads`` of a BIB file, about twice as fast: every frame repeats its trial's ``walls``
+    (most of the file), so each distinct walls list is parsed once and shared by the frames that
+    repeat it. The result equals ``json.loads(data)``.
+
+    Raises:
+        json.JSONDecodeError: as ``json.loads(data)`` would (positions refer to ``data``).
+    """
+    cache: dict[bytes, int] = {}
+
+    def sub(m: re.Match[bytes]) -> bytes:
+        return b'"walls":"__bib_walls_%d__"' % cache.setdefault(m.group(1), len(cache))
+
+    try:
+        obj = json.loads(_WALLS.sub(sub, data))
+    except json.JSONDecodeError:
+        return json.loads(data)  # the error, located in the original text
+    walls = {f"__bib_walls_{k}__": json.loads(text) for text, k in cache.items()}
+    stack = [obj]
+    while stack:  # put the shared lists back (frames are dicts inside nested lists)
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(u for u in v if isinstance(u, list | dict))
+        elif isinstance(v, dict):
+            w = v.get("walls")
+            if isinstance(w, str) and w in walls:
+                v["walls"] = walls[w]
+    return obj
+
+
+def read_bib_file(path: str | os.PathLike[str]) -> Json:
+    """Parse a BIB JSON file (``.json`` or gzip-compressed ``.json.gz``); errors name the file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            import gzip
+
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        raise BibInputError(f"{p}: cannot read ({exc})") from None
+    try:
+        return loads_bib(data)
+    except UnicodeDecodeError:
+        raise BibInputError(f"{p}: not BIB JSON (not UTF-8 text)") from None
+    except json.JSONDecodeError as exc:
+        raise BibInputError(f"{p}: not BIB JSON (malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+
+
+# ---------------------------------------------------------------- import: folders
+
+
+def _bib_stem(f: Path) -> str:
+    name = f.name
+    for ext in (".json.gz", ".json"):
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return f.stem
+
+
+def _json_files(folder: Path) -> list[Path]:
+    return sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")
+                  and (f.name.endswith(".json") or f.name.endswith(".json.gz")) and f.name != "import.json")
+
+
+def _task_of_folder(name: str, files: Sequence[Path]) -> str:
+    """Task id of a BIB folder: evaluation when it holds ``u`` files, background otherwise."""
+    has_u = any(_bib_stem(f).endswith("u") for f in files)
     eval_ids = {v: k for k, v in EVALUATION_FOLDERS.items()}
     back_ids = {v: k for k, v in BACKGROUND_FOLDERS.items()}
     if has_u and name in eval_ids:
-        return eval_ids[name], "evaluation"
+        return eval_ids[name]
     if not has_u and name in back_ids:
-        return back_ids[name], "background"
+        return back_ids[name]
     if name in eval_ids:
-        return eval_ids[name], "evaluation"
-    raise BibInputError(f"{name}: not a BIB folder name (known: {', '.join(sorted({*eval_ids, *back_ids}))})")
+        return eval_ids[name]
+    raise BibInputError(f"{name}: not a BIB folder name (known: {', '.join(sorted({*eval_ids, *back_ids}))}); pass --task ID")
+
+
+def _export_shapes(root: Path) -> dict[str, dict[str, str]]:
+    """Shape substitutions an export recorded in ``export.csv``: file name -> {BIB name: our shape}."""
+    for folder in (root, root.parent):
+        index = folder / EXPORT_INDEX
+        if index.is_file():
+            out: dict[str, dict[str, str]] = {}
+            with open(index, newline="", encoding="utf-8") as fh:
+                for row in csv.DictReader(fh):
+                    pairs = [p.split(">", 1) for p in (row.get("shapes") or "").split(";") if ">" in p]
+                    out[(folder / (row.get("file") or "")).resolve().as_posix()] = {bib: ours for ours, bib in pairs}
+            return out
+    return {}
 
 
 @dataclass(frozen=True)
@@ -487,22 +843,23 @@ class ImportJob:
     pair_id: str | None
     task: str
     outcome: str
+    naming: str
+    shapes: tuple[tuple[str, str], ...] = ()
+
+
+def import_file(job: ImportJob) -> tuple[Episode, str]:
+    """Read one BIB file into an episode and its canonical text (nothing written)."""
+    raw = read_bib_file(job.source)
+    ep = episode_from_bib(raw, episode_id=job.episode_id, pair_id=job.pair_id, task=job.task, outcome=job.outcome,
+                          source=job.source, naming=job.naming, shapes=dict(job.shapes))
+    return ep, dumps(ep)
 
 
 def _import_one(job: ImportJob) -> dict[str, object]:
-    import hashlib
-
     from bib.tasks import validate_episode
 
-    try:
-        raw = json.loads(Path(job.source).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BibInputError(f"{job.source}: cannot read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise BibInputError(f"{job.source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    ep = episode_from_bib(raw, episode_id=job.episode_id, pair_id=job.pair_id, task=job.task, outcome=job.outcome,
-                          source=job.source)
-    text = save_episode(ep, job.target)
+    ep, text = import_file(job)
+    atomic_write_text(job.target, text, durable=False)
     problems = validate_episode(ep)
     return {
         "row": {
@@ -524,56 +881,103 @@ class ImportSummary:
     problems: list[str]
 
 
-def import_bib_json(src: str | os.PathLike[str], out: str | os.PathLike[str], *, workers: int = 1) -> ImportSummary:
-    """Import BIB JSON episodes (a BIB root with task folders, or one task folder) into ``out``.
+IMPORT_INDEX = "import.csv"
 
-    Writes ``out/episodes/<id>.json`` (``bib.episode/1``) and ``out/manifest.csv``. Files of a
-    folder are taken in sorted order; in evaluation folders they alternate ``…e.json`` /
-    ``…u.json`` (pair k = files 2k, 2k + 1). Episodes that break a rule of their condition are
-    still written; their first problem is returned.
-    """
-    from bib.stimuli.manifest import write_manifest
 
-    root = Path(src)
-    if not root.is_dir():
-        raise BibInputError(f"{root}: no such folder")
-    known = {*EVALUATION_FOLDERS.values(), *BACKGROUND_FOLDERS.values()}
-    folders = [root] if root.name in known else sorted(d for d in root.iterdir() if d.is_dir() and d.name in known)
-    if not folders:
-        raise BibInputError(f"{root}: no BIB task folders ({', '.join(sorted(known))})")
-    dest = ensure_dir(out)
-    ensure_dir(dest / "episodes")
-    jobs: list[ImportJob] = []
-    for folder in folders:
-        files = sorted(f for f in folder.glob("*.json") if not f.name.startswith("."))
-        task, kind = _task_of_folder(folder.name, files)
+def plan_import(src: Path, task: str | None, naming: str) -> list[tuple[Path, str, str | None, str, str]]:
+    """``(file, episode id, pair id, task, outcome)`` for every file an import reads (checked, nothing read yet)."""
+    from bib.tasks import REGISTRY
+
+    if not src.is_dir():
+        raise BibInputError(f"{src}: no such folder")
+    if task is not None:
+        if task not in REGISTRY or REGISTRY[task].kind not in ("evaluation", "background"):
+            known = sorted(t for t, s in REGISTRY.items() if s.kind in ("evaluation", "background"))
+            raise BibInputError(f"--task {task!r}: expected one of {', '.join(known)}")
+        groups = [(src, task)]
+    else:
+        known = {*EVALUATION_FOLDERS.values(), *BACKGROUND_FOLDERS.values()}
+        folders = [src] if src.name in known else sorted(d for d in src.iterdir() if d.is_dir() and d.name in known)
+        if not folders:
+            if _json_files(src):
+                raise BibInputError(f"{src}: folder name {src.name!r} is not a BIB task folder ({', '.join(sorted(known))}); "
+                                    "pass --task ID")
+            raise BibInputError(f"{src}: no BIB JSON files (*.json) in it or in BIB task folders inside it")
+        groups = [(f, _task_of_folder(f.name, _json_files(f))) for f in folders]
+    plan = []
+    for folder, t in groups:
+        files = _json_files(folder)
+        if not files:
+            raise BibInputError(f"{folder}: no BIB JSON files (*.json)")
+        kind = REGISTRY[t].kind
+        if kind == "evaluation" and len(files) % 2:
+            raise BibInputError(f"{folder}: odd number of files ({len(files)}); pairs need an 'e' and a 'u' file each")
         for k, f in enumerate(files):
-            label = f.stem[-1:]
+            label = _bib_stem(f)[-1:]
             if label not in ("e", "u"):
                 raise BibInputError(f"{f}: file name must end in 'e' or 'u' before .json")
             if kind == "background":
-                unit = unit_id(task, k)
-                jobs.append(ImportJob(str(f), str(dest / "episodes" / f"{unit}.json"), unit, None, task, "none"))
+                unit = unit_id(t, k)
+                plan.append((f, unit, None, t, "none"))
                 continue
             want = "e" if k % 2 == 0 else "u"
             if label != want:
                 raise BibInputError(f"{f}: expected an '{want}' file at position {k} (pairs alternate e/u in sorted order)")
-            pair = unit_id(task, k // 2)
+            pair = unit_id(t, k // 2)
             outcome = "expected" if want == "e" else "unexpected"
-            ep_id = f"{pair}-{outcome}"
-            jobs.append(ImportJob(str(f), str(dest / "episodes" / f"{ep_id}.json"), ep_id, pair, task, outcome))
-        if kind == "evaluation" and len(files) % 2:
-            raise BibInputError(f"{folder}: odd number of files; pairs need an 'e' and a 'u' file each")
+            plan.append((f, f"{pair}-{outcome}", pair, t, outcome))
+    return plan
+
+
+def import_bib_json(
+    src: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    task: str | None = None,
+    naming: str = "auto",
+    workers: int = 1,
+    force: bool = False,
+) -> ImportSummary:
+    """Import BIB JSON episodes into ``out`` (``episodes/<id>.json``, ``manifest.csv``, ``import.csv``).
+
+    ``src`` is a BIB root with task folders inside, one task folder (named as BIB names it), or,
+    with ``task``, a folder of that task's files under any name. Files (``.json`` or
+    ``.json.gz``) are taken in sorted order; in evaluation tasks they alternate ``…e.json`` /
+    ``…u.json`` (pair k = files 2k, 2k + 1). Episodes that break a rule of their condition are
+    still written; their first problem is returned. Any bad file stops the import with one line
+    naming the file, trial and frame, and nothing is written (the output is built beside ``out``
+    and renamed at the end).
+    """
+    from bib.stimuli.manifest import format_rows
+
+    _check_naming(naming, ("auto", *NAMINGS))
+    root = Path(src)
+    plan = plan_import(root, task, naming)
+    dest = Path(out)
+    shape_maps = _export_shapes(root)
+    source = str(root.resolve())
+
+    def same_job(marker: Path) -> bool:
+        text = marker.read_text(encoding="utf-8")
+        return text.startswith(f"# source: {source}\n")
+
     rows, problems = [], []
-    for res in track(map_ordered(_import_one, jobs, workers=workers), total=len(jobs), description="importing"):
-        rows.append(res["row"])
-        if res["problem"]:
-            problems.append(res["problem"])
-    write_manifest(dest, rows)
+    with _staged(dest, force, IMPORT_INDEX, same_job) as tmp:
+        (tmp / "episodes").mkdir()
+        jobs = [ImportJob(str(f), str(tmp / "episodes" / f"{eid}.json"), eid, pair, t, outcome, naming,
+                          tuple(sorted(shape_maps.get(f.resolve().as_posix(), {}).items())))
+                for f, eid, pair, t, outcome in plan]
+        for res in track(map_ordered(_import_one, jobs, workers=workers), total=len(jobs), description="importing"):
+            rows.append(res["row"])
+            if res["problem"]:
+                problems.append(res["problem"])
+        atomic_write_text(tmp / "manifest.csv", format_rows(rows))
+        index = [f"# source: {source}", "file,episode_id,task,outcome"]
+        index += [f"{f.relative_to(root).as_posix()},{eid},{t},{outcome}" for f, eid, _, t, outcome in plan]
+        atomic_write_text(tmp / IMPORT_INDEX, "\n".join(index) + "\n")
     return ImportSummary(out=dest, episodes=len(rows), problems=problems)
 
 
 def strip_provenance(ep: Episode) -> Episode:
-    """``ep`` without what BIB JSON cannot carry (seed, generator), for round-trip comparisons."""
-    return replace(ep, seed=0, generator={})
-
+    """``ep`` without what BIB JSON does not carry (seed, generator) nor the recording, for round-trip comparisons."""
+    return replace(ep, seed=0, generator={}, trials=tuple(replace(t, recording=None) for t in ep.trials))
