@@ -230,7 +230,7 @@ def test_export_and_import_keep_to_their_out_folder(made: Path, tmp_path: Path, 
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     assert cli(["export", str(src), "--out", str(other)]) == 2
-    assert "--out holds other files" in capsys.readouterr().err and (other / "notes.txt").exists()
+    assert "folder holds files not written by bib" in capsys.readouterr().err and (other / "notes.txt").exists()
     assert cli(["export", str(src), "--out", str(tmp_path / "bib")]) == 0
     assert cli(["export", str(src), "--out", str(tmp_path / "bib")]) == 0  # its own earlier output: replaced
     assert cli(["import", str(tmp_path / "bib"), "--out", str(other)]) == 2

@@ -26,7 +26,6 @@ test-trial frames spliced in at the top level, and either naming.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import hashlib
 import io
@@ -34,7 +33,6 @@ import json
 import math
 import os
 import re
-import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,7 +43,7 @@ import numpy as np
 from bib import __version__
 from bib.episode import Episode, Event, Recording, Trial, dumps, load_episode
 from bib.errors import BibInputError
-from bib.io import atomic_write_text
+from bib.io import OutputFolder, atomic_write_text
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, agent_timeline, motion_frames
@@ -119,40 +117,6 @@ def folder_of(task: str) -> str:
 def _check_naming(naming: str, allowed: Sequence[str]) -> None:
     if naming not in allowed:
         raise BibInputError(f"--naming {naming!r}: expected one of {', '.join(allowed)}")
-
-
-@contextlib.contextmanager
-def _staged(out: Path, force: bool, marker: str, same_job) -> Iterator[Path]:
-    """A temporary sibling of ``out`` to build into; renamed over ``out`` when the body succeeds.
-
-    ``out`` may already hold this job's own earlier output (``marker`` file accepted by
-    ``same_job``), which is replaced; any other non-empty folder is refused unless ``force``.
-    Nothing is left behind when the body raises.
-    """
-    if out.exists() and not out.is_dir():
-        raise BibInputError(f"{out}: --out exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        m = out / marker
-        if not (m.is_file() and same_job(m)):
-            raise BibInputError(f"{out}: --out holds other files; choose an empty folder or pass --force to replace it")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BibInputError(f"{out.parent}: cannot create output directory ({exc.strerror})") from None
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        yield tmp
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- export
@@ -366,12 +330,8 @@ def export_bib_json(
                     raise BibInputError(f"{src}: pair {unit} has no {outcome} episode")
                 path, episode_id = members[outcome]
                 plan.append((f"{name}/{i:06d}{'u' if outcome == 'unexpected' else 'e'}.json", path, episode_id, task, outcome))
-    root = Path(out)
-
-    def same_job(marker: Path) -> bool:
-        return marker.read_text(encoding="utf-8").startswith(",".join(EXPORT_COLUMNS))
-
-    with _staged(root, force, EXPORT_INDEX, same_job) as tmp:
+    job = {"command": "export", "set": str(src.resolve()), "format": "bib-json", "naming": naming, "video": video}
+    with OutputFolder(out, job, force=force) as tmp:
         for name in folders:
             (tmp / name).mkdir()
         jobs = [ExportJob(str(path), str(tmp / rel), video, settings, naming) for rel, path, *_ in plan]
@@ -802,7 +762,7 @@ def _bib_stem(f: Path) -> str:
 
 def _json_files(folder: Path) -> list[Path]:
     return sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")
-                  and (f.name.endswith(".json") or f.name.endswith(".json.gz")) and f.name != "import.json")
+                  and (f.name.endswith(".json") or f.name.endswith(".json.gz")) and f.name != "provenance.json")
 
 
 def _task_of_folder(name: str, files: Sequence[Path]) -> str:
@@ -956,13 +916,9 @@ def import_bib_json(
     dest = Path(out)
     shape_maps = _export_shapes(root)
     source = str(root.resolve())
-
-    def same_job(marker: Path) -> bool:
-        text = marker.read_text(encoding="utf-8")
-        return text.startswith(f"# source: {source}\n")
-
+    job = {"command": "import", "source": source, "format": "bib-json", "task": task, "naming": naming}
     rows, problems = [], []
-    with _staged(dest, force, IMPORT_INDEX, same_job) as tmp:
+    with OutputFolder(dest, job, force=force) as tmp:
         (tmp / "episodes").mkdir()
         jobs = [ImportJob(str(f), str(tmp / "episodes" / f"{eid}.json"), eid, pair, t, outcome, naming,
                           tuple(sorted(shape_maps.get(f.resolve().as_posix(), {}).items())))
@@ -972,7 +928,7 @@ def import_bib_json(
             if res["problem"]:
                 problems.append(res["problem"])
         atomic_write_text(tmp / "manifest.csv", format_rows(rows))
-        index = [f"# source: {source}", "file,episode_id,task,outcome"]
+        index = ["file,episode_id,task,outcome"]
         index += [f"{f.relative_to(root).as_posix()},{eid},{t},{outcome}" for f, eid, _, t, outcome in plan]
         atomic_write_text(tmp / IMPORT_INDEX, "\n".join(index) + "\n")
     return ImportSummary(out=dest, episodes=len(rows), problems=problems)
