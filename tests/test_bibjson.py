@@ -315,6 +315,8 @@ def test_fast_parse_equals_json_loads() -> None:
     text = (b'[[{"size": [200, 200], "walls" : [ [[0, 0], [20, 20]] , [[20,0],[20,20]] ], "agent": [[4, 4], 6, "a.png", [1, 2, 3]]},'
             b' [{"walls": [[[0,0],[20,20]],[[20,0],[20,20]]]}, {"walls": [[[[0, 0], [20, 20]]]]}]], {"walls": []}]')
     assert loads_bib(text) == json.loads(text)
+    odd = b'[[{"walls": [[[0,0],[20,20]], null], "k": [1]}, {"walls": [[[0,0],[20,20]]]}], [{"walls":[]}]]'
+    assert loads_bib(odd) == json.loads(odd)  # not numbers only: read as json.loads reads it
     with pytest.raises(json.JSONDecodeError, match="line 1 column 40"):
         loads_bib(b'[[{"walls": [[[0,0],[20,20]]], "x": 1, }]]')
     if REAL.is_dir():
