@@ -238,7 +238,11 @@ def test_filter_free_task_missing_ids_and_original_lines(tmp_path: Path, capsys:
     assert len(csv_rows) == 5 and csv_rows[-1].startswith("41,s0,my-own-task,3,test,unexpected,1.0,min_look,")
     assert "3  import: missing participant id (empty or NA)" in text
     assert sorted(p.name for p in out.iterdir()) == ["exclusions.csv", "paired-my-own-task.png", "paired-my-own-task.svg",
-                                                    "report.json", "report.md"]
+                                                    "provenance.json", "report.json", "report.md"]
+    # The same job reruns into its folder; another job's folder is refused (docs/cli.md).
+    assert _run(capsys, "analyze", str(data), "--spec", str(spec), "--out", str(out))[0] == 0
+    code, _, err = _run(capsys, "analyze", str(data), "--out", str(out))
+    assert code == 2 and "folder holds the output of" in err
 
 
 def test_paired_plot_has_no_line_per_infant_at_scale(tmp_path: Path) -> None:
@@ -303,3 +307,25 @@ def test_bad_model_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Captu
     code, out, err = _run(capsys, "analyze", str(data), "--spec", str(spec))
     assert code == 2 and out == ""
     assert err.startswith("bib: error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_engine_does_not_stop_at_the_theta_zero_stationary_point() -> None:
+    # The synthetic example's preference task: var(sums) > var(differences), so the REML optimum
+    # is interior (paired t: SE = sd(d)/sqrt(N), df = N - 1), but the deviance is flat at theta = 0,
+    # where a bounded quasi-Newton run from theta = 1 can stop. The fit must find the interior optimum.
+    from bib.analysis.analyze import model_rows
+    from bib.analysis.exclusions import apply_exclusions
+    from bib.analysis.importers import read_looking_times
+    from bib.analysis.spec import load_spec
+
+    root = Path(__file__).resolve().parents[1]
+    spec = load_spec(root / "analysis" / "infant-pilot.toml")
+    imported = read_looking_times(root / "data" / "looking_times" / "example.csv", spec=spec)
+    rows = model_rows(apply_exclusions(imported.table, spec.exclusions).kept, ["preference"], "log", "x")
+    fit = fit_lmm(model_frame(parse_formula("log_lt ~ outcome + (1 | participant)"), rows))
+    wide = rows.pivot(index="participant_id", columns="outcome", values="log_lt")
+    d = (wide["unexpected"] - wide["expected"]).to_numpy()
+    c = fit.coefficients.loc["outcomeunexpected"]
+    assert not fit.singular and fit.theta[0] > 0.3
+    assert c["se"] == pytest.approx(d.std(ddof=1) / math.sqrt(len(d)), rel=1e-5)
+    assert c["df"] == pytest.approx(len(d) - 1, rel=1e-4)

@@ -107,10 +107,19 @@ def test_pooled_interaction_is_difference_of_task_effects() -> None:
 
 
 def test_boundary_warning_is_captured_not_silenced() -> None:
-    # No between-participant variance at all: the MLE of the group variance is on the boundary.
+    # No between-participant variance at all, and a sample where the infants' two looks are
+    # negatively related (var of sums < var of differences): the REML estimate of the participant
+    # variance is on its boundary, 0.
     rng = np.random.default_rng(0)
-    table = _table(_paired(rng, 16, 0.2, sd_u=0.0, sd_e=0.5))
-    r = task_effect(model_rows(table, ["preference"], "log", "t"), [], 0.05, "t")
+    rec = []
+    for i in range(16):
+        e = rng.normal(0, 0.5)
+        for k, (outcome, b, sign) in enumerate((("expected", 0.0, 1), ("unexpected", 0.2, -1))):
+            rec.append((f"p{i}", "preference", k + 1, "test", outcome, float(np.exp(2 + b + sign * e + rng.normal(0, 0.1))), ""))
+    rows = model_rows(_table(rec), ["preference"], "log", "t")
+    wide = rows.pivot(index="participant_id", columns="outcome", values="y")
+    assert (wide["unexpected"] + wide["expected"]).var() < (wide["unexpected"] - wide["expected"]).var()
+    r = task_effect(rows, [], 0.05, "t")
     assert any("boundary (singular) fit" in w for w in r["warnings"])
     assert r["singular"] is True and r["participant_var"] == pytest.approx(0.0, abs=1e-8)
     # Nothing left to prune: the report says which model was kept and why.

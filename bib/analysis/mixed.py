@@ -553,7 +553,27 @@ def fit_lmm(frame: ModelFrame, *, reml: bool = True, alpha: float = 0.05, satter
         warnings.simplefilter("ignore", RuntimeWarning)
         res = optimize.minimize(lambda th: pls.deviance(th, reml), start, method="L-BFGS-B", bounds=bounds,
                                 options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 2000, "maxls": 50})
-    theta = np.where((pls.lower == 0.0) & (res.x < 0), 0.0, res.x)
+    # The deviance is even in each diagonal theta, so theta = 0 is a stationary point where L-BFGS-B
+    # can stop after a long first step hits the bound. Probe every diagonal element that ended on
+    # the boundary at interior values and restart from the best point found, until none improves.
+    dev_best, x_best = float(res.fun), np.where((pls.lower == 0.0) & (res.x < 0), 0.0, res.x)
+    for _ in range(len(x_best) + 1):
+        improved = False
+        for i in np.flatnonzero((pls.lower == 0.0) & (x_best < SINGULAR_TOL)):
+            for probe in (0.05, 0.2, 0.5, 1.0, 2.0):
+                x = x_best.copy()
+                x[i] = probe
+                if pls.deviance(x, reml) < dev_best - 1e-9:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)
+                        r2 = optimize.minimize(lambda th: pls.deviance(th, reml), x, method="L-BFGS-B", bounds=bounds,
+                                               options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 2000, "maxls": 50})
+                    if r2.fun < dev_best - 1e-9:
+                        dev_best, x_best, res, improved = float(r2.fun), np.where((pls.lower == 0.0) & (r2.x < 0), 0.0, r2.x), r2, True
+                    break
+        if not improved:
+            break
+    theta = x_best
     converged = bool(res.success)
     if not converged:
         messages.append(f"optimizer (L-BFGS-B) did not converge: {res.message}")

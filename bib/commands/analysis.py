@@ -55,18 +55,27 @@ def register(app: typer.Typer) -> None:
         scale: Optional[str] = ScaleOpt,  # noqa: UP007
         as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
         out: Optional[Path] = typer.Option(  # noqa: UP007
-            None, "--out", help="output folder: report.json, report.md, exclusions.csv, paired-<task>.png/.svg"),
+            None, "--out", help="output folder: report.json, report.md, exclusions.csv, paired-<task>.png/.svg, provenance.json"),
+        force: bool = typer.Option(False, "--force", help="replace an --out folder holding another job's output"),
         plots: Optional[Path] = typer.Option(None, "--plots", help="write only the paired plots (PNG, SVG) here"),  # noqa: UP007
     ) -> None:
         """Row filter, exclusions and per-task mixed models (lme4-style formula; default
         log_lt ~ outcome + (1 | participant) [+ (1 | item)]), Satterthwaite df, the model kept."""
         from bib.analysis.analyze import format_report
 
-        if out is not None and out.exists() and not out.is_dir():
-            raise BibInputError(f"--out {out}: exists and is not a folder")
-        result, spec_obj = _load(data, fmt, spec, scale)
+        folder = None
         if out is not None:
-            result.write(out)
+            import os
+
+            from bib.io import OutputFolder
+
+            folder = OutputFolder(out, {"command": "analyze", "data": os.path.abspath(data),
+                                        "spec": os.path.abspath(spec) if spec else None, "format": fmt, "scale": scale},
+                                  force=force)
+        result, spec_obj = _load(data, fmt, spec, scale)
+        if folder is not None:
+            with folder as tmp:
+                result.write(tmp)
         if plots is not None:
             from bib.analysis.plots import analysis_plots
 
