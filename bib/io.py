@@ -247,6 +247,7 @@ class OutputFolder:
                 shutil.rmtree(self.path)
             return ensure_dir(self.path)
         parent = ensure_dir(self.path.parent if str(self.path.parent) else Path("."))
+        _remove_stale(parent, self.path.name)
         self.tmp = parent / f".{self.path.name}.tmp-{os.getpid()}"
         if self.tmp.exists():
             import shutil
@@ -276,6 +277,26 @@ class OutputFolder:
             os.replace(self.tmp, self.path)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale(parent: Path, name: str) -> None:
+    """Remove ``.<name>.tmp-<pid>`` / ``.<name>.old-<pid>`` siblings left by a killed run (its pid is gone)."""
+    import shutil
+
+    for p in parent.glob(f".{name}.[to][ml][pd]-*"):
+        pid = p.name.rsplit("-", 1)[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
 def _plain(value: object) -> object:
     """JSON-comparable form of a job value (paths as absolute strings, tuples as lists)."""
     if isinstance(value, os.PathLike):
@@ -285,3 +306,33 @@ def _plain(value: object) -> object:
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
+
+
+def load_weights(path: str | os.PathLike[str]) -> object:
+    """``torch.load(path, map_location="cpu", weights_only=True)`` with a one-line refusal.
+
+    A file that holds pickled objects is refused with a message that names the object and does not
+    relay torch's advice to reload with ``weights_only=False`` (bib never unpickles code).
+
+    Raises:
+        BibInputError: the file is missing, unreadable, or not weights only.
+    """
+    import re
+
+    import torch
+
+    p = Path(path)
+    if not p.is_file():
+        raise BibInputError(f"{p}: checkpoint not found")
+    try:
+        return torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - torch raises several types; all mean "refused"
+        text = str(exc)
+        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+        if found:
+            raise BibInputError(f"{p}: refused: the checkpoint holds pickled objects ({found.group(1)}), "
+                                "and bib loads weights only") from None
+        if "Weights only load failed" in text:  # torch's advice that follows is not for bib users
+            raise BibInputError(f"{p}: not a readable checkpoint (not a torch weights file)") from None
+        first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+        raise BibInputError(f"{p}: not a readable checkpoint ({first[:160]})") from None

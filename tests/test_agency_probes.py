@@ -65,7 +65,7 @@ def test_checkpoint_round_trip_and_bad_files(tmp_path, tiny_model) -> None:
     with torch.inference_mode():
         assert torch.equal(tiny_model(x), again(x))
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(BibInputError, match="not a policy-net checkpoint"):
+    with pytest.raises(BibInputError, match=r"bad\.pt: not a readable checkpoint \(not a torch weights file\)$"):
         load(tmp_path / "bad.pt")
     with pytest.raises(BibInputError, match="no such checkpoint"):
         load(tmp_path / "missing.pt")

@@ -68,10 +68,14 @@ def test_validate_accepts_generated_and_locates_problems(tmp_path, capsys):
     d["trials"][5]["walls"].append(cell)
     target.write_text(json.dumps(d))
     (out / "episodes" / "zz.json").write_text("{not json")
-    code, text, _ = run(capsys, "validate", str(out))
+    code, text, _ = run(capsys, "validate", str(out / "episodes"))  # loose files: the rules only
     assert code == 1
     assert f"episode single-object-000002, trial 5, step 1, cell [{cell[0]}, {cell[1]}]: move" in text
     assert "zz.json: malformed JSON" in text and "2 valid, 2 invalid of 4" in text
+    code, text, _ = run(capsys, "validate", str(out))  # the set: also against its manifest
+    assert code == 1
+    assert "single-object-000002.json: sha256 differs from the manifest's" in text
+    assert "zz.json: not in the manifest" in text and "2 valid, 2 invalid of 4 episode files in 1 set" in text
     code, _, err = run(capsys, "validate", str(tmp_path / "nothing"))
     assert code == 2 and "no such file or folder" in err
 

@@ -200,13 +200,14 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     for task in ("preference", "instrumental-blocking"):
         res = runner.invoke(app, ["generate", "--task", task, "--n", "3", "--seed", "5", "--out", str(out / task)])
         assert res.exit_code == 0, res.output
-    results = tmp_path / "res.csv"
-    res = runner.invoke(app, ["score", "--observer", "inverse-planner", "--episodes", str(out), "--out", str(results)])
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["score", "inverse-planner", str(out), "--out", str(run)])
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "res.steps.parquet").exists()
+    assert sorted(p.name for p in run.iterdir()) == ["provenance.json", "results.csv", "results.steps.parquet"]
+    results = run / "results.csv"
     assert results.read_text().splitlines()[0] == "episode_id,surprise"
     assert len(results.read_text().splitlines()) == 13
-    res = runner.invoke(app, ["evaluate", "--episodes", str(out), "--results", str(results), "--json",
+    res = runner.invoke(app, ["evaluate", str(out), str(run), "--json",
                               "--table", str(tmp_path / "table.csv"), "--name", "inverse-planner"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -214,8 +215,7 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert set(doc["conditions"]) == {"preference", "instrumental-blocking"}
     for v in doc["conditions"].values():
         assert set(v) >= {"accuracy", "ci_low", "ci_high", "n_pairs"} and v["n_pairs"] == 3
-    res = runner.invoke(app, ["evaluate", "--episodes", str(out), "--results", str(results), "--out",
-                              str(tmp_path / "ev")])
+    res = runner.invoke(app, ["evaluate", str(out), str(run), "--out", str(tmp_path / "ev")])
     assert res.exit_code == 0, res.output
     saved = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
     assert saved["conditions"] == doc["conditions"]
@@ -225,12 +225,21 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert sum(v["n_pairs"] for v in groups["all"].values()) == 3
     assert (tmp_path / "ev" / "difficulty.svg").exists() and (tmp_path / "ev" / "difficulty.png").exists()
     assert (tmp_path / "ev" / "evaluation.md").exists()
-    res = runner.invoke(app, ["evaluate", "--episodes", str(out / "preference" / "manifest.csv"),
-                              "--results", str(results), "--readout", "mean"])
+    res = runner.invoke(app, ["evaluate", str(out / "preference" / "manifest.csv"), str(results), "--readout", "mean"])
     assert res.exit_code != 0  # the results hold instrumental episodes the manifest does not
-    res = runner.invoke(app, ["leaderboard", "--table", str(tmp_path / "table.csv")])
+    res = runner.invoke(app, ["evaluate", str(out), str(run), "--table", str(tmp_path / "table.csv"), "--name", "inverse-planner"])
+    assert res.exit_code != 0 and "already has rows of 'inverse-planner'; use --replace" in str(res.exception)
+    ev = tmp_path / "ev"
+    assert {"evaluation.json", "evaluation.md", "provenance.json"} <= {p.name for p in ev.iterdir()}
+    res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv")])
     assert res.exit_code == 0, res.output
     assert "inverse-planner (ours)" in res.output and "original BIB v1.1 data" in res.output
+    assert "inverse-planner: " in res.output and "3 pairs per condition" in res.output
+    assert res.output.splitlines()[-2].split()[-1] == "3"  # the pairs row
+    res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv"), "--add", f"inverse-planner={ev}"])
+    assert res.exit_code != 0 and "already has a 'inverse-planner' column; use --replace" in str(res.exception)
+    res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv"), "--add", f"inverse-planner={ev}", "--replace"])
+    assert res.exit_code == 0, res.output
 
 
 def test_cli_bad_results_exit_2(tmp_path: Path) -> None:
@@ -241,7 +250,7 @@ def test_cli_bad_results_exit_2(tmp_path: Path) -> None:
     CliRunner().invoke(app, ["generate", "--task", "preference", "--n", "1", "--seed", "1", "--out", str(ep_dir)])
     bad = tmp_path / "bad.csv"
     bad.write_text("episode_id,surprise\npreference-000000-expected,1\n")
-    proc = subprocess.run([sys.executable, "-m", "bib.cli", "evaluate", "--episodes", str(ep_dir), "--results", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "bib.cli", "evaluate", str(ep_dir), str(bad)],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.startswith("bib: error: ") and "have no row: preference-000000-unexpected" in proc.stderr

@@ -222,7 +222,7 @@ class _Payload:
 def test_checkpoint_with_a_pickled_object_is_refused(tmp_path, capsys):
     bad = tmp_path / "bad.pt"
     torch.save({"state_dict": {}, "config": {"format": "bib.checkpoint/1", "observer": "bc-rnn"}, "x": _Payload()}, bad)
-    with pytest.raises(BibInputError, match=r"bad\.pt: refused to load checkpoint \(weights_only\)"):
+    with pytest.raises(BibInputError, match=r"bad\.pt: refused: the checkpoint holds pickled objects \(.*\), and bib loads weights only$"):
         make_observer("bc-rnn", bad)
     assert "would have run" not in capsys.readouterr().out
     junk = tmp_path / "junk.pt"
@@ -256,9 +256,9 @@ def test_cli_train_then_score(tmp_path, episodes, capsys):
     cfg = tmp_path / "tiny.toml"
     model = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in TINY.items())
     cfg.write_text(f'observer = "bc-rnn"\n[model]\n{model}\n[train]\nbatch_size = 4\nloader_workers = 1\n')
-    ckpt = tmp_path / "ck" / "bc-rnn.pt"
-    assert cli(["train", "--observer", "bc-rnn", "--background", str(bg), "--out", str(ckpt),
-                "--config", str(cfg), "--epochs", "1"]) == 0
+    ckdir = tmp_path / "ck"
+    ckpt = ckdir / "checkpoint.pt"
+    assert cli(["train", "bc-rnn", str(bg), "--out", str(ckdir), "--config", str(cfg), "--epochs", "1"]) == 0
     err = capsys.readouterr().err
     assert "13 training and 3 validation episodes" in err and "epoch 1/1: train loss" in err
     assert read_checkpoint(ckpt)["config"]["metrics"]["n_train"] == 13
@@ -266,10 +266,10 @@ def test_cli_train_then_score(tmp_path, episodes, capsys):
     evals.mkdir()
     for ep in make_unit("instrumental-no-barrier", 0, 1):
         save_episode(ep, evals / f"{ep.id}.json")
-    results = tmp_path / "results.csv"
-    assert cli(["score", "--observer", "bc-rnn", "--checkpoint", str(ckpt), "--episodes", str(evals), "--out", str(results)]) == 0
-    rows = list(csv.DictReader(results.open()))
+    run = tmp_path / "run"
+    assert cli(["score", "bc-rnn", str(evals), "--checkpoint", str(ckdir), "--out", str(run)]) == 0
+    rows = list(csv.DictReader((run / "results.csv").open()))
     assert sorted(r["episode_id"] for r in rows) == ["instrumental-no-barrier-000000-expected", "instrumental-no-barrier-000000-unexpected"]
     capsys.readouterr()
-    assert cli(["score", "--observer", "bc-rnn", "--episodes", str(evals), "--out", str(results)]) == 2
+    assert cli(["score", "bc-rnn", str(evals), "--out", str(run)]) == 2
     assert "needs --checkpoint" in capsys.readouterr().err

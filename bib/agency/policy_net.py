@@ -175,8 +175,10 @@ def load(path: str | Path) -> PolicyNet:
     p = Path(path)
     if not p.is_file():
         raise BibInputError(f"{p}: no such checkpoint (train one with `bib agency train-policy --out {p}`)")
+    from bib.io import load_weights
+
+    blob = load_weights(p)
     try:
-        blob = torch.load(p, map_location="cpu", weights_only=True)
         cfg = json.loads(blob["config"])
         cfg.pop("meta", None)
         model = PolicyNet(NetConfig(width=cfg["width"], hidden=cfg["hidden"], dilations=tuple(cfg["dilations"])))

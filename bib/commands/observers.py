@@ -3,11 +3,33 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 
 import typer
 
+from bib.commands._common import FORCE, JSON, SCHEDULER, WORKERS, checkpoint_file, optional_out, out_option
 from bib.errors import BibInputError
+
+RESULTS = "results.csv"
+"""The results file inside a `bib score` folder (per-step surprise beside it: results.steps.parquet)."""
+
+
+class Readout(str, Enum):
+    max = "max"
+    mean = "mean"
+
+
+def results_file(path: Path) -> Path:
+    """RESULTS given as a `bib score` folder or as a CSV file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS
+        if not p.is_file():
+            raise BibInputError(f"{path}: no {RESULTS} inside (not a `bib score` folder)")
+    elif not p.is_file():
+        raise BibInputError(f"{path}: no such file or folder")
+    return p
 
 
 def register(app: typer.Typer) -> None:
@@ -15,66 +37,85 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def score(
-        observer: str = typer.Option(..., "--observer", help="Observer name: random, closest-object, inverse-planner, bc-mlp, bc-rnn, video-rnn."),
-        episodes: Path = typer.Option(..., "--episodes", help="Folder searched recursively for episodes / manifests, or a manifest.csv."),
-        out: Path = typer.Option(..., "--out", help="Results CSV (episode_id,surprise); per-step surprise goes beside it as <stem>.steps.parquet."),
-        checkpoint: Path = typer.Option(None, "--checkpoint", help="Trained weights (learned observers; see `bib train`)."),
-        option: list[str] = typer.Option([], "--option", help="Observer option KEY=VALUE (JSON value), repeatable, e.g. seed=3."),
-        workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
-        scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
+        observer: str = typer.Argument(..., help="Observer: random, closest-object, inverse-planner, bc-mlp, bc-rnn, video-rnn."),
+        episodes: Path = typer.Argument(..., help="Episode set: a folder searched recursively for episodes / manifests, or a manifest.csv."),
+        out: Path = out_option("results.csv (episode_id,surprise; max readout), results.steps.parquet (per-step surprise), provenance.json"),
+        checkpoint: Path = typer.Option(None, "--checkpoint", help="Trained weights of a learned observer: a `bib train` folder or its checkpoint.pt.", show_default=False),
+        option: list[str] = typer.Option([], "--option", help="Observer option KEY=VALUE (JSON value), repeatable, e.g. seed=3.", show_default=False),
+        workers: int = WORKERS,
+        scheduler: str = SCHEDULER,
+        force: bool = FORCE,
     ) -> None:
-        """Score every episode with an observer: one surprise per test step."""
-        from bib.observers.scoring import parse_options
+        """Score every episode with an observer: one surprise per test step.
+
+        Every episode is checked against the world rules first (as `bib validate` does); a set with
+        an invalid episode is refused.
+        """
+        from bib.evaluation import find_episodes
+        from bib.io import OutputFolder
+        from bib.observers.scoring import check_observer, parse_options
         from bib.observers.scoring import score as run
 
-        summary = run(observer, episodes, out, checkpoint=checkpoint, config=parse_options(option),
-                      workers=workers, scheduler=scheduler)
-        typer.echo(f"{summary.n_episodes} episodes scored with {observer}: {summary.results} (max readout), "
-                   f"per-step surprise in {summary.steps}")
+        config = parse_options(option)
+        ckpt = checkpoint_file(checkpoint, "checkpoint.pt")
+        check_observer(observer, ckpt, config)
+        found = find_episodes(episodes)
+        folder = OutputFolder(out, {"command": "score", "observer": observer, "episodes": episodes,
+                                    "checkpoint": ckpt, "options": config}, force=force)
+        with folder as tmp:
+            summary = run(observer, found, tmp / RESULTS, checkpoint=ckpt, config=config,
+                          workers=workers, scheduler=scheduler)
+        typer.echo(f"{summary.n_episodes} episodes scored with {observer}: {out / RESULTS} (max readout), "
+                   f"per-step surprise in {out / summary.steps.name}")
 
     @app.command()
     def evaluate(
-        episodes: Path = typer.Option(..., "--episodes", help="The episode set the results are for (folder or manifest.csv)."),
-        results: Path = typer.Option(..., "--results", help="Results CSV episode_id,surprise (from `bib score` or an outside model)."),
-        readout: str = typer.Option("max", "--readout", help="Reduce per-step surprise by max (BIB) or mean (needs <stem>.steps.parquet)."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+        episodes: Path = typer.Argument(..., help="The episode set the results are for (folder or manifest.csv)."),
+        results: Path = typer.Argument(..., help="A `bib score` folder, or a CSV episode_id,surprise (e.g. from an outside model)."),
+        readout: Readout = typer.Option(Readout.max, "--readout", help="Reduce per-step surprise by max (BIB) or mean (needs results.steps.parquet)."),
+        out: Path = optional_out("evaluation.json, evaluation.md, evaluation.{png,svg} and provenance.json"),
+        as_json: bool = JSON,
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-        table: Path = typer.Option(None, "--table", help="Also write these results into an 'ours' table (e.g. baselines/results.csv) under --name."),
-        name: str = typer.Option(None, "--name", help="Observer name for --table."),
-        stimuli: str = typer.Option(None, "--stimuli", help="For --table: what the set is (default: the set's spec name and seed)."),
-        out: Path = typer.Option(None, "--out", help="Folder to write evaluation.{json,md,png,svg} and, when the set's pairs have a difficulty, difficulty.{json,md,png,svg} (accuracy per difficulty bin)."),
+        table: Path = typer.Option(None, "--table", help="Also write these results into an 'ours' table (e.g. baselines/results.csv) under --name.", show_default=False),
+        name: str = typer.Option(None, "--name", help="Observer name for --table.", show_default=False),
+        stimuli: str = typer.Option(None, "--stimuli", help="For --table: what the set is (default: the set's spec name and seed).", show_default=False),
+        replace: bool = typer.Option(False, "--replace", help="With --table: replace the rows of an observer already in the table."),
+        force: bool = FORCE,
     ) -> None:
-        """Pairwise VOE accuracy per condition (a tie counts 0.5) with bootstrap 95% CIs, and per difficulty bin."""
-        from bib.evaluation import DifficultyCurve, Evaluation, evaluate_difficulty, find_episodes, surprise_by_episode
+        """Pairwise VOE accuracy per condition (a tie counts 0.5) with bootstrap 95% CIs, and per difficulty bin.
+
+        With --out: evaluation.{json,md,png,svg} and, when the set's pairs have a difficulty,
+        difficulty.{json,md,png,svg} (accuracy per difficulty bin).
+        """
+        from bib.evaluation import DifficultyCurve, Evaluation, check_table_update, evaluate_difficulty, find_episodes
         from bib.evaluation import evaluate as run
-        from bib.evaluation import table_rows, upsert_table
+        from bib.evaluation import surprise_by_episode, table_rows, upsert_table
+        from bib.io import OutputFolder
 
-        folder = None
-        if out is not None:
-            import os
-
-            from bib.io import OutputFolder
-
-            job = {"command": "evaluate", "set": os.path.abspath(episodes), "results": os.path.abspath(results),
-                   "readout": readout, "seed": seed}
-            folder = OutputFolder(out, job)
+        if table is not None and not name:
+            raise BibInputError("--table needs --name (the observer's name in the table)")
+        results = results_file(results)
         found = find_episodes(episodes)
-        surprise = surprise_by_episode(results, found, readout)
+        if table is not None:
+            check_table_update(table, name, replace)
+        folder = None if out is None else OutputFolder(
+            out, {"command": "evaluate", "episodes": episodes, "results": results, "readout": readout.value, "seed": seed},
+            force=force)
+        surprise = surprise_by_episode(results, found, readout.value)
         res = run(found.refs, surprise, seed=seed)
         if not res:
             raise BibInputError(f"{episodes}: no expected/unexpected pairs to evaluate")
-        result = Evaluation(res, readout, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed))
+        result = Evaluation(res, readout.value, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed))
         if folder is not None:
             with folder as tmp:
                 result.save(tmp)
                 if result.difficulty:
                     sets = "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
-                    DifficultyCurve(result.difficulty, f"{name or results.stem} on {sets}").save(tmp)
+                    label = name or (results.parent.name if results.name == RESULTS else results.stem)
+                    DifficultyCurve(result.difficulty, f"{label} on {sets}").save(tmp)
         if table is not None:
-            if not name:
-                raise BibInputError("--table needs --name (the observer's name in the table)")
             label = stimuli or "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
-            command = f"bib evaluate --episodes {episodes} --results {results} --readout {readout}"
+            command = f"bib evaluate {episodes} {results.parent if results.name == RESULTS else results} --readout {readout.value}"
             upsert_table(table, table_rows(name, result.to_json(), label, command))
         typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
 
@@ -116,29 +157,33 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def leaderboard(
-        table: Path = typer.Option(Path("baselines/results.csv"), "--table", help="'Ours' table written by `bib evaluate --table` (skipped if absent)."),
-        add: list[str] = typer.Option([], "--add", help="NAME=EVALUATION.json (from `bib evaluate --json`), repeatable."),
-        anchors: Path = typer.Option(None, "--anchors", help="Published accuracies (default: data/published/voe_anchors.csv)."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+        table: Path = typer.Argument(Path("baselines/results.csv"), help="'Ours' table written by `bib evaluate --table` (skipped if absent)."),
+        add: list[str] = typer.Option([], "--add", help="NAME=EVALUATION.json (from `bib evaluate --out`), repeatable.", show_default=False),
+        replace: bool = typer.Option(False, "--replace", help="Let --add NAME replace the table's rows of NAME (otherwise refused)."),
+        anchors: Path = typer.Option(None, "--anchors", help="Published accuracies (default: data/published/voe_anchors.csv).", show_default=False),
+        as_json: bool = JSON,
     ) -> None:
-        """Our observers' accuracy (%) beside the published models'."""
+        """Our observers' accuracy (%) beside the published models', with the set and pair counts of each column."""
         from bib.evaluation import ANCHORS, leaderboard as build
-        from bib.evaluation import read_anchors, read_evaluation, read_table, table_rows
+        from bib.evaluation import leaderboard_note, read_anchors, read_evaluation, read_table, table_rows
 
         published = read_anchors(anchors or ANCHORS)
         ours: list[dict[str, str]] = read_table(table) if table.exists() else []
         for item in add:
             nm, sep, path = item.partition("=")
-            if not sep:
+            if not sep or not nm:
                 raise BibInputError(f"--add {item!r}: expected NAME=EVALUATION.json")
-            doc = read_evaluation(path)
-            sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or path
+            p = Path(path)
+            doc = read_evaluation(p / "evaluation.json" if p.is_dir() else p)
+            if any(r["observer"] == nm for r in ours):
+                if not replace:
+                    raise BibInputError(f"--add {nm}=...: {table} already has a {nm!r} column; "
+                                        "use --replace to replace it, or another NAME")
+                ours = [r for r in ours if r["observer"] != nm]
+            sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or str(p)
             ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
         header, rows = build(published, ours)
-        stimuli = sorted({r.get("stimuli", "") for r in ours} - {""})
-        note = ("Published: original BIB v1.1 data (sources in data/published/voe_anchors.csv; their tie rule gave "
-                "ties full credit). Ours: " + ("; ".join(stimuli) if stimuli else "none yet")
-                + " (generated by this package, not the original data; a tie counts 0.5).")
+        note = leaderboard_note(ours)
         if as_json:
             typer.echo(json.dumps({"header": header, "rows": rows, "note": note}, indent=2))
             return

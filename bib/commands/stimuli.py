@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from bib.commands._common import WORKERS
 from bib.errors import BibInputError
 
 
@@ -83,22 +84,29 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def validate(
-        path: Path = typer.Argument(..., help="An episode JSON file or a folder searched recursively."),
+        path: Path = typer.Argument(..., help="A set (folder with manifest.csv), a folder searched recursively, or one episode file."),
+        workers: int = WORKERS,
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only problems."),
     ) -> None:
-        """Check episodes against the schema, the world rules and their condition's rules.
+        """Check a set or episodes: manifest vs files, complete pairs and twins, world and condition rules.
 
-        Exit code 0 when all are valid, 1 when any is invalid (the first problem of each invalid
-        file is printed with its episode, trial, step and cell).
+        A set (a folder with manifest.csv) is checked against its manifest: every row's file present
+        with its hash, no file the manifest does not name (e.g. a unit an interrupted run left
+        half-built), every pair complete, every twin naming a pair that names it back. Every episode
+        is checked against the schema, the world rules, its condition's rule and the pair rule.
+        Exit code 0 when all is valid, 1 when anything is not (each problem is printed on one line
+        with its file, episode, trial, step and cell where known).
         """
         from bib.stimuli.check import check_path
 
-        report = check_path(path)
+        report = check_path(path, workers=workers, progress=not quiet)
         for line in report.problems:
             typer.echo(line)
         if not quiet or report.problems:
-            typer.echo(f"{report.n_valid} valid, {report.n_invalid} invalid of {report.n_files} episode files")
-        raise typer.Exit(1 if report.n_invalid else 0)
+            typer.echo(f"{report.n_valid} valid, {report.n_invalid} invalid of {report.n_files} episode files"
+                       + (f" in {report.n_sets} set{'s' * (report.n_sets != 1)}" if report.n_sets else "")
+                       + (f"; {len(report.problems)} problems" if report.problems else ""))
+        raise typer.Exit(1 if report.problems else 0)
 
     @app.command()
     def demo() -> None:

@@ -6,27 +6,37 @@ from pathlib import Path
 
 import typer
 
+from bib.commands._common import FORCE, out_option
+
+CHECKPOINT = "checkpoint.pt"
+"""The checkpoint inside a `bib train` folder (`bib score --checkpoint` takes the folder or this file)."""
+
 
 def register(app: typer.Typer) -> None:
     """Add ``bib train`` to ``app``."""
 
     @app.command()
     def train(
-        observer: str = typer.Option(..., "--observer", help="Learned observer: bc-mlp, bc-rnn or video-rnn."),
-        background: Path = typer.Option(..., "--background", help="Folder of background episodes (searched recursively) or a manifest.csv."),
-        out: Path = typer.Option(..., "--out", help="Checkpoint file to write (state dict + JSON config)."),
-        config: Path = typer.Option(None, "--config", help="TOML config, e.g. baselines/bc-rnn.toml (default: built-in defaults)."),
-        epochs: int = typer.Option(None, "--epochs", min=1, help="Override [train] epochs."),
-        max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use N episodes spread evenly over the id-sorted set (0 = all)."),
-        seed: int = typer.Option(None, "--seed", help="Override [train] seed."),
+        observer: str = typer.Argument(..., help="Learned observer: bc-mlp, bc-rnn or video-rnn."),
+        background: Path = typer.Argument(..., help="Background episodes: a folder (searched recursively) or a manifest.csv."),
+        out: Path = out_option(f"{CHECKPOINT} (state dict + JSON config, loads with weights_only) and provenance.json"),
+        config: Path = typer.Option(None, "--config", help="TOML config, e.g. baselines/bc-rnn.toml (default: built-in defaults).", show_default=False),
+        epochs: int = typer.Option(None, "--epochs", min=1, help="Override [train] epochs (default: the config's).", show_default=False),
+        max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use N episodes spread evenly over the id-sorted set (0 = all; default: the config's).", show_default=False),
+        seed: int = typer.Option(None, "--seed", help="Override [train] seed (default: the config's).", show_default=False),
+        force: bool = FORCE,
     ) -> None:
         """Train on an 80/20 split (by sorted episode id), printing validation loss per epoch.
 
-        The checkpoint keeps the epoch with the lowest validation loss and loads with
-        torch.load(weights_only=True).
+        The checkpoint keeps the epoch with the lowest validation loss. The output folder is checked
+        before training and written only when training ends.
         """
+        from bib.io import OutputFolder
         from bib.observers.training import train as run
 
         overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed}
-        run(observer, background, out, config, overrides, log=lambda line: typer.echo(line, err=True))
-        typer.echo(f"{observer}: checkpoint written to {out}")
+        folder = OutputFolder(out, {"command": "train", "observer": observer, "background": background,
+                                    "config": config, "overrides": overrides}, force=force)
+        with folder as tmp:
+            run(observer, background, tmp / CHECKPOINT, config, overrides, log=lambda line: typer.echo(line, err=True))
+        typer.echo(f"{observer}: checkpoint written to {out / CHECKPOINT}")

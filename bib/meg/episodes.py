@@ -81,16 +81,15 @@ def episode_meg(episode: Any) -> list[dict[str, Any]]:
 
 def meg_of_directory(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """MEG rows for every episode file under ``directory`` (see :func:`bib.stimuli.check.episode_files`)."""
-    from bib.episode import load_episode
     from bib.progress import track
-    from bib.stimuli.check import episode_files
+    from bib.stimuli.check import episode_files, load_checked
 
     files = episode_files(directory)
     if not files:
         raise BibInputError(f"{directory}: no episode files (*.json) found")
     rows: list[dict[str, Any]] = []
     for f in track(files, total=len(files), description="MEG of episodes"):
-        for row in episode_meg(load_episode(f)):
+        for row in episode_meg(load_checked(f)):
             row["file"] = str(Path(f))
             rows.append(row)
     return rows

@@ -238,14 +238,10 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     Raises:
         BibInputError: the file is missing, holds pickled objects, or is not a bib checkpoint.
     """
+    from bib.io import load_weights
+
     p = Path(path)
-    if not p.is_file():
-        raise BibInputError(f"{p}: checkpoint not found")
-    try:
-        ckpt = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - torch raises several types; all mean "refused"
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BibInputError(f"{p}: refused to load checkpoint (weights_only): {reason[:200]}") from None
+    ckpt = load_weights(p)
     if not (isinstance(ckpt, dict) and isinstance(ckpt.get("state_dict"), dict) and isinstance(ckpt.get("config"), dict)):
         raise BibInputError(f"{p}: not a bib checkpoint (expected a dict with 'state_dict' and 'config')")
     cfg = ckpt["config"]

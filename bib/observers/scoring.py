@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bib.episode import load_episode
+from bib.stimuli.check import load_checked
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes, readout, steps_path, write_results, write_steps
 from bib.observers.base import Observer, surprise_many
@@ -41,11 +41,18 @@ def _score_chunk(item: tuple[str, str | None, dict[str, Any], list[tuple[str, st
     observer = _cached_observer(name, checkpoint, config)
     episodes = []
     for eid, path in chunk:
-        ep = load_episode(path)
+        ep = load_checked(path)
         if ep.id != eid:
             raise BibInputError(f"{path}: episode id is {ep.id!r}, but the manifest says {eid!r}")
         episodes.append(ep)
     return [(ep.id, s) for ep, s in zip(episodes, surprise_many(observer, episodes))]
+
+
+def check_observer(name: str, checkpoint: str | os.PathLike[str] | None = None,
+                   config: Mapping[str, Any] | None = None) -> None:
+    """Build the observer once in this process, so an unknown name, a bad checkpoint or option is
+    refused (BibInputError) before any work."""
+    _cached_observer(name, None if checkpoint is None else str(checkpoint), dict(config or {}))
 
 
 def score_refs(
@@ -86,7 +93,7 @@ class ScoreSummary:
 
 def score(
     name: str,
-    episodes: str | os.PathLike[str],
+    episodes: str | os.PathLike[str] | EpisodeSet,
     out: str | os.PathLike[str],
     *,
     checkpoint: str | os.PathLike[str] | None = None,
@@ -101,7 +108,7 @@ def score(
     from bib.io import ensure_dir
     from bib.progress import track
 
-    found = find_episodes(episodes)
+    found = episodes if isinstance(episodes, EpisodeSet) else find_episodes(episodes)
     out_path = Path(out)
     ensure_dir(out_path.parent if str(out_path.parent) else Path("."))
     stream = score_refs(name, found.refs, checkpoint=checkpoint, config=config, workers=workers, scheduler=scheduler)

@@ -78,8 +78,21 @@ def load_config(observer: str, path: str | Path | None = None) -> tuple[Any, Tra
     return model, train
 
 
+_CHECKED: set[str] = set()
+"""Episode files this process has already checked (each is validated once, not once per epoch)."""
+
+
 def _episode(item: Item) -> Episode:
-    return item if isinstance(item, Episode) else load_episode(item)
+    if isinstance(item, Episode):
+        return item
+    key = str(item)
+    if key in _CHECKED:
+        return load_episode(item)
+    from bib.stimuli.check import load_checked
+
+    ep = load_checked(item)
+    _CHECKED.add(key)
+    return ep
 
 
 class _Batches(torch.utils.data.Dataset):

@@ -251,7 +251,9 @@ class ExportJob:
 
 
 def _export_one(job: ExportJob) -> str:
-    ep = load_episode(job.source)
+    from bib.stimuli.check import load_checked
+
+    ep = load_checked(job.source)
     frames = episode_to_bib(ep, job.settings, job.naming)
     atomic_write_text(job.target, json.dumps(frames, separators=(",", ":")), durable=False)
     if job.video:

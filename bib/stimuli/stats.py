@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from bib.episode import Episode, Trial, load_episode
+from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.parallel import map_ordered
 from bib.progress import track
@@ -94,7 +94,9 @@ def summarize_episode(ep: Episode) -> EpisodeSummary:
 
 
 def _summarize_file(path: str) -> EpisodeSummary:
-    return summarize_episode(load_episode(path))
+    from bib.stimuli.check import load_checked
+
+    return summarize_episode(load_checked(path))
 
 
 def _describe(values: Sequence[float]) -> dict[str, float | None]:

@@ -1,0 +1,39 @@
+"""Options and helpers every command shares, so the CLI convention (docs/cli.md) is written once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bib.errors import BibInputError
+
+
+def out_option(what: str, default: Path | None = None) -> typer.models.OptionInfo:
+    """``--out DIR``: the output folder; ``what`` says which files go inside."""
+    return typer.Option(... if default is None else default, "--out", file_okay=True, dir_okay=True,
+                        help=f"Output folder: {what}.", show_default=default is not None)
+
+
+def optional_out(what: str) -> typer.models.OptionInfo:
+    """``--out DIR`` for commands whose main output is printed: also write files into this folder."""
+    return typer.Option(None, "--out", help=f"Also write {what} into this folder.", show_default=False)
+
+
+FORCE = typer.Option(False, "--force", help="Replace an --out folder that holds another job's output.")
+WORKERS = typer.Option(1, "--workers", min=1, help="Worker processes.")
+SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes.",
+                         show_default=False)
+JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
+
+
+def checkpoint_file(path: Path | None, name: str) -> Path | None:
+    """A ``--checkpoint`` given as the file or as the ``--out`` folder that holds it under ``name``."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        p = p / name
+    if not p.is_file():
+        raise BibInputError(f"{path}: checkpoint not found")
+    return p
