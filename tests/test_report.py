@@ -28,7 +28,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from bib.analysis.importers import read_looking_times
     from bib.analysis.plots import analysis_plots
     from bib.analysis.spec import load_spec
-    from bib.evaluation import evaluate, evaluation_json, find_episodes
+    from bib.evaluation import evaluate, evaluation_json, find_episodes, write_results
 
     folder = tmp_path_factory.mktemp("report-inputs")
     root = tiny_set(tmp_path_factory)
@@ -42,7 +42,15 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     analysis.mkdir()
     (analysis / "report.json").write_text(json.dumps(jsonable(result.report)), encoding="utf-8")
     analysis_plots(result.data, result.report, spec.scale, analysis)
-    return {"set": root, "evaluation": evaluation, "analysis": analysis, "folder": folder}
+    audit = folder / "audit"
+    with pytest.raises(SystemExit):  # exit code 1: the tiny set fails the audit
+        main(["audit", str(root), "--out", str(audit)])
+    write_results(folder / "oracle.csv", surprise)
+    with pytest.raises(SystemExit) as done:
+        main(["evaluate", "--episodes", str(root), "--results", str(folder / "oracle.csv"), "--out", str(folder / "oracle-eval")])
+    assert done.value.code in (None, 0)
+    return {"set": root, "evaluation": evaluation, "analysis": analysis, "folder": folder, "audit": audit,
+            "evaluation_dir": folder / "oracle-eval"}
 
 
 def build(inputs: dict[str, Path], out: Path, *extra: str) -> None:
@@ -84,6 +92,26 @@ def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: P
     assert "0.397" in analysis and "trial error: fussiness" in analysis  # the estimate and an exclusion reason
     orders = (out / "set-tiny-study-orders.html").read_text(encoding="utf-8")
     assert orders.count("<h2>Order ") == 4
+
+
+def test_audit_and_difficulty_on_the_evaluation_page(inputs: dict[str, Path], tmp_path: Path) -> None:
+    from bib.observers.audit import read_audit
+
+    out = tmp_path / "site"
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(inputs["evaluation_dir"]), str(inputs["audit"]), "--out", str(out)])
+    assert done.value.code in (None, 0)
+    assert sorted(p.name for p in out.glob("*.html")) == ["evaluation.html", "index.html"]
+    html = (out / "evaluation.html").read_text(encoding="utf-8")
+    audit = read_audit(inputs["audit"] / "audit.json")
+    assert f"Shortcut audit: {'passed' if audit['passed'] else 'FAILED'} (audit)" in html
+    cells = re.findall(r'<td class="num (ok|fail|exempt)"', html)
+    assert len(cells) == sum(len(c["shortcuts"]) for c in audit["conditions"].values())
+    assert cells.count("fail") == sum(s["status"] == "FAIL" for c in audit["conditions"].values() for s in c["shortcuts"].values())
+    assert "Accuracy per difficulty bin" in html and (out / "figures" / "evaluation-oracle-eval-difficulty.svg").is_file()
+    assert (out / "figures" / "audit-audit.svg").is_file()
+    for link in links(out / "evaluation.html"):
+        assert (out / link).exists(), link
 
 
 def test_same_inputs_give_the_same_site(inputs: dict[str, Path], tmp_path: Path) -> None:

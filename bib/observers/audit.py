@@ -419,5 +419,21 @@ def write_audit(audit: Audit, out: Path) -> list[Path]:
     return [*paths, out / "single-feature.json"]
 
 
+def read_audit(path: str | os.PathLike[str]) -> dict[str, object]:
+    """Read an ``audit.json`` (schema :data:`SCHEMA`) written by :func:`write_audit`.
+
+    Raises:
+        BibInputError: unreadable JSON, or another schema.
+    """
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read audit JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("conditions"), dict):
+        raise BibInputError(f"{p}: not a `bib audit` output (schema {SCHEMA!r} with 'conditions')")
+    return doc
+
+
 __all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "check_out",
-           "check_set", "judge", "run_audit", "split_pairs", "write_audit"]
+           "check_set", "judge", "read_audit", "run_audit", "split_pairs", "write_audit"]

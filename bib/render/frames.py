@@ -11,7 +11,7 @@ these durations, the moving part has frames at ``t = k / fps`` for ``k = 0 .. ce
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,8 +184,11 @@ class _Painter:
         return img
 
 
-def trial_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:
-    """Yield the frames of one trial (each a fresh uint8 ``H x W x 3`` array), streaming."""
+def trial_frames(trial: Trial, settings: RenderSettings | None = None, only: Container[int] | None = None) -> Iterator[np.ndarray]:
+    """Yield the frames of one trial (each a fresh uint8 ``H x W x 3`` array), streaming.
+
+    With ``only``, yield just the frames at those indices (in order), without drawing the others.
+    """
     s = settings or RenderSettings()
     painter = _Painter(trial, s)
     times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
@@ -197,7 +200,9 @@ def trial_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterat
     start = round(s.pause_start * s.fps)
     end = round(s.pause_end * s.fps)
     idx = np.concatenate([np.zeros(start, dtype=int), np.arange(n), np.full(end, n - 1)])
-    for k in idx:
+    for i, k in enumerate(idx):
+        if only is not None and i not in only:
+            continue
         t = ts[k]
         before_pickup = t_pickup is None or t < t_pickup
         if t_unlock is None or t < t_unlock:

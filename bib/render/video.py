@@ -212,7 +212,7 @@ def contact_sheet(
     s = settings or RenderSettings()
     total = frame_count(trial, s)
     picks = set(np.linspace(0, total - 1, num=min(n, total)).round().astype(int).tolist())
-    chosen = [f for i, f in enumerate(trial_frames(trial, s)) if i in picks]
+    chosen = list(trial_frames(trial, s, only=picks))
     h, w = chosen[0].shape[:2]
     rows = -(-len(chosen) // columns)
     sheet = np.full((rows * h + (rows + 1) * spacing, columns * w + (columns + 1) * spacing, 3), 200, dtype=np.uint8)
@@ -220,8 +220,8 @@ def contact_sheet(
         r, c = divmod(k, columns)
         y, x = spacing + r * (h + spacing), spacing + c * (w + spacing)
         sheet[y : y + h, x : x + w] = frame
-    ok, buf = cv2.imencode(".png", sheet[:, :, ::-1])
+    ok, buf = cv2.imencode(".png", sheet[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, 1])
     if not ok:
         raise RuntimeError(f"{path}: PNG encoding failed")
-    atomic_write_bytes(path, buf.tobytes())
+    atomic_write_bytes(path, buf.tobytes(), durable=False)  # a picture that can be drawn again: no fsync
     return sheet

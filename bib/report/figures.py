@@ -107,3 +107,26 @@ def estimates_plot(rows: Sequence[tuple[str, float, float, float]], xlabel: str,
     ax.set_xlabel(xlabel)
     ax.spines[["top", "right"]].set_visible(False)
     save_svg(fig, path)
+
+
+def difficulty_lines(bins: Sequence[str], groups: dict[str, dict[str, tuple[float, float, float]]], path: Path) -> None:
+    """Accuracy per difficulty bin, one line per group (``all`` bold), CI whiskers, chance dashed."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    for k, (group, values) in enumerate(groups.items()):
+        xs = [i for i, b in enumerate(bins) if b in values]
+        ys = [values[bins[i]][0] for i in xs]
+        lo = [ys[j] - values[bins[i]][1] if math.isfinite(values[bins[i]][1]) else 0.0 for j, i in enumerate(xs)]
+        hi = [values[bins[i]][2] - ys[j] if math.isfinite(values[bins[i]][2]) else 0.0 for j, i in enumerate(xs)]
+        bold = group == "all"
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", markersize=3, capsize=2, linewidth=2.2 if bold else 0.9,
+                    color="black" if bold else PALETTE[k % len(PALETTE)], label=group)
+    ax.axhline(CHANCE, color="black", linestyle="--", linewidth=0.8)
+    ax.set_xticks(range(len(bins)))
+    ax.set_xticklabels(bins, fontsize=8)
+    ax.set_xlabel("difficulty bin")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("pairwise accuracy")
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    save_svg(fig, path)

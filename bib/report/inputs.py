@@ -6,6 +6,7 @@ Kinds (first match wins):
 * ``stimuli``: a folder holding ``manifest.csv`` (a generated set), or that ``manifest.csv`` itself;
 * ``evaluation``: a ``bib evaluate --json`` object (``*.json`` with ``conditions``), a folder holding
   ``evaluation.json``, or an "ours" table (``baselines/results.csv``: observer, condition, accuracy);
+* ``audit``: a ``bib audit`` output (``audit.json``, schema ``bib.audit/1``) or its folder;
 * ``analysis``: a ``bib analyze --json`` report (``*.json`` with ``tasks`` and ``exclusions``) or a
   folder holding ``report.json``.
 
@@ -22,9 +23,10 @@ from typing import Any
 
 from bib.errors import BibInputError
 
-KINDS = ("stimuli", "evaluation", "analysis")
+KINDS = ("stimuli", "evaluation", "audit", "analysis")
 #: Fixed file names inside an output folder, per kind.
-FOLDER_FILES = {"evaluation": "evaluation.json", "analysis": "report.json"}
+FOLDER_FILES = {"audit": "audit.json", "evaluation": "evaluation.json", "analysis": "report.json"}
+AUDIT_SCHEMA = "bib.audit/1"
 
 
 @dataclass
@@ -47,6 +49,15 @@ class Evaluation:
 
 
 @dataclass
+class AuditReport:
+    """A ``bib audit`` result and its heatmap (``audit.svg`` beside it, when there)."""
+
+    path: Path
+    doc: dict[str, Any]
+    figure: Path | None = None
+
+
+@dataclass
 class AnalysisReport:
     """A ``bib analyze`` report and the folder it came from (whose plots the page shows)."""
 
@@ -62,15 +73,15 @@ class Input:
     kind: str
     path: Path
     label: str
-    data: StimulusSet | Evaluation | AnalysisReport
+    data: StimulusSet | Evaluation | AuditReport | AnalysisReport
 
 
-def _json_keys(path: Path) -> set[str]:
+def _json_keys(path: Path) -> tuple[set[str], object]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BibInputError(f"{path}: not a report input (cannot read JSON: {exc})") from None
-    return set(doc) if isinstance(doc, dict) else set()
+    return (set(doc), doc.get("schema")) if isinstance(doc, dict) else (set(), None)
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -96,7 +107,9 @@ def detect(path: Path) -> tuple[str, Path]:
             if (path / name).is_file():
                 return kind, path / name
     elif path.suffix == ".json":
-        keys = _json_keys(path)
+        keys, schema = _json_keys(path)
+        if schema == AUDIT_SCHEMA:
+            return "audit", path
         if "conditions" in keys:
             return "evaluation", path
         if {"tasks", "exclusions"} <= keys:
@@ -109,7 +122,7 @@ def detect(path: Path) -> tuple[str, Path]:
             return "evaluation", path
     raise BibInputError(
         f"{path}: not a report input (expected a stimulus set folder with manifest.csv, "
-        "`bib evaluate --json` output or an observer table, or a `bib analyze --json` report)"
+        "`bib evaluate` output or an observer table, `bib audit` output, or a `bib analyze --json` report)"
     )
 
 
@@ -158,6 +171,14 @@ def read_evaluation_input(path: Path) -> Evaluation:
     return Evaluation(path, rows, doc)
 
 
+def read_audit_input(path: Path) -> AuditReport:
+    """An audit and the heatmap beside it."""
+    from bib.observers.audit import read_audit
+
+    figure = path.parent / "audit.svg"
+    return AuditReport(path, read_audit(path), figure if figure.is_file() else None)
+
+
 def read_analysis_input(path: Path) -> AnalysisReport:
     """An analysis report and the SVG plots beside it (``paired-*.svg``, ``forest.svg``)."""
     from bib.analysis.analyze import read_report
@@ -179,11 +200,14 @@ def read_inputs(paths: list[Path]) -> list[Input]:
             raise BibInputError(f"{given}: given twice")
         seen.add(key)
         if kind == "stimuli":
-            data: StimulusSet | Evaluation | AnalysisReport = read_stimulus_set(path)
+            data: StimulusSet | Evaluation | AuditReport | AnalysisReport = read_stimulus_set(path)
             label = data.spec.name if data.spec is not None else path.resolve().name
         elif kind == "evaluation":
             data = read_evaluation_input(path)
             label = path.resolve().parent.name if path.name == FOLDER_FILES["evaluation"] else path.stem
+        elif kind == "audit":
+            data = read_audit_input(path)
+            label = path.resolve().parent.name if path.name == FOLDER_FILES["audit"] else path.stem
         else:
             data = read_analysis_input(path)
             label = path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem
