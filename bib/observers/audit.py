@@ -20,6 +20,7 @@ and ``single-feature.json`` (the fit, usable as ``bib score single-feature --che
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence

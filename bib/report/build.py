@@ -267,9 +267,10 @@ class ReportBuilder:
             else:
                 Path(job.png).parent.mkdir(parents=True, exist_ok=True)
                 todo.append(k)
-        results = map_ordered(draw_sheet, [self.sheet_jobs[k][0] for k in todo], workers=min(self.workers, max(len(todo), 1)))
-        for size, k in zip(track(results, total=len(todo), description="contact sheets"), todo):
-            sizes[k] = size
+        if todo:
+            results = map_ordered(draw_sheet, [self.sheet_jobs[k][0] for k in todo], workers=min(self.workers, len(todo)))
+            for size, k in zip(track(results, total=len(todo), description="contact sheets"), todo):
+                sizes[k] = size
         for page, title, cards, intro, total, manifest_page, made_by in self._condition_pages:
             for card in cards:
                 for ep in card["episodes"]:
@@ -381,10 +382,22 @@ class ReportBuilder:
         alpha = float(doc.get("alpha", 0.05))
         tasks = []
         for task, r in doc["tasks"].items():
+            model = r.get("model") if isinstance(r.get("model"), dict) else {}
             tasks.append({"task": task, "formula": r.get("formula", ""), "estimate": _num(r.get("estimate")),
-                          "ci": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]", "p": _num(r.get("p"), 4),
-                          "n_participants": r.get("n_participants", ""), "n_excluded": r.get("n_excluded", ""),
-                          "converged": r.get("converged", ""), "warnings": r.get("warnings", [])})
+                          "ci": f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]", "p": _p(r.get("p")),
+                          "df": _num(r.get("df"), 1), "n_participants": r.get("n_participants", ""),
+                          "n_excluded": r.get("n_excluded", ""), "converged": r.get("converged", ""),
+                          "singular": r.get("singular", ""), "warnings": r.get("warnings", []),
+                          "dz": (f"{_num(r.get('dz'), 2)} [{_num(r.get('dz_ci_low'), 2)}, {_num(r.get('dz_ci_high'), 2)}]"
+                                 if r.get("dz") is not None else ""),
+                          "inference": r.get("inference", ""), "kept_because": r.get("kept_because", ""),
+                          "ladder": r.get("ladder", []), "notes": r.get("notes", []),
+                          "fixed": [{**f, "estimate": _num(f.get("estimate")), "se": _num(f.get("se")), "df": _num(f.get("df"), 1),
+                                     "p": _p(f.get("p")), "ci": f"[{_num(f.get('ci_low'))}, {_num(f.get('ci_high'))}]"}
+                                    for f in model.get("fixed_effects", [])],
+                          "random": [{**g, "variance": _num(g.get("variance"), 4), "sd": _num(g.get("sd"), 4)}
+                                     for g in model.get("random_effects", [])],
+                          "residual_sd": _num(model.get("residual_sd"), 4) if model else ""})
         est_fig = f"figures/analysis-{slug}-estimates.svg"
         figures.estimates_plot([(t, _float(r.get("estimate")), _float(r.get("ci_low")), _float(r.get("ci_high")))
                                 for t, r in doc["tasks"].items()],
@@ -394,17 +407,21 @@ class ReportBuilder:
             p = doc["pooled"]
             test = p.get("interaction_test", {})
             pooled = {"formula": p.get("formula", ""), "df": test.get("df", ""), "chi2": _num(test.get("chi2")),
-                      "p": _num(test.get("p"), 4), "reference": p.get("reference_task", ""), "warnings": p.get("warnings", []),
+                      "p": _p(test.get("p")), "test": test.get("test", "Wald chi-square"), "reference": p.get("reference_task", ""), "warnings": p.get("warnings", []),
                       "rows": [{"task": t, "estimate": _num(c.get("estimate")), "ci": f"[{_num(c.get('ci_low'))}, {_num(c.get('ci_high'))}]",
-                                "p": _num(c.get("p"), 4)} for t, c in p.get("interaction", {}).items()]}
+                                "p": _p(c.get("p"))} for t, c in p.get("interaction", {}).items()]}
         ex = doc["exclusions"]
         dropped = [*ex.get("import_dropped", []), *ex.get("excluded", []), *ex.get("capped", [])]
         for r in ex.get("import_dropped", []):
             r.setdefault("step", "import")
         for r in ex.get("capped", []):
             r.setdefault("step", "max_look (capped)")
-        reasons_count = Counter((str(r.get("step", "")), str(r.get("reason", ""))) for r in dropped)
-        reasons = [{"step": s, "reason": why, "count": n} for (s, why), n in sorted(reasons_count.items(), key=lambda x: (-x[1], x[0]))]
+        if isinstance(ex.get("summary"), list):  # the report's own summary by reason (bib.analysis/2)
+            reasons = [{"step": r.get("step", ""), "reason": r.get("reason", ""), "count": r.get("rows", 0)} for r in ex["summary"]]
+        else:
+            reasons_count = Counter((str(r.get("step", "")), str(r.get("reason", ""))) for r in dropped)
+            reasons = [{"step": s, "reason": why, "count": n}
+                       for (s, why), n in sorted(reasons_count.items(), key=lambda x: (-x[1], x[0]))]
         ex_fig = f"figures/analysis-{slug}-exclusions.svg"
         if reasons:
             figures.count_bars([f"{r['step']}: {r['reason']}" for r in reasons], [r["count"] for r in reasons],
@@ -433,6 +450,12 @@ def _float(x: Any) -> float:
 def _num(x: Any, digits: int = 3) -> str:
     v = _float(x)
     return "–" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def _p(x: Any) -> str:
+    """A p-value as the analysis reports print it (``< .001`` below one in a thousand)."""
+    v = _float(x)
+    return "–" if math.isnan(v) else ("< .001" if v < 0.001 else f"{v:.4f}")
 
 
 def _pct(x: Any) -> str:
