@@ -84,14 +84,14 @@ def _crossed(rng: np.random.Generator, n_part: int, n_item: int, sd_u: float, sd
                          "participant": [f"p{k}" for k in p], "item": [f"i{k}" for k in i]})
 
 
-def test_crossed_design_recovers_known_variance_components() -> None:
-    # 40 replications of 50 participants x 24 items (items nested in outcome, as in a VOE study):
+@pytest.mark.parametrize("reps", [20, pytest.param(120, marks=pytest.mark.slow)])
+def test_crossed_design_recovers_known_variance_components(reps: int) -> None:
+    # Replications of 50 participants x 24 items (items nested in outcome, as in a VOE study):
     # the REML variance estimates are unbiased to within their Monte Carlo error, and the 95%
     # Satterthwaite intervals of the effect cover the truth at about the nominal rate.
     rng = np.random.default_rng(14)
     f = parse_formula("y ~ outcome + (1 | participant) + (1 | item)")
     var_u, var_w, var_e, cover, dfs = [], [], [], 0, []
-    reps = 40
     for _ in range(reps):
         fit = fit_lmm(model_frame(f, _crossed(rng, 50, 24, 0.5, 0.3, 0.4, 0.2)))
         vc = {v.group: v.variance for v in fit.varcomps}
@@ -104,7 +104,7 @@ def test_crossed_design_recovers_known_variance_components() -> None:
     for est, truth in ((var_u, 0.25), (var_w, 0.09), (var_e, 0.16)):
         m, se = np.mean(est), np.std(est, ddof=1) / math.sqrt(reps)
         assert abs(m - truth) < 3 * se + 1e-3, (m, truth, se)
-    assert cover / reps >= 0.85
+    assert cover / reps >= (0.85 if reps < 100 else 0.90)
     # The outcome is between items (12 per outcome): its df is near 22, far from the 1,198 residual df.
     assert 15 < np.median(dfs) < 30
 
