@@ -26,11 +26,10 @@ def inputs(root: Path, work: Path) -> list[Path]:
     from bib.analysis.plots import analysis_plots
     from bib.analysis.spec import load_spec
     from bib.cli import main
-    from bib.observers.scoring import score
     from bib.resources import resource
 
-    score("inverse-planner", root, work / "inverse-planner.csv")
-    for args in (["evaluate", "--episodes", str(root), "--results", str(work / "inverse-planner.csv"), "--out", str(work / "inverse-planner")],
+    for args in (["score", "inverse-planner", str(root), "--out", str(work / "scores")],
+                 ["evaluate", str(root), str(work / "scores"), "--out", str(work / "inverse-planner")],
                  ["audit", str(root), "--out", str(work / "audit")]):
         try:
             main(args)

@@ -47,7 +47,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         main(["audit", str(root), "--out", str(audit)])
     write_results(folder / "oracle.csv", surprise)
     with pytest.raises(SystemExit) as done:
-        main(["evaluate", "--episodes", str(root), "--results", str(folder / "oracle.csv"), "--out", str(folder / "oracle-eval")])
+        main(["evaluate", str(root), str(folder / "oracle.csv"), "--out", str(folder / "oracle-eval")])
     assert done.value.code in (None, 0)
     return {"set": root, "evaluation": evaluation, "analysis": analysis, "folder": folder, "audit": audit,
             "evaluation_dir": folder / "oracle-eval"}
