@@ -263,8 +263,9 @@ PROBE_ATTEMPTS = 60
 def check_difficulty(spec: StimulusSpec) -> None:
     """Refuse, before anything is written, a difficulty bin no layout of its condition meets.
 
-    For every task with ``difficulty`` bins, one unit of each bin is generated (probe seeds, not
-    the set's) with at most :data:`PROBE_ATTEMPTS` layout attempts.
+    For every task with ``difficulty`` bins, the first two units of each (variant, bin) are
+    generated (they are regenerated, identically, by the build) with at most
+    :data:`PROBE_ATTEMPTS` layout attempts each.
 
     Raises:
         BibInputError: naming the task entry, the condition and the bin.
@@ -283,9 +284,11 @@ def check_difficulty(spec: StimulusSpec) -> None:
                 if name in seen:
                     continue
                 seen.add(name)
-                group = b * n_var + v  # the first group of variant v in bin b
+                group = b * n_var + v  # the first group of variant v in bin b, and the next one
+                cycle = n_var * (len(o.difficulty) - 1)
                 try:
-                    make_unit(t.id, group * o.group_size, spec.seed, o, attempts=PROBE_ATTEMPTS)
+                    for g in (group, group + cycle):
+                        make_unit(t.id, g * o.group_size, spec.seed, o, attempts=PROBE_ATTEMPTS)
                 except RuntimeError:
                     lo, hi = o.difficulty[b], o.difficulty[b + 1]
                     what = f"{t.id} ({name}) layout" if name else f"{t.id} layout"

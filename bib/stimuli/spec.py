@@ -210,10 +210,15 @@ def _check_controls(spec: StimulusSpec, source: str) -> None:
         if t.twins and not c.twins:
             have = ", ".join(k for k, v in REGISTRY.items() if v.controls.twins)
             raise _fail(source, f"tasks[{i}].twins", f"{t.id} has no label-flipping twin; conditions with twins: {have}")
-        for j, v in enumerate(t.variants or []):
+        for j, v in enumerate(t.variants or [""]):
+            where = f"tasks[{i}].variants[{j}]" if t.variants else f"tasks[{i}].twins"
             if v not in c.variants:
                 known = ", ".join(repr(k) for k in c.variants)
-                raise _fail(source, f"tasks[{i}].variants[{j}]", f"{t.id} has no variant {v!r}; known: {known}")
+                raise _fail(source, where, f"{t.id} has no variant {v!r}; known: {known}")
+            if t.twins and v in c.untwinned:
+                twinned = ", ".join(repr(k) for k in c.variants if k not in c.untwinned)
+                raise _fail(source, where, f"{t.id}'s variant {v!r} has no label-flipping twin; variants with one: "
+                                           f"{twinned}")
         if t.difficulty is not None:
             d = t.difficulty
             if not c.graded:

@@ -132,15 +132,15 @@ class Walker:
         self.rng = rng
         self.beta = self.model.draw_beta(rng)
 
-    def walk(self, layout: Layout, goal: str, bound: float | None = None) -> list[Cell]:
+    def walk(self, layout: Layout, goal: str, bound: float | None = None, fallback: bool = False) -> list[Cell]:
         """A path from the agent's home to ``goal`` (object id or ``"key"``).
 
         Deterministic: an optimal key/lock-space path, ties broken at random. Boltzmann: a draw
         whose excess cost over optimal is at most ``bound`` (default: the agent's ``max_excess``),
-        redrawn up to :data:`WALK_TRIES` times.
+        redrawn up to :data:`WALK_TRIES` times; then, with ``fallback``, an optimal path.
 
         Raises:
-            LayoutRejected: the goal is unreachable, or no draw met the bound.
+            LayoutRejected: the goal is unreachable, or no draw met the bound (without ``fallback``).
         """
         from bib.tasks.agents import BoltzmannAgent, RationalAgent, rollout
         from bib.world.keylock import optimal_cost
@@ -157,6 +157,8 @@ class Walker:
             path = rollout(BoltzmannAgent([goal], self.beta, self.rng), layout)[0]
             if path[-1] == cell and path_cost(path) - best <= limit + 1e-9:
                 return path
+        if fallback:
+            return rollout(RationalAgent([goal], self.rng), layout)[0]
         raise LayoutRejected(f"no Boltzmann path to {goal!r} within {limit} cells of optimal in {WALK_TRIES} draws")
 
 

@@ -31,11 +31,6 @@ from bib.world.planning import path_cost
 DECIMALS = 4
 """Difficulties and excess costs are rounded to this many decimals where they are stored."""
 
-PATH_EXCESS = ("efficiency-path", "efficiency-time")
-SHARED_TEST = ("efficiency-irrational",)
-KEY_DETOUR = ("instrumental-no-barrier", "instrumental-inconsequential", "instrumental-blocking")
-
-
 def excess_cost(trial: Trial) -> float:
     """Cost of the trial's path minus that of an optimal key/lock-space path from home to its last cell (>= 0)."""
     path = trial.path
@@ -59,12 +54,11 @@ def key_detour(trial: Trial) -> float:
 
 
 def pair_difficulty(expected: Episode, unexpected: Episode) -> float | None:
-    """The difficulty of a pair (see the module docstring), rounded to :data:`DECIMALS`; None where not graded."""
-    cond = expected.condition
-    if cond in PATH_EXCESS or cond in SHARED_TEST:
-        value = excess_cost(unexpected.test)
-    elif cond in KEY_DETOUR:
-        value = key_detour(unexpected.test)
-    else:
+    """The difficulty of a pair (the measure its condition registers, see the module docstring),
+    rounded to :data:`DECIMALS`; None where pairs are not graded."""
+    from bib.tasks.registry import REGISTRY
+
+    spec = REGISTRY.get(expected.condition)
+    if spec is None or spec.difficulty is None:
         return None
-    return round(value, DECIMALS)
+    return round(spec.difficulty(expected, unexpected), DECIMALS)

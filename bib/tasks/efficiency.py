@@ -27,6 +27,9 @@ from bib.tasks.agents import IrrationalAgent, RationalAgent, rollout
 from bib.tasks.common import (
     GRID,
     N_FAMILIARIZATION,
+    PairDraft,
+    Walker,
+    finish_group,
     empty_layout,
     make_episode,
     make_trial,
@@ -34,10 +37,13 @@ from bib.tasks.common import (
     sample_agent,
     sample_looks,
 )
+from bib.tasks.difficulty import excess_cost
+from bib.tasks.options import Controls, in_bin
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
+from bib.world.dynamics import AgentState, action_between, move_legal
 from bib.world.grid import Cell, Layout, border_walls
 from bib.world.keylock import is_optimal_path, optimal_cost
-from bib.world.planning import TOL, path_cost
+from bib.world.planning import TOL, distance_field, path_cost, shortest_path
 
 MIN_DETOUR = 0.5
 """A familiarization barrier must lengthen the shortest path by at least this much."""
@@ -94,24 +100,25 @@ class _Scene:
         return self.f(home), self.f(obj)
 
 
-def _efficiency_layouts(rng: np.random.Generator) -> tuple[list[Layout], Layout]:
+def _efficiency_layouts(rng: np.random.Generator, min_detour: float = MIN_DETOUR) -> tuple[list[Layout], Layout]:
     """Eight familiarization layouts with the barrier, plus a fresh one (the irrational test)."""
     scene = _Scene(rng)
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))
-    layouts = []
-    for _ in range(N_FAMILIARIZATION + 1):
-        for _ in range(30):
-            home, obj = scene.sample(rng)
-            lay = empty_layout(walls=scene.barrier, objects=(place(look, "A", obj),),
-                               agents=(replace(agent, home=home),))
-            detour = optimal_cost(lay, obj) - optimal_cost(without_inner_walls(lay), obj)
-            if np.isfinite(detour) and detour >= MIN_DETOUR:
-                layouts.append(lay)
-                break
-        else:
-            raise LayoutRejected("the barrier does not force a detour")
+    layouts = [_scene_layout(rng, scene, look, agent, min_detour) for _ in range(N_FAMILIARIZATION + 1)]
     return layouts[:-1], layouts[-1]
+
+
+def _scene_layout(rng: np.random.Generator, scene: _Scene, look, agent, min_detour: float) -> Layout:
+    """A (home, object) draw of the scene whose barrier lengthens the shortest path by ``min_detour`` or more."""
+    for _ in range(30):
+        home, obj = scene.sample(rng)
+        lay = empty_layout(walls=scene.barrier, objects=(place(look, "A", obj),),
+                           agents=(replace(agent, home=home),))
+        detour = optimal_cost(lay, obj) - optimal_cost(without_inner_walls(lay), obj)
+        if np.isfinite(detour) and detour >= min_detour:
+            return lay
+    raise LayoutRejected("the barrier does not force a detour")
 
 
 def _rational_familiarization(rng: np.random.Generator, layouts: list[Layout]) -> list[Trial]:
@@ -136,6 +143,8 @@ def _pair(unit: UnitInfo, fam_e: list[Trial], test_e: Trial, fam_u: list[Trial],
 
 
 def _efficiency_path(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    if not unit.options.legacy:
+        return _controlled("efficiency-path", rng, unit)
     layouts, _ = _efficiency_layouts(rng)
     fam = _rational_familiarization(rng, layouts)
     k = int(rng.integers(N_FAMILIARIZATION))
@@ -146,6 +155,8 @@ def _efficiency_path(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
 
 
 def _efficiency_time(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    if not unit.options.legacy:
+        return _controlled("efficiency-time", rng, unit)
     layouts, _ = _efficiency_layouts(rng)
     fam = _rational_familiarization(rng, layouts)
     for k in rng.permutation(N_FAMILIARIZATION):
@@ -172,12 +183,205 @@ def _look(lay: Layout) -> tuple[str, tuple[int, int, int]]:
 
 
 def _efficiency_irrational(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    if not unit.options.legacy:
+        return _controlled("efficiency-irrational", rng, unit)
     layouts, fresh = _efficiency_layouts(rng)
     rational = _rational_familiarization(rng, layouts)
     irrational = _irrational_familiarization(rational)
     curved = _irrational_familiarization(_rational_familiarization(rng, [fresh]))[0]
     test = make_trial(curved.layout, curved.path, "A", "test")
     return _pair(unit, irrational, test, rational, test)
+
+
+# ---------------------------------------------------------------- controlled set
+
+CTRL_MIN_DETOUR = 0.4
+"""In the controlled set a familiarization barrier lengthens the shortest path by this much or more
+(down from :data:`MIN_DETOUR`, so that familiar paths can deviate by as little as sqrt 2 - 1)."""
+MARGIN = 0.05
+"""A noisy expected path costs at least this much less over optimal than the unexpected deviation."""
+SHIFT_TRIES = 400
+"""(trial, shift) candidates a moved barrier tries before the unit is rejected."""
+WAYPOINT_TRIES = 12
+"""Waypoints a catch pair's novel path tries per familiarization trial."""
+
+
+def _excess(layout: Layout, path) -> float:
+    return path_cost(path) - optimal_cost(layout, tuple(path[-1]), AgentState(tuple(path[0])))
+
+
+def _counts(path) -> tuple[int, int]:
+    """(orthogonal, diagonal) moves of a path: two paths last equally long when these agree."""
+    diag = sum(1 for a, b in zip(path, path[1:]) if a[0] != b[0] and a[1] != b[1])
+    return len(path) - 1 - diag, diag
+
+
+def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    """A pair of the controlled set (efficiency has no twin: efficiency-irrational is its control).
+
+    Familiarization paths come from the unit's stimulus agent; barriers force a detour of at least
+    :data:`CTRL_MIN_DETOUR`; the pair's difficulty (the unexpected deviation's excess cost) falls in
+    the group's bin. Variants: path ``""`` (barrier removed), ``moved-barrier``, ``catch``; time
+    ``""``, ``catch``; irrational ``""``. See :func:`_path_tests`, :func:`_moved_tests`,
+    :func:`_catch_tests`, :func:`_time_tests`, :func:`_time_catch_tests`.
+    """
+    opts = unit.options
+    walker = Walker(opts, rng)
+    bin_ = opts.bin(unit.group)
+    variant = opts.variant(unit.group)
+    scene = _Scene(rng)
+    look = sample_looks(rng, 1)[0]
+    agent = sample_agent(rng, "agent-0", (0, 0))
+    layouts = [_scene_layout(rng, scene, look, agent, CTRL_MIN_DETOUR) for _ in range(N_FAMILIARIZATION)]
+    fam = [make_trial(lay, walker.walk(lay, "A"), "A") for lay in layouts]
+    if condition == "efficiency-irrational":
+        for _ in range(30):
+            fresh = _scene_layout(rng, scene, look, agent, CTRL_MIN_DETOUR)
+            path = walker.walk(fresh, "A")
+            open_ = without_inner_walls(fresh)
+            d = _excess(open_, path)
+            if d > TOL and in_bin(d, bin_):
+                break
+        else:
+            raise LayoutRejected("no irrational test path in the difficulty bin")
+        test = make_trial(open_, path, "A", "test")
+        irrational = [make_trial(without_inner_walls(t.layout), t.path, "A") for t in fam]
+        return finish_group(unit, [PairDraft(irrational, test, fam, test, variant)], walker.beta)
+    if condition == "efficiency-path":
+        make = {"": _path_tests, "moved-barrier": _moved_tests, "catch": _catch_tests}[variant]
+    else:
+        make = {"": _time_tests, "catch": _time_catch_tests}[variant]
+    test_e, test_u = make(rng, walker, fam, bin_)
+    return finish_group(unit, [PairDraft(fam, test_e, fam, test_u, variant)], walker.beta)
+
+
+def interior_cells(layout: Layout) -> list[Cell]:
+    """The cells inside the border ring."""
+    return [(x, y) for y in range(1, layout.height - 1) for x in range(1, layout.width - 1)]
+
+
+def _expected_walk(walker: Walker, layout: Layout, d: float) -> list[Cell]:
+    """The expected test path: the agent's own walk, costing at least :data:`MARGIN` less over optimal than ``d``."""
+    return walker.walk(layout, "A", bound=min(walker.model.max_excess, d - MARGIN), fallback=True)
+
+
+def _path_tests(rng, walker, fam, bin_):
+    """Barrier removed: expected = the agent's own walk; unexpected = a familiar path, its excess in the bin."""
+    for k in rng.permutation(N_FAMILIARIZATION):
+        t = fam[int(k)]
+        open_ = without_inner_walls(t.layout)
+        d = _excess(open_, t.path)
+        if d > MARGIN and in_bin(d, bin_):
+            return (make_trial(open_, _expected_walk(walker, open_, d), "A", "test"),
+                    make_trial(open_, t.path, "A", "test"))
+    raise LayoutRejected("no familiar path deviates by an excess cost in the bin")
+
+
+def _moved_tests(rng, walker, fam, bin_):
+    """Barrier moved: a curved path is still required (the moved barrier lengthens the shortest path by
+    :data:`CTRL_MIN_DETOUR` or more), the familiar path stays legal and now costs more than optimal
+    (by an excess in the bin); expected = the agent's own walk around the moved barrier."""
+    barrier = inner_walls(fam[0].layout)
+    inside = frozenset(interior_cells(fam[0].layout))
+    shifts = [(dx, dy) for dx in range(-7, 8) for dy in range(-7, 8) if (dx, dy) != (0, 0)]
+    order = rng.permutation(N_FAMILIARIZATION * len(shifts))[:SHIFT_TRIES]
+    for c in order:
+        t = fam[int(c) // len(shifts)]
+        dx, dy = shifts[int(c) % len(shifts)]
+        moved = frozenset((x + dx, y + dy) for x, y in barrier)
+        if not moved <= inside or moved & set(t.path):
+            continue
+        lay = replace(t.layout, walls=border_walls(t.layout.width, t.layout.height) | moved)
+        if not legal_path(lay, t.path):
+            continue
+        obj = lay.object("A").cell
+        if optimal_cost(lay, obj) - optimal_cost(without_inner_walls(lay), obj) < CTRL_MIN_DETOUR:
+            continue
+        d = _excess(lay, t.path)
+        if d > MARGIN and in_bin(d, bin_):
+            return make_trial(lay, _expected_walk(walker, lay, d), "A", "test"), make_trial(lay, t.path, "A", "test")
+    raise LayoutRejected("no moved barrier keeps a curve required and the familiar path in the bin")
+
+
+def legal_path(layout: Layout, path) -> bool:
+    """Every move of ``path`` is legal in ``layout`` (no wall entered, no corner cut)."""
+    for a, b in zip(path, path[1:]):
+        action = action_between(tuple(a), tuple(b))
+        if action is None or not move_legal(layout, tuple(a), action):
+            return False
+    return True
+
+
+def _waypoint_paths(rng, layout: Layout, avoid: set, excess_ok):
+    """Novel paths home -> waypoint -> object (shortest legs, random tie-breaks) without revisits, whose
+    excess ``excess_ok`` accepts; ``avoid`` holds familiar paths (as tuples) they must not repeat."""
+    home, obj = layout.agent.home, layout.object("A").cell
+    from_home, to_obj = distance_field(layout, home), distance_field(layout, obj)
+    best = from_home[obj[1], obj[0]]
+    cells = [w for w in interior_cells(layout) if w not in (home, obj) and np.isfinite(from_home[w[1], w[0]])
+             and excess_ok(from_home[w[1], w[0]] + to_obj[w[1], w[0]] - best)]
+    for i in rng.permutation(len(cells))[:WAYPOINT_TRIES]:
+        w = cells[int(i)]
+        path = shortest_path(layout, home, w, rng=rng) + shortest_path(layout, w, obj, rng=rng)[1:]  # type: ignore[operator]
+        if len(set(path)) == len(path) and tuple(path) not in avoid:
+            yield path
+
+
+def _catch_tests(rng, walker, fam, bin_):
+    """Barrier in place (a familiarization layout unchanged): expected = the familiar path; unexpected =
+    a novel detour whose excess is in the bin (and above the familiar path's own)."""
+    avoid = {tuple(t.path) for t in fam}
+    for k in rng.permutation(N_FAMILIARIZATION):
+        t = fam[int(k)]
+        e_k = _excess(t.layout, t.path)
+        for path in _waypoint_paths(rng, t.layout, avoid, lambda x: x > e_k + MARGIN and in_bin(x, bin_)):
+            return make_trial(t.layout, t.path, "A", "test"), make_trial(t.layout, path, "A", "test")
+    raise LayoutRejected("no novel detour in the bin")
+
+
+def _time_tests(rng, walker, fam, bin_):
+    """BIB's time control: expected = an optimal path in the familiar layout without the barrier;
+    unexpected = the start of the familiar path lasting as long (same moves), the object placed at its
+    end (closer), its excess in the bin."""
+    for k in rng.permutation(N_FAMILIARIZATION):
+        t = fam[int(k)]
+        lay = without_inner_walls(t.layout)
+        straight = rollout(RationalAgent(["A"], rng), lay)[0]
+        n = len(straight) - 1
+        prefix = list(t.path[: n + 1])
+        if len(prefix) == len(t.path) or _counts(prefix) != _counts(straight) or prefix[-1] in prefix[:-1]:
+            continue
+        closer = replace(lay, objects=(replace(lay.object("A"), cell=prefix[-1]),))
+        d = _excess(closer, prefix)
+        if d > MARGIN and in_bin(d, bin_):
+            return make_trial(lay, straight, "A", "test"), make_trial(closer, prefix, "A", "test")
+    raise LayoutRejected("no familiar path has an inefficient prefix in the bin as long as the straight path")
+
+
+def _time_catch_tests(rng, walker, fam, bin_):
+    """Barrier in place: expected = the familiar path; unexpected = a novel path lasting as long (same
+    moves) that ends on the object placed closer (nearer home than its familiar place), its excess in the bin."""
+    prefixes = {tuple(t.path[:m]) for t in fam for m in range(2, len(t.path) + 1)}
+    for k in rng.permutation(N_FAMILIARIZATION):
+        t = fam[int(k)]
+        counts, cost = _counts(t.path), path_cost(t.path)
+        e_k = _excess(t.layout, t.path)
+        home = t.agent.home
+        from_home = distance_field(t.layout, home)
+        here = from_home[t.path[-1][1], t.path[-1][0]]
+        for path in _waypoint_paths(rng, t.layout, set(), lambda x: True):
+            cut = next((m for m in range(1, len(path)) if _counts(path[: m + 1]) == counts), None)
+            if cut is None or cut == len(path) - 1:
+                continue
+            prefix = path[: cut + 1]
+            g = prefix[-1]
+            d = cost - from_home[g[1], g[0]]
+            if tuple(prefix) in prefixes or not from_home[g[1], g[0]] < here - TOL:
+                continue
+            if d > e_k + MARGIN and in_bin(d, bin_):
+                closer = replace(t.layout, objects=(replace(t.layout.object("A"), cell=g),))
+                return make_trial(t.layout, t.path, "A", "test"), make_trial(closer, prefix, "A", "test")
+    raise LayoutRejected("no novel path as long as a familiar one ends closer with an excess in the bin")
 
 
 # ---------------------------------------------------------------- rules
@@ -192,7 +396,7 @@ def _check_rational_familiarization(ep: Episode) -> list[Problem]:
             out.append(Problem(ep.id, "rational familiarization needs the same barrier in every trial", i))
         elif t.goal != "A":
             out.append(Problem(ep.id, f"goal is {t.goal!r}, expected 'A'", i))
-        elif not is_optimal_path(t.layout, t.path):
+        elif ep.beta is None and not is_optimal_path(t.layout, t.path):
             out.append(Problem(ep.id, "familiarization path is not a shortest path around the barrier", i))
         elif is_optimal_path(without_inner_walls(t.layout), t.path):
             out.append(Problem(ep.id, "the barrier does not make the familiarization path curved", i))
@@ -226,16 +430,76 @@ def _familiar_layout(ep: Episode, home: Cell, obj: Cell) -> bool:
     return any((t.agent.home, t.layout.object("A").cell) == (home, obj) for t in ep.familiarization)
 
 
+def _variant(ep: Episode) -> str:
+    return ep.variant.split("+")[0]
+
+
+def _catch_rule(ep: Episode) -> list[Problem]:
+    """Catch pairs: the test is a familiarization layout with its barrier (time: the unexpected
+    outcome's object placed closer); expected = that trial's familiar path; unexpected = a novel path
+    (not a familiar path or, in time, the start of one) that is not a shortest path."""
+    out = _check_rational_familiarization(ep)
+    if out:
+        return out
+    i, t = len(ep.trials) - 1, ep.test
+    fam = ep.familiarization
+    if t.goal != "A" or inner_walls(t.layout) != inner_walls(fam[0].layout):
+        return [Problem(ep.id, "a catch test keeps the familiarization barrier and goes to A", i)]
+    if ep.outcome == "expected":
+        if not any(f.layout == t.layout and f.path == t.path for f in fam):
+            return [Problem(ep.id, "expected catch test does not repeat a familiarization trial", i)]
+        return []
+    n = len(t.path)
+    if is_optimal_path(t.layout, t.path):
+        return [Problem(ep.id, "unexpected test path is a shortest path", i)]
+    if any(f.path[:n] == t.path for f in fam):
+        return [Problem(ep.id, "unexpected catch test path repeats a familiar path", i)]
+    if not any(f.agent.home == t.agent.home for f in fam):
+        return [Problem(ep.id, "unexpected catch test starts from no familiar home", i)]
+    return []
+
+
+def _moved_rule(ep: Episode) -> list[Problem]:
+    """Barrier moved: the familiarization barrier translated (same shape, another place) in a familiar
+    (home, object) layout, still forcing a detour; unexpected = a familiar path, not a shortest path."""
+    out = _check_rational_familiarization(ep)
+    if out:
+        return out
+    i, t = len(ep.trials) - 1, ep.test
+    old, new = inner_walls(ep.familiarization[0].layout), inner_walls(t.layout)
+    shift = (min(new)[0] - min(old)[0], min(new)[1] - min(old)[1]) if new and old else (0, 0)
+    if not new or new == old or frozenset((x + shift[0], y + shift[1]) for x, y in old) != new:
+        return [Problem(ep.id, "test barrier is not the familiarization barrier moved", i)]
+    if t.goal != "A" or not _familiar_layout(ep, t.agent.home, t.layout.object("A").cell):
+        return [Problem(ep.id, "test is not a familiar (home, object) layout going to A", i)]
+    obj = t.layout.object("A").cell
+    if optimal_cost(t.layout, obj) - optimal_cost(without_inner_walls(t.layout), obj) < CTRL_MIN_DETOUR - TOL:
+        return [Problem(ep.id, "the moved barrier does not require a curved path", i)]
+    if ep.outcome == "unexpected":
+        if is_optimal_path(t.layout, t.path):
+            return [Problem(ep.id, "unexpected test path is a shortest path", i)]
+        if t.path not in {f.path for f in ep.familiarization}:
+            return [Problem(ep.id, "unexpected test path is not a familiar path", i)]
+    elif ep.beta is None and not is_optimal_path(t.layout, t.path):
+        return [Problem(ep.id, "expected test path is not a shortest path", i)]
+    return []
+
+
 def _efficiency_path_rule(ep: Episode) -> list[Problem]:
     """Rational familiarization; test = a familiarization layout without the barrier; expected
-    shortest path, unexpected the familiar curved path (not shortest)."""
+    shortest path (any path of a noisy agent), unexpected the familiar curved path (not shortest).
+    Variants ``moved-barrier`` and ``catch``: :func:`_moved_rule`, :func:`_catch_rule`."""
+    if _variant(ep) == "moved-barrier":
+        return _moved_rule(ep)
+    if _variant(ep) == "catch":
+        return _catch_rule(ep)
     out = _check_rational_familiarization(ep) + _check_open_test(ep)
     if out:
         return out
     i, t = len(ep.trials) - 1, ep.test
     if not _familiar_layout(ep, t.agent.home, t.layout.object("A").cell):
         return [Problem(ep.id, "test layout is not a familiarization layout without the barrier", i)]
-    if ep.outcome == "expected" and not is_optimal_path(t.layout, t.path):
+    if ep.outcome == "expected" and ep.beta is None and not is_optimal_path(t.layout, t.path):
         return [Problem(ep.id, "expected test path is not a shortest path", i)]
     if ep.outcome == "unexpected":
         if is_optimal_path(t.layout, t.path):
@@ -247,7 +511,9 @@ def _efficiency_path_rule(ep: Episode) -> list[Problem]:
 
 def _efficiency_time_rule(ep: Episode) -> list[Problem]:
     """Rational familiarization; expected = shortest path in a familiarization layout without the
-    barrier; unexpected = a strict prefix of a familiar curved path, not shortest."""
+    barrier; unexpected = a strict prefix of a familiar curved path, not shortest (``catch``: :func:`_catch_rule`)."""
+    if _variant(ep) == "catch":
+        return _catch_rule(ep)
     out = _check_rational_familiarization(ep) + _check_open_test(ep)
     if out:
         return out
@@ -285,10 +551,14 @@ def _shared_familiarization(e: Episode, u: Episode) -> list[Problem]:
 
 
 def _path_pair_rule(e: Episode, u: Episode) -> list[Problem]:
-    """Shared familiarization and the same test layout."""
+    """Shared familiarization and the same test layout; the expected path costs less over optimal
+    than the unexpected one (by :data:`MARGIN` when the agent is noisy)."""
     out = _shared_familiarization(e, u)
+    i = len(u.trials) - 1
     if not out and e.test.layout != u.test.layout:
-        out.append(Problem(u.id, "test layout differs from the expected episode's", len(u.trials) - 1))
+        out.append(Problem(u.id, "test layout differs from the expected episode's", i))
+    elif not out and _excess(e.test.layout, e.test.path) > _excess(u.test.layout, u.test.path) - MARGIN + TOL:
+        out.append(Problem(u.id, "the expected test path is not clearly more efficient than the unexpected one", i))
     return out
 
 
@@ -326,12 +596,16 @@ register(TaskSpec("efficiency-path", "efficiency", "evaluation", _efficiency_pat
                   pair_rule=_path_pair_rule, bib_folder="efficiency_path",
                   expected="straight (shortest) path, obstacle gone",
                   unexpected="the familiar curved path, obstacle gone", order=40,
-                  shortcut_exempt=(EFFICIENCY_EXEMPT,)))
+                  shortcut_exempt=(EFFICIENCY_EXEMPT,),
+                  controls=Controls(variants=("", "moved-barrier", "catch"), graded=True, boltzmann=True),
+                  difficulty=lambda e, u: excess_cost(u.test)))
 register(TaskSpec("efficiency-time", "efficiency", "evaluation", _efficiency_time, rule=_efficiency_time_rule,
                   pair_rule=_time_pair_rule, bib_folder="efficiency_time",
                   expected="straight path",
                   unexpected="curved path of equal duration, goal placed closer", order=50,
-                  shortcut_exempt=(EFFICIENCY_EXEMPT,)))
+                  shortcut_exempt=(EFFICIENCY_EXEMPT,),
+                  controls=Controls(variants=("", "catch"), graded=True, boltzmann=True),
+                  difficulty=lambda e, u: excess_cost(u.test)))
 register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficiency_irrational,
                   rule=_efficiency_irrational_rule, pair_rule=_irrational_pair_rule, bib_folder="efficiency_irrational",
                   expected="irrational familiarization, then the curved test path",
@@ -340,4 +614,5 @@ register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficien
                       ("familiarization-barrier", "the familiarization's barrier is the condition's manipulation"),
                       ("novelty", "the familiarization's barrier (what the test looks unlike) is the condition's "
                                   "manipulation"),
-                  )))
+                  ),
+                  controls=Controls(graded=True, boltzmann=True), difficulty=lambda e, u: excess_cost(u.test)))

@@ -32,6 +32,10 @@ from bib.tasks.agents import InstrumentalAgent, RationalAgent, rollout
 from bib.tasks.common import (
     GRID,
     N_FAMILIARIZATION,
+    PairDraft,
+    Walker,
+    finish_group,
+    twin_of,
     empty_layout,
     interior,
     make_episode,
@@ -41,6 +45,8 @@ from bib.tasks.common import (
     sample_cells,
     sample_looks,
 )
+from bib.tasks.difficulty import key_detour
+from bib.tasks.options import Controls, in_bin
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.dynamics import AgentState, adjacent_to_lock
 from bib.world.grid import Agent, Cell, Layout
@@ -74,6 +80,23 @@ class Enclosure:
             raise LayoutRejected("the enclosure has no side that can be opened")
         side = options[int(rng.integers(len(options)))]
         return self.ring - self.sides[side]
+
+    def side_moved(self, rng: np.random.Generator, keep_free: frozenset[Cell]) -> frozenset[Cell]:
+        """The ring with one side (not the lock's) moved one cell outwards: as many barrier cells as the
+        closed ring, with a one-cell corridor into the enclosure. The moved cells stay interior and off
+        ``keep_free``."""
+        step = {"top": (0, -1), "bottom": (0, 1), "left": (-1, 0), "right": (1, 0)}
+        options = []
+        for s in SIDES:
+            if not self.sides[s] or self.lock in self.sides[s]:
+                continue
+            dx, dy = step[s]
+            moved = frozenset((x + dx, y + dy) for x, y in self.sides[s])
+            if moved <= _INTERIOR and not moved & (self.ring | self.inside | keep_free | {self.lock}):
+                options.append((self.ring - self.sides[s]) | moved)
+        if not options:
+            raise LayoutRejected("no side of the enclosure can move outwards")
+        return options[int(rng.integers(len(options)))]
 
 
 def sample_enclosure(rng: np.random.Generator, sizes: tuple[int, ...] = (1, 2), around: Cell | None = None) -> Enclosure:
@@ -233,10 +256,90 @@ def _test_trials(rng: np.random.Generator, condition: str, agent: Agent, look, w
     raise LayoutRejected(f"no test layout in {TEST_TRIES} draws")
 
 
+def _walk_avoiding_key(walker: Walker, layout: Layout, goal: str) -> list[Cell]:
+    """A path to ``goal`` that never steps on the key (redrawn a few times for a noisy agent)."""
+    for _ in range(5 if walker.beta is not None else 1):
+        path = walker.walk(layout, goal)
+        if layout.key not in path:
+            return path
+    raise LayoutRejected("the path to the object crosses the key")
+
+
+def _controlled_tests(rng: np.random.Generator, condition: str, unit: UnitInfo, walker: Walker, agent: Agent,
+                      look) -> tuple[Trial, Trial]:
+    """The expected and unexpected test trials of the controlled set.
+
+    As :func:`_test_trials`, with the unit's stimulus agent and the key placed so that its detour
+    (:func:`bib.tasks.difficulty.key_detour` in the unexpected layout) falls in the group's
+    difficulty bin. Without twins the nearer-target stratum still applies (with twins the pair and its
+    twin balance any test-only cue exactly). Blocking's ``moved-side`` variant moves the opened
+    side one cell outwards instead of removing it, so both outcomes show as many barrier cells.
+    """
+    opts = unit.options
+    bin_ = opts.bin(unit.group)
+    variant = opts.variant(unit.group)
+    cycle = len(opts.variants) * (len(opts.difficulty) - 1 if opts.difficulty else 1)
+    want_key_nearer = unit.group // cycle % 2 == 0  # every (variant, bin) alternates the stratum
+    blocking = condition == "instrumental-blocking"
+    for _ in range(TEST_TRIES):
+        try:
+            closed, enc = _enclosed_object_layout(rng, agent, look)
+            if blocking and variant == "moved-side":
+                shown = replace(closed, barriers=enc.side_moved(rng, frozenset({agent.home, closed.object("A").cell})))
+            else:
+                shown = _shown(rng, condition, closed, enc)
+            want = (True, None) if blocking else (want_key_nearer,) if not opts.twins else (True, False, None)
+            fits = [c for c in _key_cells(closed, enc) if c not in shown.barriers and key_nearer(shown, c) in want]
+            key = None
+            while fits and key is None:
+                c = fits.pop(int(rng.integers(len(fits))))
+                detour = key_detour(Trial("test", replace(shown, key=c), (shown.agent.home,)))
+                key = c if detour > TOL and in_bin(detour, bin_) else None
+            if key is None:
+                continue
+            closed, shown = replace(closed, key=key), replace(shown, key=key)
+            if not np.isfinite(optimal_cost(closed, closed.object("A").cell)) or _blocks_layout(shown):
+                continue
+            if blocking:
+                return (make_trial(closed, walker.walk(closed, "key"), "key", "test"),
+                        make_trial(shown, walker.walk(shown, "key"), "key", "test"))
+            return (make_trial(shown, _walk_avoiding_key(walker, shown, "A"), "A", "test"),
+                    make_trial(shown, walker.walk(shown, "key"), "key", "test"))
+        except LayoutRejected:
+            continue
+    raise LayoutRejected(f"no test layout in {TEST_TRIES} draws")
+
+
+def _blocks_layout(layout: Layout) -> bool:
+    return layout.object("A").cell not in reachable(layout, layout.agent.home)
+
+
+def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    """A group of the controlled set: the pair and, with twins (not in blocking), its twin, whose
+    familiarization shows the same layouts with the agent walking to the key and stopping there (the
+    key is the goal), so going to the key is expected and going to the object is not."""
+    opts = unit.options
+    walker = Walker(opts, rng)
+    home = sample_cells(rng, interior(), 1)[0]
+    agent = sample_agent(rng, "agent-0", home)
+    look = sample_looks(rng, 1)[0]
+    layouts = [_enclosed_object_layout(rng, agent, look)[0] for _ in range(N_FAMILIARIZATION)]
+    fam = [make_trial(lay, walker.walk(lay, "A"), "A") for lay in layouts]
+    test_e, test_u = _controlled_tests(rng, condition, unit, walker, agent, look)
+    draft = PairDraft(fam, test_e, fam, test_u, opts.variant(unit.group))
+    drafts = [draft]
+    if opts.twins:
+        twin_fam = [make_trial(lay, walker.walk(lay, "key"), "key") for lay in layouts]
+        drafts = [replace(draft, twin=1), twin_of(draft, twin_fam, 0)]
+    return finish_group(unit, drafts, walker.beta)
+
+
 def _generator(condition: str):
     """The generator of one instrumental condition."""
 
     def make(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+        if not unit.options.legacy:
+            return _controlled(condition, rng, unit)
         home = sample_cells(rng, interior(), 1)[0]
         agent = sample_agent(rng, "agent-0", home)
         look = sample_looks(rng, 1)[0]
@@ -274,8 +377,19 @@ def check_key_needed(ep: Episode, trial_index: int) -> list[Problem]:
         return problem("the object is reachable without the key")
     if [e.type for e in t.events] != ["pickup-key", "unlock"]:
         return problem(f"events are {[e.type for e in t.events]}, expected pickup-key then unlock")
-    if not is_optimal_path(lay, t.path):
+    if ep.beta is None and not is_optimal_path(lay, t.path):
         return problem("path is not optimal in the key/lock state space")
+    return []
+
+
+def check_key_goal(ep: Episode, trial_index: int) -> list[Problem]:
+    """A twin's familiarization trial: the object locked in, and the agent walks to the key and stops there."""
+    t = ep.trials[trial_index]
+    lay = t.layout
+    if not lay.barriers or lay.lock is None or lay.key is None or not _blocks_layout(lay):
+        return [Problem(ep.id, "trial needs the object locked in and a key", trial_index)]
+    if [(e.step, e.type) for e in t.events] != [(t.n_steps, "pickup-key")]:
+        return [Problem(ep.id, "the agent must walk to the key and stop when it picks it up", trial_index)]
     return []
 
 
@@ -294,7 +408,7 @@ def _check_test(ep: Episode, goal: str, barrier: bool, blocks: bool) -> list[Pro
         return [Problem(ep.id, f"test goal is {t.goal!r}, expected {goal!r}", i)]
     if t.unlock_step() is not None:
         return [Problem(ep.id, "the test agent unlocks the barrier", i)]
-    if not is_optimal_path(lay, t.path):
+    if ep.beta is None and not is_optimal_path(lay, t.path):
         return [Problem(ep.id, "test path is not a shortest path", i)]
     return []
 
@@ -303,14 +417,17 @@ def _rule(condition: str):
     """The rule of one instrumental condition."""
 
     def rule(ep: Episode) -> list[Problem]:
-        out = [p for i in range(len(ep.familiarization)) for p in check_key_needed(ep, i)]
+        key_goal = bool(ep.familiarization) and ep.familiarization[0].goal == "key"  # a twin's familiarization
+        check = check_key_goal if key_goal else check_key_needed
+        out = [p for i in range(len(ep.familiarization)) for p in check(ep, i)]
         if out:
             return out
         expected = ep.outcome == "expected"
+        want, other = ("key", "A") if key_goal else ("A", "key")
         if condition == "instrumental-no-barrier":
-            return _check_test(ep, "A" if expected else "key", barrier=False, blocks=False)
+            return _check_test(ep, want if expected else other, barrier=False, blocks=False)
         if condition == "instrumental-inconsequential":
-            return _check_test(ep, "A" if expected else "key", barrier=True, blocks=False)
+            return _check_test(ep, want if expected else other, barrier=True, blocks=False)
         return _check_test(ep, "key", barrier=True, blocks=expected)
 
     return rule
@@ -329,6 +446,9 @@ def _pair_rule(condition: str):
         if condition != "instrumental-blocking":
             if le != lu:
                 return [Problem(u.id, "test layout differs from the expected episode's", i)]
+        elif "moved-side" in e.variant.split("+"):
+            if replace(lu, barriers=le.barriers) != le or len(lu.barriers) != len(le.barriers) or lu.barriers == le.barriers:
+                return [Problem(u.id, "unexpected test barrier is not the expected one with a side moved", i)]
         elif replace(lu, barriers=le.barriers) != le or not lu.barriers < le.barriers:
             return [Problem(u.id, "unexpected test barrier is not the expected one with a side removed", i)]
         return []
@@ -347,6 +467,10 @@ for _order, (_id, _folder, _expected, _unexpected) in enumerate((
     ("instrumental-blocking", "instrumental_blocking_barrier",
      "barrier blocks; agent goes to the key", "barrier does not block; agent goes to the key"),
 ), start=7):
+    _blocking = _id == "instrumental-blocking"
     register(TaskSpec(_id, "instrumental", "evaluation", _generator(_id), rule=_rule(_id), pair_rule=_pair_rule(_id),
                       bib_folder=_folder, expected=_expected, unexpected=_unexpected, order=10 * _order,
-                      shortcut_exempt=BLOCKING_EXEMPT if _id.endswith("-blocking") else ()))
+                      shortcut_exempt=BLOCKING_EXEMPT if _blocking else (),
+                      controls=Controls(twins=not _blocking, variants=("", "moved-side") if _blocking else ("",),
+                                        graded=True, boltzmann=True),
+                      difficulty=lambda e, u: key_detour(u.test)))

@@ -67,12 +67,14 @@ class Controls:
         variants: the variant names it can generate (``""`` is BIB's own design).
         graded: its pairs have a graded difficulty that a spec may ask for in bins.
         boltzmann: its generator runs the Boltzmann stimulus agent (and records excess costs).
+        untwinned: variants that have no twin (refused with ``twins``).
     """
 
     twins: bool = False
     variants: tuple[str, ...] = ("",)
     graded: bool = False
     boltzmann: bool = False
+    untwinned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
