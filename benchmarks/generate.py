@@ -1,7 +1,12 @@
-"""Benchmark: generate the full bib-eval spec without video (2 workers), then a subset with video.
+"""Benchmark: generate the full bib-eval and bib-ctrl specs without video (2 workers), then a subset with video.
 
 Run: .venv/bin/python benchmarks/generate.py [--limit N] [--video-limit N] [--workers W] [--out DIR]
      [--cpu-units N] [--baseline DIR]
+
+bib-ctrl (the controlled set: noisy agents, twins, catch pairs, graded difficulty) is built right
+after bib-eval in the same process with the same workers, and the ratio of the two builds' wall and
+CPU times is printed (target: bib-ctrl <= 2x bib-eval); its CPU time per pair is probed like
+bib-eval's.
 
 Prints, first, the CPU time per unit (``time.process_time`` in a fresh single process, best of
 ``--repeats``) of ``bib.tasks.make_unit`` for every condition and the CPU time the whole spec
@@ -93,6 +98,25 @@ print(json.dumps(out))
 """
 """Runs in a fresh interpreter: CPU seconds per unit of ``make_unit`` for each task (units 0..n-1)."""
 
+CTRL_PROBE = """
+import json, sys, time
+from bib.stimuli.spec import load_spec
+from bib.tasks import make_unit
+n, path = int(sys.argv[1]), sys.argv[2]
+spec = load_spec(path)
+options = spec.options()
+out = {}
+for task in spec.tasks:
+    o = options[task.id]
+    g = o.group_size
+    t0 = time.process_time()
+    for i in range(0, n, g):
+        make_unit(task.id, i, spec.seed, o)
+    out[task.id] = (time.process_time() - t0) / (len(range(0, n, g)) * g)
+print(json.dumps(out))
+"""
+"""Runs in a fresh interpreter: CPU seconds per pair of ``make_unit`` for each task of a spec with its options."""
+
 
 def cpu_per_unit(tasks: list[str], n: int, seed: int, source: Path | None) -> dict[str, float]:
     """CPU seconds per unit for each task, measured in a fresh process importing ``bib`` from ``source``
@@ -156,6 +180,21 @@ def main() -> None:
         print(f"  projected CPU for the full spec ({name}): {total:.1f} s = {total / args.workers:.1f} s on "
               f"{args.workers} workers (generation and validation only)")
 
+    ctrl = load_spec(ROOT / "stimuli" / "bib-ctrl.toml")
+    per_pair: dict[str, float] = {}
+    for _ in range(args.repeats):
+        done = subprocess.run([sys.executable, "-c", CTRL_PROBE, str(args.cpu_units), str(ROOT / "stimuli" / "bib-ctrl.toml")],
+                              capture_output=True, text=True, cwd=ROOT, check=True)
+        for task, sec in json.loads(done.stdout).items():
+            per_pair[task] = min(sec, per_pair.get(task, float("inf")))
+    print(f"bib-ctrl: CPU time per pair of make_unit (same probe; load average {loadavg()}):")
+    for task in per_pair:
+        print(f"  {task:30s} {1000 * per_pair[task]:6.1f} ms   x{per_pair[task] / best['current'][task]:.2f} of bib-eval's")
+    total_ctrl = sum(per_pair[t] * n for t, n in ctrl.units)
+    total_eval = sum(best["current"][t] * n for t, n in spec.units)
+    print(f"  projected CPU for the full spec: {total_ctrl:.1f} s, x{total_ctrl / total_eval:.2f} of bib-eval's "
+          f"(generation and validation only)")
+
     root = args.out or Path(tempfile.mkdtemp(prefix="bib-bench-"))
     sampler = WorkerPeak()
     sampler.start()
@@ -181,6 +220,17 @@ def main() -> None:
               f"= {full.episodes / wall:.0f} episodes/s (target <= 60 s for the full spec); CPU time of the main "
               f"and worker processes {cpu:.1f} s ({cpu / args.workers:.1f} s per worker); load average {load0} "
               f"before, {loadavg()} after")
+
+        eval_wall, eval_cpu = wall, cpu
+        t0, cpu0, main0 = time.perf_counter(), sampler.cpu_seconds(), time.process_time()
+        load0 = loadavg()
+        full_ctrl = build_spec(ctrl, root / "ctrl", workers=args.workers, limit=args.limit)
+        wall = time.perf_counter() - t0
+        time.sleep(0.6)
+        cpu = sampler.cpu_seconds() - cpu0 + time.process_time() - main0
+        print(f"bib-ctrl without video, {args.workers} workers: {full_ctrl.episodes} episodes in {wall:.1f} s; CPU "
+              f"{cpu:.1f} s; load average {load0} before, {loadavg()} after")
+        print(f"bib-ctrl / bib-eval: wall x{wall / eval_wall:.2f}, CPU x{cpu / eval_cpu:.2f} (target <= 2)")
 
         t0 = time.perf_counter()
         rerun = build_spec(spec, root / "full", workers=args.workers, limit=args.limit)

@@ -233,3 +233,173 @@ def test_cli_refuses_an_inverted_beta_before_writing(tmp_path: Path, capsys):
 def test_every_condition_declares_its_controls():
     twins = {k for k, v in REGISTRY.items() if v.controls.twins}
     assert "preference" in twins and "efficiency-path" not in twins and "instrumental-blocking" not in twins
+
+
+# ---------------------------------------------------------------- every condition with twins
+
+
+def _twin_conditions():
+    return [k for k, v in REGISTRY.items() if v.controls.twins]
+
+
+def _twin_options(task: str) -> TaskOptions:
+    c = REGISTRY[task].controls
+    variants = tuple(v for v in c.variants if v not in c.untwinned)
+    return TaskOptions(agent=NOISY, twins=True, variants=variants)
+
+
+@pytest.mark.parametrize("task", _twin_conditions())
+def test_every_twin_condition_puts_familiarization_blind_observers_at_exactly_half(task):
+    opts = _twin_options(task)
+    eps = group_episodes(task, opts, 2 * len(opts.variants), seed=11)
+    for observer in (hash_of_test, cost_of_test, closest_object):
+        assert accuracy(eps, observer) == 0.5, observer.__name__
+    by = {e.pair_id: (e, u) for e, u in pairs(eps)}
+    for pid, (e, u) in by.items():
+        te, tu = by[e.twin_id]
+        assert (te.test, tu.test) == (u.test, e.test) and te.twin_id == pid
+        assert e.familiarization[0].goal != te.familiarization[0].goal
+        assert [t.layout for t in e.familiarization] == [t.layout for t in te.familiarization]
+
+
+def test_multi_agent_shows_all_four_outcomes_and_other_homes():
+    opts = _twin_options("multi-agent")
+    eps = group_episodes("multi-agent", opts, len(opts.variants), seed=12)
+    outcomes = set()
+    for ep in eps:
+        same = ep.test.agent == ep.familiarization[0].agent
+        outcomes.add(("same" if same else "new", ep.test.goal == ep.familiarization[0].goal))
+        if "other-home" in ep.variant and not same:
+            assert ep.test.agent.home != ep.familiarization[0].agent.home
+        if not same:
+            old, new = ep.familiarization[0].agent, ep.test.agent
+            assert (old.id, old.shape, old.color) != (new.id, new.shape, new.color)
+    assert outcomes == {("same", True), ("same", False), ("new", True), ("new", False)}
+
+
+def test_distractor_outcomes_show_one_ring_and_two_reachable_objects():
+    from bib.tasks.inaccessible_goal import neighbours
+    from bib.world.planning import reachable
+
+    eps = group_episodes("inaccessible-goal", _twin_options("inaccessible-goal"), 3, seed=13)
+    for e, u in pairs(eps):
+        walls = []
+        for ep in (e, u):
+            lay = ep.test.layout
+            ringed = [o.id for o in lay.objects if neighbours(o.cell) <= lay.walls]
+            reach = reachable(lay, lay.agent.home)
+            assert len(ringed) == 1 and sum(o.cell in reach for o in lay.objects) == 2
+            walls.append(len(lay.walls))
+        assert walls[0] == walls[1]
+        pref = e.familiarization[0].goal
+        ring_e = [o.id for o in e.test.layout.objects if neighbours(o.cell) <= e.test.layout.walls]
+        assert ring_e == [pref] and e.test.goal == u.test.goal != pref
+
+
+def test_instrumental_twins_take_the_key_as_the_goal():
+    eps = group_episodes("instrumental-inconsequential", _twin_options("instrumental-inconsequential"), 2, seed=14)
+    for ep in eps:
+        if "twin" in ep.variant:
+            assert all(t.goal == "key" and t.path[-1] == t.layout.key and [x.type for x in t.events] == ["pickup-key"]
+                       for t in ep.familiarization)
+            assert ep.test.goal == ("key" if ep.outcome == "expected" else "A")
+
+
+# ---------------------------------------------------------------- variants and graded difficulty
+
+
+def test_moved_barrier_keeps_a_curve_required_and_the_familiar_path_inefficient():
+    from bib.tasks.efficiency import inner_walls, without_inner_walls
+    from bib.world.keylock import optimal_cost
+
+    opts = TaskOptions(agent=NOISY, variants=("moved-barrier",))
+    for e, u in pairs(group_episodes("efficiency-path", opts, 4, seed=15)):
+        lay = e.test.layout
+        old, new = inner_walls(e.familiarization[0].layout), inner_walls(lay)
+        assert len(old) == len(new) and old != new
+        obj = lay.object("A").cell
+        assert optimal_cost(lay, obj) > optimal_cost(without_inner_walls(lay), obj) + 0.39
+        assert u.test.path in [t.path for t in u.familiarization] and u.test.excess_cost > e.test.excess_cost
+        assert not set(u.test.path) & new
+
+
+def test_efficiency_catch_pairs_repeat_the_familiar_path():
+    from bib.tasks.efficiency import inner_walls
+
+    for task in ("efficiency-path", "efficiency-time"):
+        opts = TaskOptions(agent=NOISY, variants=("catch",))
+        for e, u in pairs(group_episodes(task, opts, 3, seed=16)):
+            assert any(t.layout == e.test.layout and t.path == e.test.path for t in e.familiarization)
+            assert inner_walls(u.test.layout) == inner_walls(e.familiarization[0].layout)
+            assert u.test.path not in [t.path for t in u.familiarization]
+            assert u.test.excess_cost > e.test.excess_cost
+            if task == "efficiency-time":
+                assert path_cost(u.test.path) == pytest.approx(path_cost(e.test.path))
+                assert len(u.test.path) == len(e.test.path)
+
+
+def test_blocking_moved_side_keeps_the_barrier_cell_count():
+    from bib.world.planning import reachable
+
+    opts = TaskOptions(agent=NOISY, variants=("moved-side",))
+    for e, u in pairs(group_episodes("instrumental-blocking", opts, 3, seed=17)):
+        le, lu = e.test.layout, u.test.layout
+        assert len(le.barriers) == len(lu.barriers) and le.barriers != lu.barriers
+        assert le.object("A").cell not in reachable(le, le.agent.home)
+        assert lu.object("A").cell in reachable(lu, lu.agent.home)
+
+
+def _ctrl_options() -> dict[str, TaskOptions]:
+    from bib.stimuli.spec import load_spec
+
+    return load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml").options()
+
+
+@pytest.mark.parametrize("task", [k for k, v in REGISTRY.items() if v.controls.graded])
+def test_graded_pairs_cycle_through_the_difficulty_bins(task):
+    opts = _ctrl_options()[task]  # bib-ctrl's variants and bins
+    edges = opts.difficulty
+    groups = len(opts.variants) * (len(edges) - 1)
+    eps = group_episodes(task, opts, groups, seed=18)
+    g = opts.group_size
+    for e, u in pairs(eps):
+        group = int(e.pair_id.rsplit("-", 1)[1]) // g
+        lo, hi = opts.bin(group)
+        assert lo <= e.difficulty < hi and e.difficulty == u.difficulty
+        assert [t for t in e.variant.split("+") if t != "twin"] in ([opts.variant(group)], [])
+        assert e.difficulty == pytest.approx(REGISTRY[task].difficulty(e, u), abs=1e-4)
+    assert len({opts.bin(k) for k in range(groups)}) == len(edges) - 1
+
+
+def test_a_difficulty_bin_no_layout_meets_is_refused_before_writing(tmp_path: Path):
+    spec = parse_spec({"name": "x", "tasks": [{"id": "efficiency-time", "n": 2, "difficulty": [20.0, 30.0]}]}, "x")
+    out = tmp_path / "out"
+    with pytest.raises(BibInputError) as info:
+        build_spec(spec, out)
+    msg = str(info.value)
+    assert "field 'tasks[0].difficulty'" in msg and "efficiency-time" in msg and "[20.0, 30.0)" in msg
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_bib_ctrl_builds_identically_with_1_and_2_workers(tmp_path: Path):
+    from bib.stimuli.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
+    build_spec(spec, tmp_path / "a", workers=1, limit=4)
+    build_spec(spec, tmp_path / "b", workers=2, limit=4)
+    ra = read_manifest(tmp_path / "a")
+    assert ra == read_manifest(tmp_path / "b")
+    for r in ra:
+        assert (tmp_path / "a" / r["episode_path"]).read_bytes() == (tmp_path / "b" / r["episode_path"]).read_bytes()
+
+
+def test_the_fast_boltzmann_walk_is_the_agent_protocols_walk():
+    from bib.tasks.agents import BoltzmannAgent, rollout
+    from bib.world.keylock import boltzmann_path
+
+    for task in ("preference", "instrumental-no-barrier"):
+        lay = make_unit(task, 0, 1)[0].trials[0].layout
+        for k in range(30):
+            slow = rollout(BoltzmannAgent(["A"], 3.0, np.random.default_rng(k)), lay)[0]
+            assert boltzmann_path(lay, lay.object("A").cell, 3.0, np.random.default_rng(k)) == slow

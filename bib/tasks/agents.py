@@ -22,6 +22,7 @@ so meg and agency can query them at any state.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -30,7 +31,7 @@ import numpy as np
 from bib.episode import Event
 from bib.world.dynamics import ACTION_NAMES, STAY, AgentState, action_between, move_legal, step
 from bib.world.grid import Cell, Layout
-from bib.world.keylock import move_costs, optimal_cost, optimal_moves
+from bib.world.keylock import boltzmann_choice, move_costs, optimal_cost, optimal_moves
 
 
 @runtime_checkable
@@ -103,10 +104,8 @@ class BoltzmannAgent(RationalAgent):
         if state.cell == cell:
             return STAY
         here, moves = move_costs(layout, state, cell)
-        weights = np.exp(-self.beta * (np.array([c for _, c in moves]) - here))
-        u = float(self.rng.random()) * float(weights.sum())  # type: ignore[union-attr]
-        k = min(int(np.searchsorted(np.cumsum(weights), u, side="right")), len(moves) - 1)
-        return moves[k][0]
+        weights = [math.exp(-self.beta * (c - here)) for _, c in moves]
+        return moves[boltzmann_choice(weights, self.rng)][0]  # type: ignore[arg-type]
 
 
 class InstrumentalAgent(RationalAgent):

@@ -142,8 +142,8 @@ class Walker:
         Raises:
             LayoutRejected: the goal is unreachable, or no draw met the bound (without ``fallback``).
         """
-        from bib.tasks.agents import BoltzmannAgent, RationalAgent, rollout
-        from bib.world.keylock import optimal_cost
+        from bib.tasks.agents import RationalAgent, rollout
+        from bib.world.keylock import boltzmann_path, optimal_cost
         from bib.world.planning import path_cost
 
         cell = layout.goal_cell(goal)
@@ -154,7 +154,7 @@ class Walker:
             return rollout(RationalAgent([goal], self.rng), layout)[0]
         limit = self.model.max_excess if bound is None else bound
         for _ in range(WALK_TRIES):
-            path = rollout(BoltzmannAgent([goal], self.beta, self.rng), layout)[0]
+            path = boltzmann_path(layout, cell, self.beta, self.rng)
             if path[-1] == cell and path_cost(path) - best <= limit + 1e-9:
                 return path
         if fallback:

@@ -250,7 +250,8 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
     if condition == "efficiency-path":
         make = {"": _path_tests, "moved-barrier": _moved_tests, "catch": _catch_tests}[variant]
     else:
-        make = {"": _time_tests, "catch": _time_catch_tests}[variant]
+        make = {"": _time_tests, "catch": _time_catch_tests,
+                "new-goal": lambda *a: _time_tests(*a, new_goal=True)}[variant]
     test_e, test_u = make(rng, walker, fam, bin_)
     return finish_group(unit, [PairDraft(fam, test_e, fam, test_u, variant)], walker.beta)
 
@@ -339,10 +340,17 @@ def _catch_tests(rng, walker, fam, bin_):
     raise LayoutRejected("no novel detour in the bin")
 
 
-def _time_tests(rng, walker, fam, bin_):
+def _time_tests(rng, walker, fam, bin_, new_goal: bool = False):
     """BIB's time control: expected = an optimal path in the familiar layout without the barrier;
     unexpected = the start of the familiar path lasting as long (same moves), the object placed at its
-    end (closer), its excess in the bin."""
+    end (closer), its excess in the bin.
+
+    With ``new_goal`` (variant ``new-goal``) the expected outcome's object is also placed anew (at a
+    cell no familiarization object used, reached by an optimal path of the same moves), so that both
+    outcomes show the object somewhere new and only the path tells them apart: the unexpected one
+    stays the more familiar-looking, as BIB's design rule asks.
+    """
+    used = {t.layout.object("A").cell for t in fam}
     for k in rng.permutation(N_FAMILIARIZATION):
         t = fam[int(k)]
         lay = without_inner_walls(t.layout)
@@ -353,9 +361,31 @@ def _time_tests(rng, walker, fam, bin_):
             continue
         closer = replace(lay, objects=(replace(lay.object("A"), cell=prefix[-1]),))
         d = _excess(closer, prefix)
-        if d > MARGIN and in_bin(d, bin_):
-            return make_trial(lay, straight, "A", "test"), make_trial(closer, prefix, "A", "test")
+        if not (d > MARGIN and in_bin(d, bin_)):
+            continue
+        if new_goal:
+            moved = _same_moves_goal(rng, lay, _counts(straight), used | {prefix[-1]})
+            if moved is None:
+                continue
+            lay, straight = moved
+        return make_trial(lay, straight, "A", "test"), make_trial(closer, prefix, "A", "test")
     raise LayoutRejected("no familiar path has an inefficient prefix in the bin as long as the straight path")
+
+
+def _same_moves_goal(rng, lay: Layout, counts: tuple[int, int], avoid: set) -> tuple[Layout, list[Cell]] | None:
+    """``lay`` with object ``A`` moved to a cell outside ``avoid`` whose optimal path from home has
+    exactly ``counts`` moves, and that path (None when no cell qualifies)."""
+    home = lay.agent.home
+    from_home = distance_field(lay, home)
+    cost = counts[0] + counts[1] * 2 ** 0.5
+    cells = [c for c in interior_cells(lay) if c not in avoid and c != home
+             and abs(from_home[c[1], c[0]] - cost) < TOL]
+    for i in rng.permutation(len(cells)):
+        moved = replace(lay, objects=(replace(lay.object("A"), cell=cells[int(i)]),))
+        path = rollout(RationalAgent(["A"], rng), moved)[0]
+        if _counts(path) == counts:
+            return moved, path
+    return None
 
 
 def _time_catch_tests(rng, walker, fam, bin_):
@@ -518,7 +548,14 @@ def _efficiency_time_rule(ep: Episode) -> list[Problem]:
     if out:
         return out
     i, t = len(ep.trials) - 1, ep.test
-    if ep.outcome == "expected":
+    if ep.outcome == "expected" and _variant(ep) == "new-goal":
+        fam = ep.familiarization
+        if not any(f.agent.home == t.agent.home for f in fam) or \
+                t.layout.object("A").cell in {f.layout.object("A").cell for f in fam}:
+            return [Problem(ep.id, "new-goal test: a familiar home, the object at a cell no familiarization used", i)]
+        if not is_optimal_path(t.layout, t.path):
+            return [Problem(ep.id, "expected test path is not a shortest path", i)]
+    elif ep.outcome == "expected":
         if not _familiar_layout(ep, t.agent.home, t.layout.object("A").cell):
             return [Problem(ep.id, "test layout is not a familiarization layout without the barrier", i)]
         if not is_optimal_path(t.layout, t.path):
@@ -604,7 +641,7 @@ register(TaskSpec("efficiency-time", "efficiency", "evaluation", _efficiency_tim
                   expected="straight path",
                   unexpected="curved path of equal duration, goal placed closer", order=50,
                   shortcut_exempt=(EFFICIENCY_EXEMPT,),
-                  controls=Controls(variants=("", "catch"), graded=True, boltzmann=True),
+                  controls=Controls(variants=("", "catch", "new-goal"), graded=True, boltzmann=True),
                   difficulty=lambda e, u: excess_cost(u.test)))
 register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficiency_irrational,
                   rule=_efficiency_irrational_rule, pair_rule=_irrational_pair_rule, bib_folder="efficiency_irrational",

@@ -18,6 +18,7 @@ for the batched relaxation), since each field is one Dijkstra over at most a few
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -200,6 +201,53 @@ def move_costs(layout: Layout, state: AgentState, goal: Cell) -> tuple[float, li
         if there < INF:
             out.append((a, w + there))
     return here, out
+
+
+def boltzmann_path(layout: Layout, goal: Cell, beta: float, rng: np.random.Generator, max_steps: int = 200) -> list[Cell]:
+    """A path from the agent's home drawn from the Boltzmann policy towards ``goal`` (until it arrives
+    or ``max_steps`` moves).
+
+    Each move is drawn with probability proportional to ``exp(-beta * (move cost + cost-to-go after
+    it - cost-to-go here))`` over the legal moves that keep ``goal`` reachable (one
+    ``rng.random()`` per move), in the key/lock state space: the walk of
+    :class:`bib.tasks.agents.BoltzmannAgent` without the per-step agent protocol.
+    """
+    v = key_lock_values(layout, goal)
+    home = layout.agent.home
+    i, has_key, unlocked = v.locked.index(home), False, False
+    target = v.locked.index(goal)
+    if i is None or target is None or v.value(i, False, False) == INF:
+        return [home]
+    cell = v.locked.cell
+    path = [home]
+    exp = math.exp
+    for _ in range(max_steps):  # the loop of bib.tasks.agents.BoltzmannAgent.act, on flat cells
+        if i == target:
+            break
+        here = v.value(i, has_key, unlocked)
+        graph = v.unlocked if unlocked else v.locked
+        options, weights = [], []
+        for _a, off, w in graph.steps[i]:  # type: ignore[index]
+            n = i + off  # type: ignore[operator]
+            nk, nu = v.after(n, has_key, unlocked)
+            there = v.value(n, nk, nu)
+            if there < INF:
+                options.append((n, nk, nu))
+                weights.append(exp(-beta * (w + there - here)))
+        i, has_key, unlocked = options[boltzmann_choice(weights, rng)]
+        path.append(cell(i))
+    return path
+
+
+def boltzmann_choice(weights: Sequence[float], rng: np.random.Generator) -> int:
+    """Index drawn with probability proportional to ``weights`` (one ``rng.random()``)."""
+    u = float(rng.random()) * sum(weights)
+    acc = 0.0
+    for k, weight in enumerate(weights):
+        acc += weight
+        if u < acc:
+            return k
+    return len(weights) - 1
 
 
 def optimal_moves(layout: Layout, state: AgentState, goal: Cell) -> list[int]:
