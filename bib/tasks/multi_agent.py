@@ -174,11 +174,12 @@ def _multi_agent_pair_rule(expected: Episode, unexpected: Episode) -> list[Probl
     out = shared_familiarization_problems(expected, unexpected)
     te, tu = expected.test, unexpected.test
     i = last_trial(unexpected)
-    if replace(te.layout, agents=tu.layout.agents) != tu.layout:
-        out.append(Problem(unexpected.id, "test layout differs from the expected episode's in more than the agent", i))
-    elif expected.variant == "":
-        if te.path != tu.path or te.goal != tu.goal:
+    same_layout = replace(te.layout, agents=tu.layout.agents) == tu.layout
+    if expected.variant == "":
+        if not same_layout or te.path != tu.path or te.goal != tu.goal:
             out.append(Problem(unexpected.id, "test trial differs from the expected episode's in more than the agent", i))
+    elif not same_layout:
+        out.append(Problem(unexpected.id, "test layout differs from the expected episode's in more than the agent", i))
     elif not out and surprise_rank(expected) >= surprise_rank(unexpected):
         out.append(Problem(unexpected.id, "the expected test is not less surprising than the unexpected one", i))
     return out
