@@ -36,7 +36,8 @@ def build_small_ctrl(root: Path, pairs: int, seed: int = 20240611) -> Path:
     tasks = []
     for c in controlled_conditions():
         ctl = REGISTRY[c].controls
-        tasks.append({"id": c, "n": pairs, "twins": ctl.twins, "variants": list(ctl.variants)})
+        variants = [v for v in ctl.variants if not (ctl.twins and v in ctl.untwinned)]  # those with a twin
+        tasks.append({"id": c, "n": pairs, "twins": ctl.twins, "variants": variants})
     spec = parse_spec({"name": "small-ctrl", "seed": seed, "agent": {"policy": "boltzmann", "beta": [2.0, 10.0]},
                        "tasks": tasks})
     build_spec(spec, root)
