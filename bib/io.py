@@ -206,10 +206,12 @@ class OutputFolder:
         force: replace whatever ``out`` holds.
         resume: write in place (see above).
         option: the option's name for messages.
+        checked: the caller has checked what an existing ``out`` holds (e.g. `bib generate`, which
+            accepts a folder holding the same set, or another set with ``--append``).
     """
 
     def __init__(self, out: str | os.PathLike[str], job: dict[str, object], *, force: bool = False,
-                 resume: bool = False, option: str = "--out") -> None:
+                 resume: bool = False, option: str = "--out", checked: bool = False) -> None:
         self.path = Path(out)
         self.job = {k: _plain(v) for k, v in job.items()}
         self.force = force
@@ -225,7 +227,7 @@ class OutputFolder:
                 raise BibInputError(f"{p}: output folder is not writable")
             if not resume and not os.access(p.parent if str(p.parent) else Path("."), os.W_OK | os.X_OK):
                 raise BibInputError(f"{p}: cannot replace the output folder ({p.parent} is not writable)")
-            if not force and any(p.iterdir()):
+            if not force and not checked and any(p.iterdir()):
                 self.check_same_job(self.existing)
         else:
             _writable_ancestor(p)

@@ -104,7 +104,7 @@ def test_generate_task_cli_still_works(tmp_path: Path) -> None:
 def test_generate_spec_cli_with_limit_and_seed_override(tmp_path: Path) -> None:
     spec = tmp_path / "s.toml"
     spec.write_text('name = "s"\nseed = 1\n[[tasks]]\nid = "single-object"\nn = 9\n')
-    _run(["generate", "--spec", str(spec), "--out", str(tmp_path / "o"), "--limit", "3", "--seed", "8"])
+    _run(["generate", str(spec), "--out", str(tmp_path / "o"), "--limit", "3", "--seed", "8"])
     assert len(read_manifest(tmp_path / "o")) == 3
     saved = load_spec(tmp_path / "o" / "spec.toml")
     assert saved.seed == 8 and saved.units == [("single-object", 9)]
@@ -161,8 +161,9 @@ def test_orders_csv_is_counterbalanced(tmp_path: Path) -> None:
 def test_orders_need_shared_familiarization(tmp_path: Path) -> None:
     _need(["efficiency-irrational"])
     spec = parse_spec({"name": "irr", "tasks": [{"id": "efficiency-irrational", "n": 1}], "orders": {"n_orders": 2}}, "t")
-    with pytest.raises(BibInputError, match=r"familiarization differ"):
+    with pytest.raises(BibInputError, match=r"shows its expected and unexpected outcomes after different familiarizations"):
         build_spec(spec, tmp_path / "irr")
+    assert not (tmp_path / "irr").exists()  # refused before anything is written
 
 
 def test_the_three_specs_run_with_a_limit(tmp_path: Path) -> None:

@@ -223,7 +223,7 @@ def test_cli_refuses_an_inverted_beta_before_writing(tmp_path: Path, capsys):
                     '[[tasks]]\nid = "preference"\nn = 2\n', encoding="utf-8")
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as info:
-        main(["generate", "--spec", str(spec), "--out", str(out)])
+        main(["generate", str(spec), "--out", str(out)])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "field 'agent.beta'" in err and "inverted" in err and len(err.splitlines()) == 1

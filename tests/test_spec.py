@@ -135,7 +135,7 @@ def test_cli_reports_a_bad_spec_in_one_line(tmp_path: Path, capsys) -> None:
     spec.write_text('name = "x"\n[[tasks]]\nid = "single-object"\nn = 1\n[[tasks]]\nid = "single-object"\nn = 1\n'
                     '[[tasks]]\nid = "bogus"\nn = 2\n')
     with pytest.raises(SystemExit) as info:
-        main(["generate", "--spec", str(spec), "--out", str(tmp_path / "o")])
+        main(["generate", str(spec), "--out", str(tmp_path / "o")])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"bib: error: {spec}: field 'tasks[1].id'") or err.startswith(f"bib: error: {spec}: field 'tasks[2].id'")
@@ -143,4 +143,4 @@ def test_cli_reports_a_bad_spec_in_one_line(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as info:
         main(["generate", "--out", str(tmp_path / "o")])
     assert info.value.code == 2
-    assert "exactly one of --spec FILE or --task ID" in capsys.readouterr().err
+    assert "exactly one of SPEC or --task ID" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -37,3 +38,16 @@ def checkpoint_file(path: Path | None, name: str) -> Path | None:
     if not p.is_file():
         raise BibInputError(f"{path}: checkpoint not found")
     return p
+
+
+class Codec(str, Enum):
+    """Video codecs (the keys of :data:`bib.render.video.CODECS`; a test keeps the two equal)."""
+
+    h264 = "h264"
+    vp9 = "vp9"
+    mp4v = "mp4v"
+
+
+def value(choice: Enum | None) -> str | None:
+    """The string of an enum option (None stays None)."""
+    return None if choice is None else str(choice.value)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from bib.commands._common import WORKERS
+from bib.commands._common import FORCE, SCHEDULER, WORKERS, Codec, out_option, value
 from bib.errors import BibInputError
 
 
@@ -21,34 +21,48 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def generate(
-        out: Path = typer.Option(..., "--out", help="Output folder (manifest.csv, episodes/, videos/)."),
-        spec: Path = typer.Option(None, "--spec", help="Stimulus-set spec (TOML), e.g. stimuli/bib-eval.toml."),
-        task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object (instead of --spec)."),
+        spec: Path = typer.Argument(None, help="Stimulus-set spec (TOML), e.g. stimuli/bib-eval.toml (or give --task).", show_default=False),
+        out: Path = out_option("manifest.csv, episodes/, videos/, spec.toml, provenance.json; rerunning the same command resumes"),
+        task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object (instead of SPEC).", show_default=False),
         n: int = typer.Option(10, "--n", min=0, help="With --task: pairs (evaluation conditions) or episodes (background tasks)."),
-        seed: int = typer.Option(None, "--seed", help="Base seed (default: the spec's, or 0); the same seed gives byte-identical episodes."),
-        video: bool = typer.Option(None, "--video/--no-video", help="Render one video per episode (default: the spec's render.video, or off)."),
+        seed: int = typer.Option(None, "--seed", help="Base seed (default: the spec's, or 0); the same seed gives byte-identical episodes.", show_default=False),
+        video: bool = typer.Option(None, "--video/--no-video", help="Render one video per episode (default: the spec's render.video, or off).", show_default=False),
         per_trial: bool = typer.Option(False, "--per-trial", help="Also one video per trial (implies --video)."),
-        codec: str = typer.Option(None, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (default: the spec's, or h264)."),
-        cell_px: int = typer.Option(None, "--cell-px", help="Pixels per cell (default: the spec's, or BIB's 20)."),
-        fps: int = typer.Option(None, "--fps", help="Frames per second (default: the spec's, or BIB's 25)."),
-        workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
-        limit: int = typer.Option(None, "--limit", min=0, help="Build at most N units of each task (to try a big spec)."),
-        scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
+        codec: Codec = typer.Option(None, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (default: the spec's, or h264).", show_default=False),
+        cell_px: int = typer.Option(None, "--cell-px", min=1, help="Pixels per cell (default: the spec's, or BIB's 20).", show_default=False),
+        fps: int = typer.Option(None, "--fps", min=1, help="Frames per second (default: the spec's, or BIB's 25).", show_default=False),
+        workers: int = WORKERS,
+        limit: int = typer.Option(None, "--limit", min=0, help="Build at most N units of each task (to try a big spec).", show_default=False),
+        scheduler: str = SCHEDULER,
+        force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds another set (or anything else)."),
+        append: bool = typer.Option(False, "--append", help="Add this set's units to an --out folder that holds another set."),
     ) -> None:
-        """Generate a stimulus set from a spec, or episodes of one task; reruns resume."""
-        from bib.stimuli.build import build_spec
+        """Generate a stimulus set from a spec, or episodes of one task; reruns resume.
+
+        An --out folder holding another set is refused unless --append (add to it) or --force
+        (replace it). The spec is checked before any episode is written.
+        """
+        from bib.stimuli.build import build_spec, check_spec, generate_job
         from bib.stimuli.spec import load_spec, override, task_spec
 
         if (spec is None) == (task is None):
-            raise BibInputError("generate needs exactly one of --spec FILE or --task ID")
+            raise BibInputError("generate needs exactly one of SPEC or --task ID")
+        if force and append:
+            raise BibInputError("give at most one of --force and --append")
         base = load_spec(spec) if spec is not None else task_spec(task, n)
         trials = per_trial and video is not False
         resolved = override(
-            base, str(spec or "--task"), seed=seed, cell_px=cell_px, fps=fps, codec=codec,
+            base, str(spec or "--task"), seed=seed, cell_px=cell_px, fps=fps, codec=value(codec),
             per_trial=True if trials else None, video=True if trials else None,
         )
-        summary = build_spec(resolved, out, video=video, workers=workers, scheduler=scheduler, limit=limit,
-                             record=spec is not None)
+        folder = generate_job(resolved, out, force=force, append=append)
+        check_spec(resolved)
+        one_set = len(folder.job["sets"]) == 1  # type: ignore[arg-type]
+        with folder:
+            if not one_set:  # spec.toml would name one of several sets
+                (out / "spec.toml").unlink(missing_ok=True)
+            summary = build_spec(resolved, out, video=video, workers=workers, scheduler=scheduler, limit=limit,
+                                 record=spec is not None and one_set, checked=True)
         typer.echo(
             f"{summary.episodes} episodes in {summary.out} "
             f"({summary.built} units generated, {summary.kept} kept from an earlier run)"
@@ -57,30 +71,30 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def render(
         episode: Path = typer.Argument(..., help="Episode JSON file."),
-        out: Path = typer.Option(..., "--out", help="Video file (.mp4 for H.264, .webm for VP9)."),
-        codec: str = typer.Option(None, "--codec", help="h264, vp9 or mp4v (default: by extension)."),
-        cell_px: int = typer.Option(20, "--cell-px", help="Pixels per cell."),
-        fps: int = typer.Option(25, "--fps", help="Frames per second."),
-        per_trial_dir: Path = typer.Option(None, "--per-trial-dir", help="Also write one video per trial here."),
-        sheet: Path = typer.Option(None, "--contact-sheet", help="Also write a PNG contact sheet of the test trial."),
+        out: Path = out_option("<episode id>.mp4 (or .webm), trials/ with --per-trial, contact_sheet.png with --contact-sheet, provenance.json"),
+        codec: Codec = typer.Option(Codec.h264, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (MP4)."),
+        cell_px: int = typer.Option(20, "--cell-px", min=1, help="Pixels per cell."),
+        fps: int = typer.Option(25, "--fps", min=1, help="Frames per second."),
+        per_trial: bool = typer.Option(False, "--per-trial", help="Also write one video per trial into trials/."),
+        sheet: bool = typer.Option(False, "--contact-sheet", help="Also write contact_sheet.png of the test trial."),
+        force: bool = FORCE,
     ) -> None:
-        """Render one episode to a video."""
-        from bib.episode import load_episode
-        from bib.io import ensure_dir
-        from bib.render.video import contact_sheet, render_episode
-        from bib.tasks import validate_episode
+        """Render one episode to a video (the episode is checked as `bib validate` checks it)."""
+        from bib.io import OutputFolder
+        from bib.render.video import CODECS, contact_sheet, render_episode
+        from bib.stimuli.check import load_checked
 
-        ep = load_episode(episode)
-        problems = validate_episode(ep)
-        if problems:
-            raise BibInputError(f"{episode}: {problems[0]}")
-        ensure_dir(out.parent if str(out.parent) else Path("."))
+        ep = load_checked(episode)
         settings = _settings(cell_px, fps)
-        frames = render_episode(ep, out, settings, codec, per_trial_dir)
-        typer.echo(f"{out}: {frames} frames at {fps} fps")
-        if sheet is not None:
-            contact_sheet(ep.test, sheet, settings)
-            typer.echo(f"{sheet}: contact sheet of the test trial")
+        folder = OutputFolder(out, {"command": "render", "episode": episode, "codec": codec.value, "cell_px": cell_px,
+                                    "fps": fps, "per_trial": per_trial, "contact_sheet": sheet}, force=force)
+        name = f"{ep.id}{CODECS[codec.value]}"
+        with folder as tmp:
+            frames = render_episode(ep, tmp / name, settings, codec.value, tmp / "trials" if per_trial else None)
+            if sheet:
+                contact_sheet(ep.test, tmp / "contact_sheet.png", settings)
+        typer.echo(f"{out / name}: {frames} frames at {fps} fps" + (f"; per-trial videos in {out / 'trials'}" if per_trial else "")
+                   + (f"; contact sheet {out / 'contact_sheet.png'}" if sheet else ""))
 
     @app.command()
     def validate(
@@ -109,8 +123,13 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(1 if report.problems else 0)
 
     @app.command()
-    def demo() -> None:
-        """Run every step of the demo on small embedded defaults (outputs under out/demo/)."""
+    def demo(
+        out: Path = out_option("one subfolder per step (stimuli/, analysis/, observers/, ...) and provenance.json", Path("out/demo")),
+        force: bool = FORCE,
+    ) -> None:
+        """Run every step of the demo on small embedded defaults."""
         from bib.demo import run_demo
+        from bib.io import OutputFolder
 
-        run_demo()
+        with OutputFolder(out, {"command": "demo"}, force=force, resume=True) as folder:
+            run_demo(folder)

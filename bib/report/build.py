@@ -158,7 +158,7 @@ class ReportBuilder:
         root = data.root.resolve()
         settings = sheet_settings(data)
         tag = hashlib.sha256(repr(settings).encode()).hexdigest()[:8]
-        made_by = f"bib generate --spec {data.spec.name}.toml (seed {data.spec.seed})" if data.spec is not None else ""
+        made_by = f"bib generate {data.spec.name}.toml (seed {data.spec.seed})" if data.spec is not None else ""
         manifest_page = f"set-{slug}-manifest.html"
         orders_page = f"set-{slug}-orders.html" if data.orders else ""
         by_condition: dict[str, list[dict[str, str]]] = {}

@@ -31,6 +31,7 @@ from bib.tasks.difficulty import DECIMALS, pair_difficulty
 from bib.tasks.options import LEGACY, TaskOptions
 
 if TYPE_CHECKING:
+    from bib.io import OutputFolder
     from bib.stimuli.spec import StimulusSpec
 
 @dataclass(frozen=True)
@@ -189,6 +190,16 @@ def _intact_units(out: Path, jobs: Sequence[Job]) -> tuple[dict[str, list[dict[s
     return done, others
 
 
+def _remove_leftovers(root: Path) -> None:
+    """Remove the temporary files (hidden ``.*tmp*``) an interrupted or killed run left in ``episodes/`` and ``videos/``."""
+    for sub in ("episodes", "videos"):
+        folder = root / sub
+        if folder.is_dir():
+            for f in folder.rglob(".*"):
+                if ".tmp" in f.name and f.is_file():
+                    f.unlink(missing_ok=True)
+
+
 def build(
     units: Sequence[tuple[str, int]],
     seed: int,
@@ -240,6 +251,7 @@ def build(
         g = o.group_size
         count = n if limit is None else min(n, -(-limit // g) * g)
         jobs += [Job(task, i, seed, str(root), video, s, chosen, per_trial, o) for i in range(0, count, g)]
+    _remove_leftovers(root)
     done, others = _intact_units(root, jobs)
     kept_rows = others + [r for rows in done.values() for r in rows]
     write_manifest(root, kept_rows)  # drop rows whose files are missing or changed
@@ -297,6 +309,87 @@ def check_difficulty(spec: StimulusSpec) -> None:
                         f"in {PROBE_ATTEMPTS} tries; widen or drop it") from None
 
 
+def check_orders(spec: StimulusSpec) -> None:
+    """Refuse, before anything is written, ``[orders]`` with a task whose two outcomes do not share
+    one familiarization (e.g. efficiency-irrational): presentation orders show both outcomes after
+    one familiarization. The first unit of each such task is generated to see (probe, not written).
+
+    Raises:
+        BibInputError: naming the task entry and the condition.
+    """
+    from bib.errors import BibInputError
+    from bib.tasks.registry import pairs_of
+
+    if spec.orders is None:
+        return
+    options = spec.options()
+    for i, t in enumerate(spec.tasks):
+        if t.n == 0 or get_task(t.id).kind != "evaluation":
+            continue
+        for e, u in pairs_of(make_unit(t.id, 0, spec.seed, options[t.id])):
+            if e.familiarization != u.familiarization:
+                raise BibInputError(
+                    f"{spec.name}: field 'orders': task {t.id} (tasks[{i}]) shows its expected and unexpected outcomes "
+                    "after different familiarizations, so presentation orders cannot pair them; drop [orders] or the task")
+
+
+def check_spec(spec: StimulusSpec) -> None:
+    """Every check of a spec that needs generation (difficulty bins, orders), before anything is written."""
+    check_difficulty(spec)
+    check_orders(spec)
+
+
+def generate_job(spec: StimulusSpec, out: str | os.PathLike[str], *, force: bool = False,
+                 append: bool = False) -> OutputFolder:
+    """The output folder of `bib generate` (checked, nothing written): ``out`` may hold nothing, this
+    set (``name`` and ``seed``: a rerun resumes), or, with ``append``, other sets this one is added to.
+
+    Raises:
+        BibInputError: ``out`` is a file, not writable, or holds another set (without ``append``)
+            or files that `bib generate` did not write (without ``force``).
+    """
+    from bib.errors import BibInputError
+    from bib.io import OutputFolder, read_provenance
+
+    ident = {"set": spec.name, "seed": spec.seed}
+    p = Path(out)
+    sets = [ident]
+    if p.is_dir() and any(p.iterdir()) and not force:
+        doc = read_provenance(p)
+        job = doc.get("job") if doc else None
+        if isinstance(job, dict) and job.get("command") == "generate" and isinstance(job.get("sets"), list):
+            held = list(job["sets"])
+        elif doc is None and (p / MANIFEST).is_file():
+            held = _legacy_sets(p, spec, ident)
+        else:
+            raise BibInputError(f"{p}: folder holds files not written by `bib generate`; "
+                                "use --force to replace it, or choose another --out")
+        if ident not in held:
+            if not append:
+                names = ", ".join(f"{s.get('set')} (seed {s.get('seed')})" for s in held) or "another set"
+                raise BibInputError(f"{p}: folder holds the set {names}; use --append to add {spec.name} "
+                                    f"(seed {spec.seed}) to it, --force to replace it, or choose another --out")
+            held.append(ident)
+        sets = held
+    return OutputFolder(p, {"command": "generate", "sets": sets}, force=force, resume=True, checked=True)
+
+
+def _legacy_sets(root: Path, spec: StimulusSpec, ident: dict[str, object]) -> list[dict[str, object]]:
+    """The sets a folder generated before provenance.json existed holds: its spec.toml's, or, without
+    one, this set when the manifest holds only this spec's tasks."""
+    import tomllib
+
+    try:
+        data = tomllib.loads((root / "spec.toml").read_text(encoding="utf-8"))
+        return [{"set": data.get("name"), "seed": data.get("seed")}]
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    tasks = {r["task"] for r in read_manifest(root, strict=False)}
+    if tasks <= {t.id for t in spec.tasks}:
+        return [ident]
+    return [{"set": "tasks " + ", ".join(sorted(tasks)), "seed": None}]
+
+
 def build_spec(
     spec: StimulusSpec,
     out: str | os.PathLike[str],
@@ -306,6 +399,7 @@ def build_spec(
     scheduler: str | None = None,
     limit: int | None = None,
     record: bool = True,
+    checked: bool = False,
 ) -> BuildSummary:
     """Build every task of ``spec`` into ``out``; write ``spec.toml`` and, if the spec asks, ``orders.csv``.
 
@@ -317,13 +411,16 @@ def build_spec(
         scheduler: Dask scheduler address, instead of local processes.
         limit: build at most this many units per task.
         record: write the resolved spec (overrides applied) as ``out/spec.toml``.
+        checked: :func:`check_spec` has already passed (the CLI runs it before the output folder
+            is touched).
     """
     from bib.stimuli.orders import presentation_orders, write_orders
 
     r = spec.render
     with_video = r.video if video is None else video
     per_trial = r.per_trial and with_video
-    check_difficulty(spec)
+    if not checked:
+        check_spec(spec)
     summary = build(
         spec.units, spec.seed, out, video=with_video, settings=r.settings(), codec=r.codec,
         per_trial=per_trial, workers=workers, scheduler=scheduler, limit=limit, options=spec.options(),

@@ -239,10 +239,13 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> StimulusSpec:
     try:
         spec = StimulusSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # an unknown field first: `count = 1` for `n = 1` should name `count`, not "n missing"
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field"
+            missing = [e["loc"][-1] for e in errors if e["type"] == "missing" and e["loc"][:-1] == err["loc"][:-1]]
+            msg = "unknown field" + (f" (missing: {', '.join(map(str, missing))})" if missing else "")
         elif err["type"] == "missing":
             msg = "missing"
         elif not isinstance(err.get("input"), dict | list):
