@@ -1,7 +1,7 @@
 """Screenshots of the report and experiment pages for docs/report.md and docs/experiment.md.
 
 Usage: ``python docs/screenshots.py SET/ [--out docs/img]`` where SET is a generated set with
-videos, per-trial videos and orders (e.g. ``bib generate --spec demo-study.toml --out SET``; the
+videos, per-trial videos and orders (e.g. ``bib generate demo-study.toml --out SET``; the
 docs used 2 preference + 2 efficiency-path pairs at 32 px cells). It scores SET with the inverse
 planner, evaluates it (`bib evaluate --out`), audits it (`bib audit`), analyses the synthetic example looking times, builds the site and a study
 into a temporary folder and photographs them in headless Chromium (1200 x 900).
