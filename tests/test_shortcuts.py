@@ -242,6 +242,8 @@ def test_judge_band_and_exemptions() -> None:
     assert judge("efficiency-path", "perceptual", 1.0)[0] == "FAIL"  # path length is never exempt
     assert judge("instrumental-blocking", "efficiency", 1.0)[0] == "exempt"
     assert judge("instrumental-no-barrier", "efficiency", 1.0)[0] == "FAIL"
+    assert judge("instrumental-blocking", "reachability", 1.0)[0] == "exempt"
+    assert judge("inaccessible-goal", "reachability", 1.0)[0] == "FAIL"
     assert judge("efficiency-irrational", "familiarization-barrier", 1.0)[0] == "exempt"
     assert judge("multi-agent", "agent-identity", 0.0)[0] == "exempt"
     assert judge("preference", "agent-identity", 1.0)[0] == "FAIL"

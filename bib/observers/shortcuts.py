@@ -56,8 +56,9 @@ CUES: dict[str, str] = {
 
 ``efficiency``: how efficient the test path is on its own; ``novelty``: how unlike the
 familiarization the test looks (layout, agent position and moves); ``perceptual``: a property of
-the picture (lengths, counts, what is where); ``familiarization-barrier``: whether the
-familiarization showed a barrier; ``agent-identity``: whether the test agent is the familiar one.
+the picture (lengths, counts, what is where); ``reachability``: which test objects the agent can
+reach; ``familiarization-barrier``: whether the familiarization showed a barrier;
+``agent-identity``: whether the test agent is the familiar one.
 """
 
 
@@ -277,7 +278,7 @@ FEATURES: dict[str, Feature] = {
                 lambda ep: float(ep.test.layout.key is not None and ep.test.path[-1] == ep.test.layout.key)),
         Feature("picks-key", "perceptual", "the test agent picks up the key",
                 lambda ep: float(ep.test.pickup_step() is not None)),
-        Feature("reachable-share", "perceptual", "share of the test objects reachable from the start",
+        Feature("reachable-share", "reachability", "share of the test objects reachable from the start",
                 _reachable_share),
         Feature("objects", "perceptual", "objects in the test layout", lambda ep: float(len(ep.test.layout.objects))),
         Feature("inner-walls", "perceptual", "interior wall cells in the test layout",

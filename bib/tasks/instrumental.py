@@ -456,8 +456,14 @@ def _pair_rule(condition: str):
     return pair_rule
 
 
-BLOCKING_EXEMPT = (("efficiency", "tests the efficiency of fetching the key"),)
-"""The shortcut audit lets the efficiency of fetching the key decide the blocking test (issue 12)."""
+BLOCKING_EXEMPT = (
+    ("efficiency", "tests the efficiency of fetching the key"),
+    ("reachability", "whether the barrier blocks the object (so fetching the key is needed) is the condition's "
+                     "manipulation"),
+)
+"""The shortcut audit lets the efficiency of fetching the key decide the blocking test (issue 12), and with it
+whether the object is reachable: both outcomes fetch the key, so "the object is reachable" is exactly "fetching
+the key is a detour". Blocking has no label-flipping twin (with the key as the goal both outcomes are expected)."""
 
 for _order, (_id, _folder, _expected, _unexpected) in enumerate((
     ("instrumental-no-barrier", "instrumental_no_barrier",
