@@ -214,6 +214,25 @@ def test_instrumental_blocking() -> None:
     assert se < 1.0  # fetching the key is the rational first leg of the plan
 
 
+def test_a_familiarization_that_stops_on_the_key_means_the_key_is_wanted() -> None:
+    """The key-as-goal twin: 8 familiarization trials stop on the key (the object locked in). A familiarization
+    trial shows the agent reach its goal, so the posterior puts the goal on the key, not on the object with the
+    trial cut short; in the test (no barrier) walking to the key is then expected and to the object is not."""
+    lay = instrumental_layout()
+    fam = [to(lay, "key") for _ in range(8)]
+    obs = make_observer("inverse-planner")
+    belief = obs.familiarize(fam)[(AGENT.shape, AGENT.color)]
+    assert belief.counts[("key", (0, 0, 0))] > 7.9 and belief.counts.get(HEART, 0.0) < 0.1
+    free = instrumental_layout(barriers=frozenset(), lock=None)
+    e = episode(fam, to(free, "key", "test"), "expected", "instrumental-no-barrier")
+    u = episode(fam, to(free, "A", "test"), "unexpected", "instrumental-no-barrier")
+    se, su = score_pair(e, u)
+    assert se < su
+    # a TEST trial may still stop right after the pickup of a key the plan needs (BIB's blocking test)
+    blocked = episode(instrumental_fam(), to(lay, "key", "test"), "expected", "instrumental-blocking")
+    assert obs.surprise(blocked).max() < 1.0
+
+
 # ---------------------------------------------------------------- properties
 
 

@@ -238,8 +238,10 @@ def termination(trial: Trial, goals: Sequence[Goal], values: np.ndarray) -> np.n
 
     Reaching the goal ends the trial, so walking over it is impossible and stopping on another
     object or on the key (when the key is not what the agent wants) is too, with one exception:
-    a trial may be cut short right after the agent picks up the key when the key is a subgoal of
-    its plan (the goal cannot be reached as cheaply without it). Other arrivals carry no information.
+    a TEST trial may be cut short right after the agent picks up the key when the key is a subgoal
+    of its plan (the goal cannot be reached as cheaply without it), as BIB's blocking test is. A
+    familiarization trial shows the agent reach its goal, so one that stops on the key says the
+    agent wanted the key. Other arrivals carry no information.
     """
     path = trial.path
     n = len(path) - 1
@@ -255,6 +257,9 @@ def termination(trial: Trial, goals: Sequence[Goal], values: np.ndarray) -> np.n
             elif last and cell in ends:
                 out[g, t - 1] = 0.0
             elif last and cell == key and not goal.is_key:
+                if trial.phase != "test":
+                    out[g, t - 1] = 0.0
+                    continue
                 v = values[g]
                 subgoal = v[NO_KEY, home[1], home[0]] < v[DIRECT, home[1], home[0]] - 1e-9
                 out[g, t - 1] = float(subgoal)
