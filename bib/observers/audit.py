@@ -436,5 +436,5 @@ def read_audit(path: str | os.PathLike[str]) -> dict[str, object]:
     return doc
 
 
-__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "check_out",
+__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table",
            "check_set", "judge", "read_audit", "run_audit", "split_pairs", "write_audit"]
