@@ -205,3 +205,25 @@ def test_dask_scheduler_gives_the_same_bytes(tmp_path: Path) -> None:
         remote = build([("single-object", 3)], 2, tmp_path / "dask", workers=2, scheduler=cluster.scheduler_address)
     local = build([("single-object", 3)], 2, tmp_path / "local")
     assert _files(remote.out) == _files(local.out)
+
+
+def test_resume_of_an_interrupted_manifest_lists_units_in_order(tmp_path: Path) -> None:
+    """An interrupted run leaves its manifest as kept units, then the units it built (two runs of
+    ascending unit order); a rerun keeps them all and writes the manifest in unit order."""
+    fresh = build([("single-object", 6), ("preference", 3)], 5, tmp_path / "fresh")
+    out = tmp_path / "out"
+    build([("single-object", 6), ("preference", 3)], 5, out)
+    lines = (out / "manifest.csv").read_text().splitlines(keepends=True)
+    header, rows = lines[0], lines[1:]
+    first = [r for i, r in enumerate(rows) if i not in (1, 4, 8, 9)]
+    later = [r for i, r in enumerate(rows) if i in (1, 4, 8, 9)]
+    (out / "manifest.csv").write_text(header + "".join(first + later))
+    summary = build([("single-object", 6), ("preference", 3)], 5, out)
+    assert (summary.built, summary.kept, summary.episodes) == (0, 9, 12)
+    assert (out / "manifest.csv").read_bytes() == (fresh.out / "manifest.csv").read_bytes()
+    (out / "episodes" / "single-object-000003.json").unlink()
+    (out / "episodes" / "preference-000001-unexpected.json").write_text("{}")
+    summary = build([("single-object", 6), ("preference", 3)], 5, out)
+    assert (summary.built, summary.kept) == (2, 7)
+    assert (out / "manifest.csv").read_bytes() == (fresh.out / "manifest.csv").read_bytes()
+    assert sorted(p.name for p in out.iterdir()) == ["episodes", "manifest.csv"]  # no part files left

@@ -15,17 +15,17 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bib.episode import Episode, load_episode, save_episode
-from bib.io import atomic_write_text, ensure_dir
+from bib.io import atomic_open, atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, codec_for, render_episode
-from bib.stimuli.manifest import MANIFEST, format_rows, read_manifest, row_is_intact, write_manifest
+from bib.stimuli.manifest import COLUMNS, MANIFEST, format_rows, iter_manifest, read_manifest, row_is_intact
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
 from bib.tasks.difficulty import DECIMALS, pair_difficulty
 from bib.tasks.options import LEGACY, TaskOptions
@@ -164,32 +164,159 @@ def _row_ok(out: Path, row: dict[str, str], job: Job) -> bool:
     return True
 
 
-def _intact_units(out: Path, jobs: Sequence[Job]) -> tuple[dict[str, list[dict[str, str]]], list[dict[str, str]]]:
-    """Split the existing manifest: rows of this build's units that are complete on disk (files
-    present, matching their hashes, seeds and settings), and rows of other units (e.g. another
-    task generated into the same folder earlier) whose episode files are intact, kept as they are.
+@dataclass
+class Plan:
+    """The units of a build, in order, without listing them (memory does not grow with their number).
+
+    A unit's *key* is ``(rank of its task in the build, index of its first pair)``; units are built
+    and listed in the manifest in key order.
     """
-    unit_of = {pid: j.unit_id for j in jobs for pid in j.pair_ids}
-    by_unit: dict[str, list[dict[str, str]]] = {}
-    for row in read_manifest(out, strict=False):
+
+    tasks: tuple[tuple[str, int, TaskOptions], ...]
+    """``(task id, units' pair count, options)`` in build order."""
+    seed: int
+    out: str
+    video: bool
+    settings: RenderSettings
+    codec: str
+    per_trial: bool
+
+    def __post_init__(self) -> None:
+        self._ranks = {t: (r, c, o.group_size) for r, (t, c, o) in enumerate(self.tasks)}
+
+    def job(self, rank: int, index: int) -> Job:
+        task, _, o = self.tasks[rank]
+        return Job(task, index, self.seed, self.out, self.video, self.settings, self.codec, self.per_trial, o)
+
+    def jobs(self) -> Iterator[tuple[tuple[int, int], Job]]:
+        """``(key, job)`` of every unit, in key order."""
+        for rank, (_, count, o) in enumerate(self.tasks):
+            for i in range(0, count, o.group_size):
+                yield (rank, i), self.job(rank, i)
+
+    def n_units(self) -> int:
+        return sum(-(-count // o.group_size) for _, count, o in self.tasks)
+
+    def key(self, row: dict[str, str]) -> tuple[int, int] | None:
+        """The key of the unit a manifest row belongs to, or None when the unit is not in this build."""
+        found = self._ranks.get(row["task"])
+        if found is None:
+            return None
+        rank, count, g = found
         pid = row["pair_id"] or row["episode_id"]
-        by_unit.setdefault(unit_of.get(pid, pid), []).append(row)
-    need = {j.unit_id: (j, j.n_episodes) for j in jobs}
-    done = {
-        unit: rows
-        for unit, rows in by_unit.items()
-        if unit in need and len(rows) == need[unit][1] and all(_row_ok(out, r, need[unit][0]) for r in rows)
-    }
-    others = [
-        r
-        for unit, rows in by_unit.items()
-        if unit not in need
-        for r in rows
-        if row_is_intact(out, r, bool(r["video_path"]))
-    ]
-    return done, others
+        rest = pid[len(row["task"]) + 1 :] if pid.startswith(row["task"] + "-") else ""
+        if not rest.isdigit():
+            return None
+        start = int(rest) - int(rest) % g
+        return (rank, start) if start < count else None
 
 
+def _groups(rows: Iterator[dict[str, str]], plan: Plan) -> Iterator[tuple[tuple[int, int] | None, list[dict[str, str]]]]:
+    """Consecutive rows of one unit (a unit's rows are written together), with the unit's key
+    (None: a unit of another set, whose rows come one by one)."""
+    key: tuple[int, int] | None = None
+    group: list[dict[str, str]] = []
+    for row in rows:
+        k = plan.key(row)
+        if group and (k is None or k != key):
+            yield key, group
+            group = []
+        key = k
+        group.append(row)
+    if group:
+        yield key, group
+
+
+@dataclass
+class _Kept:
+    """Where the manifest rewritten at the start of a build keeps what: other sets' rows, then the
+    complete units of this build in runs of ascending key (byte ranges of the manifest)."""
+
+    others: tuple[int, int] = (0, 0)
+    runs: list[tuple[int, int]] = field(default_factory=list)
+    n_other_rows: int = 0
+    n_units: int = 0
+    n_rows: int = 0
+
+
+_MANIFEST_PARTS = (".manifest.others.tmp", ".manifest.kept.tmp")
+
+
+def _keep_intact(root: Path, plan: Plan) -> _Kept:
+    """Rewrite ``manifest.csv`` (atomically, streaming) to its intact rows: rows of other units whose
+    files match their hashes, then this build's complete units whose files match their hashes,
+    seeds and render settings; record where each part lies."""
+    import shutil
+
+    kept = _Kept()
+    others_path, kept_path = (root / n for n in _MANIFEST_PARTS)
+    run_starts: list[int] = []
+    last: tuple[int, int] | None = None
+    with open(others_path, "w", encoding="utf-8", newline="") as others, \
+            open(kept_path, "w", encoding="utf-8", newline="") as units:
+        for key, rows in _groups(iter_manifest(root, strict=False), plan):
+            if key is None:
+                intact = [r for r in rows if row_is_intact(root, r, bool(r["video_path"]))]
+                others.write(format_rows(intact, header=False))
+                kept.n_other_rows += len(intact)
+                continue
+            job = plan.job(*key)
+            if len(rows) != job.n_episodes or not all(_row_ok(root, r, job) for r in rows):
+                continue
+            if last is None or key <= last:
+                run_starts.append(units.tell())
+            last = key
+            units.write(format_rows(rows, header=False))
+            kept.n_units += 1
+            kept.n_rows += len(rows)
+        size_others, size_units = others.tell(), units.tell()
+    header = format_rows([], header=True)
+    base = len(header.encode("utf-8"))
+    kept.others = (base, base + size_others)
+    start = base + size_others
+    bounds = [*run_starts, size_units]
+    kept.runs = [(start + a, start + b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    with atomic_open(root / MANIFEST, "w", encoding="utf-8", newline="") as fh:
+        fh.write(header)
+        for part in (others_path, kept_path):
+            with open(part, encoding="utf-8", newline="") as src:
+                shutil.copyfileobj(src, fh)
+    for part in (others_path, kept_path):
+        part.unlink()
+    return kept
+
+
+def _lines(path: Path, span: tuple[int, int], plan: Plan) -> Iterator[tuple[tuple[int, int], str]]:
+    """``(key, line)`` of the manifest rows in the byte range ``span`` of ``path``."""
+    import csv
+
+    start, end = span
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while fh.tell() < end:
+            raw = fh.readline()
+            if not raw:
+                return
+            line = raw.decode("utf-8")
+            values = next(csv.reader([line]))
+            key = plan.key(dict(zip(COLUMNS, values)))
+            assert key is not None
+            yield key, line
+
+
+def _merged(path: Path, spans: Sequence[tuple[int, int]], plan: Plan) -> Iterator[tuple[tuple[int, int], str]]:
+    """The rows of several runs of ascending key, merged in key order (a unit's rows stay together;
+    a unit found in two runs is taken from the first)."""
+    import heapq
+
+    seen: tuple[int, int] | None = None
+    source: int | None = None
+    for key, run, line in heapq.merge(*[((k, r, ln) for k, ln in _lines(path, span, plan)) for r, span in enumerate(spans)],
+                                      key=lambda t: (t[0], t[1])):
+        if key == seen and run != source:
+            continue  # the same unit again, from another run
+        seen, source = key, run
+        yield key, line
 def _remove_leftovers(root: Path) -> None:
     """Remove the temporary files (hidden ``.*tmp*``) an interrupted or killed run left in ``episodes/`` and ``videos/``."""
     for sub in ("episodes", "videos"):
@@ -245,27 +372,53 @@ def build(
         ensure_dir(root / "videos")
     if limit is not None and limit < 0:
         raise ValueError(f"negative limit {limit}")
-    jobs = []
-    for task, n in units:
-        o = opts.get(task, LEGACY)
-        g = o.group_size
-        count = n if limit is None else min(n, -(-limit // g) * g)
-        jobs += [Job(task, i, seed, str(root), video, s, chosen, per_trial, o) for i in range(0, count, g)]
+    plan = Plan(
+        tuple((task, n if limit is None else min(n, -(-limit // o.group_size) * o.group_size), o)
+              for task, n in units for o in [opts.get(task, LEGACY)]),
+        seed, str(root), video, s, chosen, per_trial,
+    )
     _remove_leftovers(root)
-    done, others = _intact_units(root, jobs)
-    kept_rows = others + [r for rows in done.values() for r in rows]
-    write_manifest(root, kept_rows)  # drop rows whose files are missing or changed
-    todo = [j for j in jobs if j.unit_id not in done]
-    built: dict[str, list[dict[str, object]]] = {}
-    with open(root / MANIFEST, "a", encoding="utf-8", newline="") as manifest:
-        results: Iterator[list[dict[str, object]]] = map_ordered(build_unit, todo, workers=workers, scheduler=scheduler)
-        for rows, job in zip(track(results, total=len(todo), description="generating"), todo):
-            built[job.unit_id] = rows
+    kept = _keep_intact(root, plan)  # drops rows whose files are missing or changed
+    manifest_path = root / MANIFEST
+
+    def todo() -> Iterator[Job]:
+        done = (k for k, _ in _merged(manifest_path, kept.runs, plan))
+        nxt = next(done, None)
+        for key, job in plan.jobs():
+            while nxt is not None and nxt < key:
+                nxt = next(done, None)
+            if nxt != key:
+                yield job
+
+    n_todo = plan.n_units() - kept.n_units
+    built_rows = 0
+    with open(manifest_path, "a", encoding="utf-8", newline="") as manifest:
+        built_start = manifest.tell()
+        results: Iterator[list[dict[str, object]]] = map_ordered(build_unit, todo(), workers=workers, scheduler=scheduler)
+        for rows in track(results, total=n_todo, description="generating"):
             manifest.write(format_rows(rows, header=False))
             manifest.flush()
-    final = others + [row for j in jobs for row in (done.get(j.unit_id) or built[j.unit_id])]
-    write_manifest(root, final)
-    return BuildSummary(out=root, built=len(todo), kept=len(done), episodes=len(final))
+            built_rows += len(rows)
+        built_end = manifest.tell()
+    runs = [*kept.runs, (built_start, built_end)] if built_end > built_start else kept.runs
+    if len(runs) > 1:  # kept units and new ones interleave: list them in unit order
+        with atomic_open(manifest_path, "w", encoding="utf-8", newline="") as fh:
+            fh.write(format_rows([], header=True))
+            fh.writelines(line for _, line in _copy_span(manifest_path, kept.others))
+            fh.writelines(line for _, line in _merged(manifest_path, runs, plan))
+    return BuildSummary(out=root, built=n_todo, kept=kept.n_units,
+                        episodes=kept.n_other_rows + kept.n_rows + built_rows)
+
+
+def _copy_span(path: Path, span: tuple[int, int]) -> Iterator[tuple[None, str]]:
+    start, end = span
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while fh.tell() < end:
+            raw = fh.readline()
+            if not raw:
+                return
+            yield None, raw.decode("utf-8")
 
 
 PROBE_ATTEMPTS = 60

@@ -16,7 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bib.errors import BibInputError
@@ -69,24 +69,27 @@ def read_manifest(directory: str | os.PathLike[str], strict: bool = True) -> lis
     design columns); with ``strict=True`` a malformed manifest raises BibInputError naming the
     row, and a legacy manifest's rows read with ``""`` in the design columns.
     """
+    return list(iter_manifest(directory, strict))
+
+
+def iter_manifest(directory: str | os.PathLike[str], strict: bool = True) -> Iterator[dict[str, str]]:
+    """:func:`read_manifest` one row at a time (memory does not grow with the set)."""
     path = Path(directory) / MANIFEST
     if not path.exists():
-        return []
+        return
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames
         if header != COLUMNS and not (strict and header == LEGACY_COLUMNS):
             if strict:
                 raise BibInputError(f"{path}: header {header} is not the manifest header {COLUMNS}")
-            return []
-        rows = []
+            return
         for i, row in enumerate(reader, start=2):
             if None in row or any(row[c] is None for c in header) or not row["sha256"] or len(row["sha256"]) != 64:
                 if strict:
                     raise BibInputError(f"{path}: row {i} is incomplete")
                 continue
-            rows.append(row if header == COLUMNS else row | dict.fromkeys(DESIGN_COLUMNS, ""))
-    return rows
+            yield row if header == COLUMNS else row | dict.fromkeys(DESIGN_COLUMNS, "")
 
 
 def row_is_intact(directory: str | os.PathLike[str], row: dict[str, str], need_video: bool) -> bool:
