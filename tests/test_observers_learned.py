@@ -94,10 +94,89 @@ def test_frames_input_renders_each_step(episodes):
     trial = episodes[0].trials[0]
     frames = frame_states(trial, image_size=84, cell_px=8)
     assert frames.shape == (len(trial.path), 3, 84, 84) and frames.dtype == np.uint8
+    assert np.array_equal(frames, old_frame_states(trial))  # the same pictures, channels-last memory
+    assert frames.transpose(0, 2, 3, 1).flags.c_contiguous
     assert all((frames[i] != frames[i + 1]).any() for i in range(len(frames) - 1))  # the agent moves
     obs = BCRNNObserver(input="frames", **TINY)
     s = obs.surprise(episodes[0])
     assert s.shape == (episodes[0].test.n_steps,) and np.all(np.isfinite(s))
+
+
+def old_frame_states(trial):
+    """Frame states as they were rendered before issue 19: one picture at a time, then NCHW."""
+    import cv2
+
+    from bib.render.frames import RenderSettings, step_frames
+
+    imgs = [cv2.resize(img, (84, 84), interpolation=cv2.INTER_AREA) for img in step_frames(trial, RenderSettings(cell_px=8))]
+    return np.stack(imgs).transpose(0, 3, 1, 2).copy()
+
+
+def old_path_surprise(obs, episodes):
+    """Surprise through the frame path as it was before issue 19, as an independent reference: each
+    episode's states rendered on their own (no sharing), NCHW float frames, contiguous weights, the
+    whole batch through the conv stack and the U-Net at once."""
+    import copy
+
+    from bib.observers.encoders import Batch, EncodedEpisode, trial_actions
+
+    net = copy.deepcopy(obs.net).to(memory_format=torch.contiguous_format)
+
+    class OldBatch(Batch):
+        def dense(self, index):
+            return self.nchw[index]
+
+    def old_encoder(batch, index=None):
+        frames = batch.nchw if index is None else batch.nchw[index]
+        return net.encoder.head(net.encoder.conv(frames))
+
+    net.encoder.forward = old_encoder
+    items = [
+        EncodedEpisode(ep.id, np.concatenate([trial_actions(t) for t in ep.trials]), [len(t.path) for t in ep.trials],
+                       frames=np.concatenate([old_frame_states(t) for t in ep.trials]))
+        for ep in episodes
+    ]
+    new = collate(items, share=False)
+    old = OldBatch(**{**vars(new), "frames": None})
+    old.nchw = torch.from_numpy(np.concatenate([it.frames for it in items])).float().div_(255.0)
+    assert old.nchw.is_contiguous()
+    if isinstance(obs, VideoRNNObserver):  # the pre-19 step_errors: all queries at once, flatten(1).mean
+        ctx = net.context(old)
+        current = old.dense(old.query_index)
+        pred = current + net.unet(current, ctx[old.query_episode])
+        errors = ((pred - old.dense(old.query_index + 1)) ** 2).flatten(1).mean(dim=1)
+    else:
+        errors = net.step_errors(old)
+    return np.split(errors.double().numpy(), np.cumsum(old.query_counts)[:-1])
+
+
+@pytest.mark.parametrize("cls", [BCMLPObserver, BCRNNObserver, VideoRNNObserver])
+def test_frame_path_gives_the_surprise_of_the_old_path(cls):
+    """Channels-last convolutions, a pair's familiarization rendered and encoded once, frames rendered
+    straight into the batch and encoded in chunks: the same surprise as before, within 1e-5."""
+    from bib.observers import nets, video_rnn
+
+    pairs = [make_unit(task, i, 3) for task, i in
+             [("preference", 0), ("inaccessible-goal", 1), ("instrumental-blocking", 0), ("efficiency-path", 2)]]
+    eps = [ep for pair in pairs for ep in pair]
+    obs = cls(input="frames", seed=1)
+    if cls is VideoRNNObserver:  # a trained-looking U-Net output (the zero init predicts "nothing moves")
+        torch.manual_seed(5)
+        torch.nn.init.normal_(obs.net.unet.out.weight, std=0.1)
+    new_enc = obs.encode(eps[0], cache := {})
+    obs.encode(eps[1], cache)
+    both = collate([new_enc, obs.encode(eps[1], cache)])
+    shared = sum(len(t.path) for t in eps[0].trials[:-1])
+    assert both.n_states == sum(len(t.path) for ep in eps[:2] for t in ep.trials) - shared  # familiarization once
+    with torch.no_grad(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(nets, "FRAME_CHUNK", 50)  # several chunks per batch
+        mp.setattr(video_rnn, "QUERY_CHUNK", 7)
+        got = obs.surprise_many(eps)
+        want = old_path_surprise(obs, eps)
+    assert [len(g) for g in got] == [ep.test.n_steps for ep in eps]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    assert max(np.abs(w).max() for w in want) > 1e-3  # not trivially zero
 
 
 @pytest.mark.parametrize("cls", [BCMLPObserver, BCRNNObserver, VideoRNNObserver])

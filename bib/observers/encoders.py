@@ -190,18 +190,27 @@ def frame_states(trial: Trial, image_size: int = 84, cell_px: int = 8) -> np.nda
     """The ``n + 1`` rendered states of ``trial``: uint8 ``[n + 1, 3, S, S]`` with ``S = image_size``.
 
     Frames come from the trial painter of :mod:`bib.render.frames` (the same pictures as the
-    videos, at ``cell_px``) with the agent standing on each path cell, then are resized.
+    videos, at ``cell_px``) with the agent standing on each path cell, then are resized (OpenCV's
+    area interpolation) straight into one buffer. The memory is channels-last (``[n + 1, S, S, 3]``
+    transposed, as torch's ``channels_last`` format lays out a ``[N, C, H, W]`` tensor), so
+    :func:`collate` copies it into a batch tensor without reordering.
     """
     import cv2
 
     from bib.render.frames import RenderSettings, step_frames
 
-    out = np.empty((len(trial.path), 3, image_size, image_size), dtype=np.uint8)
+    out = np.empty((len(trial.path), image_size, image_size, 3), dtype=np.uint8)
     for i, img in enumerate(step_frames(trial, RenderSettings(cell_px=cell_px))):
         if img.shape[:2] != (image_size, image_size):
-            img = cv2.resize(img, (image_size, image_size), interpolation=cv2.INTER_AREA)
-        out[i] = img.transpose(2, 0, 1)
-    return out
+            cv2.resize(img, (image_size, image_size), dst=out[i], interpolation=cv2.INTER_AREA)
+        else:
+            out[i] = img
+    return out.transpose(0, 3, 1, 2)
+
+
+def trial_key(trial: Trial) -> tuple[Any, ...]:
+    """What a trial's pictures and actions depend on (layout, path, events): equal keys, equal states."""
+    return (trial.layout, trial.path, trial.events)
 
 
 @dataclass
@@ -216,8 +225,10 @@ class EncodedEpisode:
         id: the episode id.
         actions: ``[S]`` action index at each state.
         lengths: states per trial (``n_t + 1``); the last trial is the test trial.
-        frames: ``[S, 3, H, W]`` uint8, or None.
+        frames: ``[S, 3, H, W]`` uint8 (channels-last memory, see :func:`frame_states`), or None.
         variants, variant, cells, dynamic: the factored symbolic states, or None.
+        keys: per trial, its :func:`trial_key` (frame episodes), so :func:`collate` stores the
+            states of equal trials once (a pair's shared familiarization); None: no sharing.
     """
 
     id: str
@@ -228,10 +239,14 @@ class EncodedEpisode:
     variant: np.ndarray | None = None
     cells: np.ndarray | None = None
     dynamic: np.ndarray | None = None
+    keys: list[Any] | None = None
 
 
-def encode_episode(ep: Episode, spec: InputSpec) -> EncodedEpisode:
+def encode_episode(ep: Episode, spec: InputSpec, cache: dict[Any, np.ndarray] | None = None) -> EncodedEpisode:
     """States and actions of every trial of ``ep`` under ``spec``.
+
+    ``cache`` (frames only): trial key -> rendered states, shared between the episodes of one
+    batch, so a trial that several episodes show (a pair's familiarization) is rendered once.
 
     Raises:
         BibInputError: when the episode has no familiarization trial, or its grid does not match
@@ -242,8 +257,14 @@ def encode_episode(ep: Episode, spec: InputSpec) -> EncodedEpisode:
     actions = np.concatenate([trial_actions(t) for t in ep.trials])
     lengths = [len(t.path) for t in ep.trials]
     if spec.input == "frames":
-        frames = np.concatenate([frame_states(t, spec.image_size, spec.cell_px) for t in ep.trials])
-        return EncodedEpisode(ep.id, actions, lengths, frames=frames)
+        keys = [trial_key(t) for t in ep.trials]
+        store = {} if cache is None else cache
+        parts = []
+        for key, t in zip(keys, ep.trials):
+            if key not in store:
+                store[key] = frame_states(t, spec.image_size, spec.cell_px)
+            parts.append(store[key])
+        return EncodedEpisode(ep.id, actions, lengths, frames=_channels_last_concat(parts), keys=keys)
     if (ep.width, ep.height) != tuple(spec.grid):
         raise BibInputError(
             f"episode {ep.id}: grid {ep.width} x {ep.height} differs from the model's {spec.grid[0]} x {spec.grid[1]}"
@@ -261,13 +282,26 @@ def encode_episode(ep: Episode, spec: InputSpec) -> EncodedEpisode:
     )
 
 
+def _channels_last_concat(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """Concatenate ``[n, 3, S, S]`` state arrays into one channels-last buffer (returned as ``[N, 3, S, S]``)."""
+    size = parts[0].shape[-1]
+    out = np.empty((sum(len(p) for p in parts), size, size, 3), dtype=np.uint8)
+    at = 0
+    for p in parts:
+        out[at : at + len(p)] = p.transpose(0, 2, 3, 1)
+        at += len(p)
+    return out.transpose(0, 3, 1, 2)
+
+
 @dataclass
 class Batch:
     """Several encoded episodes in the index form the networks use (torch tensors).
 
-    States are numbered 0 .. N-1 over the whole batch. Frame batches hold ``frames`` [N, 3, H, W]
-    in [0, 1]; symbolic batches hold the factored form (``variants`` [K, C, H, W], and per state
-    ``variant``, ``cells``, ``dynamic``).
+    States are numbered 0 .. N-1 over the whole batch. Frame batches hold ``frames``, uint8
+    ``[N, 3, H, W]`` in torch's ``channels_last`` memory format (:meth:`dense` gives them as floats
+    in [0, 1]), where the states of equal trials (a pair's shared familiarization) are stored once
+    and indexed by every episode that shows them; symbolic batches hold the factored form
+    (``variants`` [K, C, H, W], and per state ``variant``, ``cells``, ``dynamic``).
 
     Attributes:
         actions: ``[N]`` action index at each state.
@@ -300,14 +334,18 @@ class Batch:
         return int(self.actions.shape[0])
 
     def dense(self, index: Any) -> Any:
-        """Dense states ``[len(index), C, H, W]`` of the states ``index``."""
+        """Dense float states ``[len(index), C, H, W]`` of the states ``index`` (an index tensor or a slice)."""
         if self.frames is not None:
-            return self.frames[index]
+            return self.frames[index].float().div_(255.0)
         return densify(self.variants, self.variant[index], self.cells[index], self.dynamic[index])
 
 
-def collate(items: Sequence[EncodedEpisode]) -> Batch:
-    """Stack encoded episodes into one :class:`Batch` (uint8 frames are scaled to [0, 1])."""
+def collate(items: Sequence[EncodedEpisode], share: bool = True) -> Batch:
+    """Stack encoded episodes into one :class:`Batch`.
+
+    With ``share`` (the default), trials with equal keys (:attr:`EncodedEpisode.keys`) are stored
+    once; the networks' results are the same as without sharing (each state is computed alone).
+    """
     import torch
 
     ctx_rows: list[np.ndarray] = []
@@ -315,19 +353,35 @@ def collate(items: Sequence[EncodedEpisode]) -> Batch:
     query_index: list[np.ndarray] = []
     query_episode: list[np.ndarray] = []
     counts: list[int] = []
+    kept_actions: list[np.ndarray] = []  # the actions of the stored states, in order
+    kept_frames: list[np.ndarray] = []
+    seen: dict[Any, int] = {}
     base = 0
     variant_base = 0
     variant_idx = []
     for b, item in enumerate(items):
         starts = np.concatenate([[0], np.cumsum(item.lengths)])
+        keys = item.keys if share and item.keys is not None else [None] * len(item.lengths)
+        where = []  # the batch index of each trial's first state
+        for t, key in enumerate(keys):
+            if key is not None and key in seen:
+                where.append(seen[key])
+                continue
+            lo, hi = starts[t], starts[t + 1]
+            where.append(base)
+            if key is not None:
+                seen[key] = base
+            kept_actions.append(item.actions[lo:hi])
+            if item.frames is not None:
+                kept_frames.append(item.frames[lo:hi])
+            base += hi - lo
         for t, length in enumerate(item.lengths[:-1]):
-            ctx_rows.append(base + starts[t] + np.arange(length))
+            ctx_rows.append(where[t] + np.arange(length))
             ctx_episode.append(b)
         n_query = item.lengths[-1] - 1
-        query_index.append(base + starts[-2] + np.arange(n_query))
+        query_index.append(where[-1] + np.arange(n_query))
         query_episode.append(np.full(n_query, b))
         counts.append(n_query)
-        base += len(item.actions)
         if item.variants is not None:
             variant_idx.append(item.variant + variant_base)
             variant_base += len(item.variants)
@@ -340,7 +394,7 @@ def collate(items: Sequence[EncodedEpisode]) -> Batch:
         return torch.from_numpy(np.concatenate([getattr(it, name) for it in items]))
 
     batch = Batch(
-        actions=cat("actions"),
+        actions=torch.from_numpy(np.concatenate(kept_actions)),
         ctx_index=torch.from_numpy(index),
         ctx_lengths=torch.from_numpy(lengths),
         ctx_episode=torch.from_numpy(np.asarray(ctx_episode, dtype=np.int64)),
@@ -350,7 +404,7 @@ def collate(items: Sequence[EncodedEpisode]) -> Batch:
         query_counts=counts,
     )
     if items[0].frames is not None:
-        batch.frames = cat("frames").float().div_(255.0)
+        batch.frames = torch.from_numpy(_channels_last_concat(kept_frames))
     else:
         batch.variants = cat("variants")
         batch.variant = torch.from_numpy(np.concatenate(variant_idx))

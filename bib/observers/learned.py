@@ -161,6 +161,8 @@ class LearnedObserver(BaseObserver):
         self.spec = InputSpec(config.input, config.image_size, config.cell_px, tuple(config.grid))
         torch.manual_seed(config.seed)
         self.net = self.build_net()
+        if self.spec.input == "frames":  # convolutions over frames run ~1.6x faster channels-last on CPU
+            self.net.to(memory_format=torch.channels_last)
         self.net.eval()
 
     def build_net(self) -> nn.Module:
@@ -176,22 +178,28 @@ class LearnedObserver(BaseObserver):
             return load_observer(checkpoint, expected=cls.name)
         return cls(**config)
 
-    def encode(self, episode: Episode) -> EncodedEpisode:
-        """The episode's states and actions under this observer's input spec."""
-        return encode_episode(episode, self.spec)
+    def encode(self, episode: Episode, cache: dict[Any, np.ndarray] | None = None) -> EncodedEpisode:
+        """The episode's states and actions under this observer's input spec (``cache``: see
+        :func:`~bib.observers.encoders.encode_episode`)."""
+        return encode_episode(episode, self.spec, cache)
 
     def step_errors(self, batch: Batch) -> torch.Tensor:
         """Per test-step errors of a batch (with gradients when the net is in training mode)."""
         return self.net.step_errors(batch)
 
     def surprise_many(self, episodes: Sequence[Episode]) -> list[np.ndarray]:
-        """Per-step surprise of each episode, batched ``score_batch`` episodes at a time (4 for frames)."""
+        """Per-step surprise of each episode, batched ``score_batch`` episodes at a time.
+
+        Frame batches render and store a trial shown by several episodes of the batch once (the
+        two episodes of a pair share their familiarization; ``bib score`` keeps pairs together).
+        """
         self.net.eval()
         out: list[np.ndarray] = []
-        size = self.score_batch if self.spec.input == "symbolic" else 4
+        size = self.score_batch
         with torch.no_grad(), torch_threads(self.threads):
             for start in range(0, len(episodes), size):
-                batch = collate([self.encode(ep) for ep in episodes[start : start + size]])
+                cache: dict[Any, np.ndarray] = {}
+                batch = collate([self.encode(ep, cache) for ep in episodes[start : start + size]])
                 errors = self.step_errors(batch).double().numpy()
                 out += np.split(errors, np.cumsum(batch.query_counts)[:-1])
         return out

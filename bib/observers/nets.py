@@ -10,6 +10,10 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from bib.observers.encoders import ACTION_VECTORS, DYNAMIC_CHANNELS, Batch, InputSpec
 
 
+FRAME_CHUNK = 256
+"""Frames encoded at once by :class:`StateEncoder` (bounds the conv activations' memory)."""
+
+
 class StateEncoder(nn.Module):
     """Each state of a batch -> an ``embed``-d vector (``forward(batch, index=None)``).
 
@@ -18,7 +22,9 @@ class StateEncoder(nn.Module):
     of a batch go through it once and the agent's channels add a column lookup at its cell, so
     a state costs ``hidden x 8`` multiply-adds instead of ``hidden x C x H x W``.
     Frames: the ATC conv stack of BIB's baselines (32 channels, kernel 3, strides 2, 2, 2, 1),
-    flattened into a linear layer with ReLU.
+    flattened into a linear layer with ReLU. Frames are converted to floats and encoded
+    :data:`FRAME_CHUNK` states at a time (bounded memory whatever the batch), in torch's
+    ``channels_last`` format (about 1.6x faster convolutions than NCHW on CPU).
     """
 
     def __init__(self, spec: InputSpec, embed: int, hidden: int = 256) -> None:
@@ -32,7 +38,7 @@ class StateEncoder(nn.Module):
             return
         convs: list[nn.Module] = []
         for i, stride in enumerate((2, 2, 2, 1)):
-            convs += [nn.Conv2d(c if i == 0 else 32, 32, 3, stride=stride), nn.ReLU()]
+            convs += [nn.Conv2d(c if i == 0 else 32, 32, 3, stride=stride), nn.ReLU(inplace=True)]
         self.conv = nn.Sequential(*convs)
         with torch.no_grad():
             flat = self.conv(torch.zeros(1, c, h, w)).numel()
@@ -41,8 +47,13 @@ class StateEncoder(nn.Module):
     def forward(self, batch: Batch, index: torch.Tensor | None = None) -> torch.Tensor:
         """Embeddings ``[N, embed]`` of the states ``index`` (default: all states of ``batch``)."""
         if not self.symbolic:
-            frames = batch.frames if index is None else batch.frames[index]
-            return self.head(self.conv(frames))
+            n = batch.n_states if index is None else len(index)
+            parts = []
+            for start in range(0, n, FRAME_CHUNK):
+                sel = slice(start, min(start + FRAME_CHUNK, n))
+                frames = batch.dense(sel if index is None else index[sel])
+                parts.append(self.head(self.conv(frames.contiguous(memory_format=torch.channels_last))))
+            return parts[0] if len(parts) == 1 else torch.cat(parts)
         variant, cells, dynamic = batch.variant, batch.cells, batch.dynamic
         if index is not None:
             variant, cells, dynamic = variant[index], cells[index], dynamic[index]
@@ -104,7 +115,9 @@ def segment_mean(values: torch.Tensor, segments: torch.Tensor, n: int) -> torch.
 
 
 def _double_conv(c_in: int, c_out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU(), nn.Conv2d(c_out, c_out, 3, padding=1), nn.ReLU())
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(c_out, c_out, 3, padding=1), nn.ReLU(inplace=True)
+    )
 
 
 class UNet(nn.Module):

@@ -24,6 +24,10 @@ from bib.observers.learned import InputConfig, LearnedObserver, register_learned
 from bib.observers.nets import StateEncoder, UNet, packed_last, segment_mean
 
 
+QUERY_CHUNK = 64
+"""Test steps whose next state the U-Net predicts at once (bounds its activations' memory)."""
+
+
 @dataclass
 class VideoRNNConfig(InputConfig):
     """Model config of ``video-rnn`` (``[model]`` in ``baselines/video-rnn.toml``).
@@ -56,12 +60,18 @@ class VideoRNNNet(nn.Module):
         return segment_mean(last, batch.ctx_episode, batch.n_episodes)
 
     def step_errors(self, batch: Batch) -> torch.Tensor:
-        """Per-query pixel MSE ``[Q]`` of the predicted next frame."""
+        """Per-query pixel MSE ``[Q]`` of the predicted next frame (:data:`QUERY_CHUNK` queries at a time)."""
         ctx = self.context(batch)
-        current = batch.dense(batch.query_index)
-        pred = current + self.unet(current, ctx[batch.query_episode])
-        target = batch.dense(batch.query_index + 1)
-        return ((pred - target) ** 2).flatten(1).mean(dim=1)
+        parts = []
+        for start in range(0, len(batch.query_index), QUERY_CHUNK):
+            query = batch.query_index[start : start + QUERY_CHUNK]
+            current = batch.dense(query)
+            if batch.frames is not None:
+                current = current.contiguous(memory_format=torch.channels_last)
+            pred = current + self.unet(current, ctx[batch.query_episode[start : start + QUERY_CHUNK]])
+            target = batch.dense(query + 1)
+            parts.append(((pred - target) ** 2).mean(dim=(1, 2, 3)))
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 class VideoRNNObserver(LearnedObserver):
