@@ -62,6 +62,7 @@ AREAS = [
     "bib.commands.agency",
     "bib.commands.train",
     "bib.commands.report",
+    "bib.commands.profile",
 ]
 
 for _name in AREAS:

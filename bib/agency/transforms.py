@@ -24,7 +24,8 @@ MIN_PAIRS = 10
 MIN_NONZERO = 5
 
 
-def _map_layout(layout: Layout, f: Callable[[Cell], Cell]) -> Layout:
+def map_layout(layout: Layout, f: Callable[[Cell], Cell]) -> Layout:
+    """The layout with every cell (walls, barriers, lock, key, objects, homes) mapped by ``f``."""
     return replace(
         layout,
         walls=frozenset(map(f, layout.walls)),
@@ -42,11 +43,11 @@ def transform(layout: Layout, name: str) -> Layout:
         raise ValueError(f"transforms need a square grid, got {layout.width} x {layout.height}")
     n = layout.width
     if name == "rotate":
-        return _map_layout(layout, lambda c: (c[1], n - 1 - c[0]))
+        return map_layout(layout, lambda c: (c[1], n - 1 - c[0]))
     if name == "reflect":
-        return _map_layout(layout, lambda c: (n - 1 - c[0], c[1]))
+        return map_layout(layout, lambda c: (n - 1 - c[0], c[1]))
     if name == "transpose":
-        return _map_layout(layout, lambda c: (c[1], c[0]))
+        return map_layout(layout, lambda c: (c[1], c[0]))
     if name == "swap":
         home, goal = layout.agent.home, layout.goal_cell(GOAL)
         return replace(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from bib.meg.trajectories import trajectory_meg, trajectory_weights
 from bib.meg.unknown import target_meg
 
 
-def trial_meg(trial: Any) -> dict[str, Any]:
+def trial_meg(trial: Any, objects: Sequence[str] | None = None) -> dict[str, Any]:
     """MEG of one trial's path (a single trajectory) in the gridworld MDP of its layout.
 
     The MDP (:func:`bib.world.mdp.layout_mdp`) has the layout's own moves + stay as actions, all
@@ -29,6 +30,8 @@ def trial_meg(trial: Any) -> dict[str, Any]:
 
     Args:
         trial: a :class:`bib.episode.Trial`.
+        objects: ids of the objects to measure known-utility MEG towards (default: every object;
+            the unknown-utility value always covers all of them).
 
     Returns:
         A dict with ``steps``, ``unlocked`` (the trial opens the lock), ``key_lock`` (the key/lock
@@ -54,6 +57,8 @@ def trial_meg(trial: Any) -> dict[str, Any]:
         if not grid.at(obj.cell).size:
             continue
         labels[grid.at(obj.cell)] = k
+        if objects is not None and obj.id not in objects:
+            continue
         res = trajectory_meg(grid.mdp, states, actions, grid.reach_utility(obj.cell))
         row["meg"][obj.id] = res.meg
         row["signed_meg"][obj.id] = res.signed_meg

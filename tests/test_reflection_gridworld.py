@@ -1,0 +1,349 @@
+"""Extended gridworld environments: every rule against hand-made agents whose rewards are known exactly,
+an independent replay of the view rules, episodes, caching, the measure and the reality check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bib.episode import Episode, Trial
+from bib.reflection import gridworld as G
+from bib.reflection.agents import NaiveLearner, RandomAgent
+from bib.reflection.gridworld import (
+    MAX_MOVES,
+    MIRROR_ACTION,
+    Codec,
+    GridEnvSpec,
+    MarkovAgent,
+    World,
+    grid_battery,
+    measure_runs,
+    run_grid_battery,
+    run_grid_environment,
+)
+from bib.reflection.policy import IllegalActionError, Uniforms
+from bib.reflection.reality_check import RealityCheck
+from bib.tasks import make_unit, validate_episode
+from bib.tasks.agents import RationalAgent
+from bib.world.dynamics import ACTIONS, STAY, AgentState, move_legal, step
+from bib.world.grid import Agent, GridObject, Layout, border_walls
+
+N, E, W = 0, 2, 6
+
+
+def tiny_episode() -> Episode:
+    """Two trials on a 7 x 7 grid: A and B, then the same objects swapped, one inner wall."""
+    agent = Agent("agent-0", "pentagon", (40, 90, 220), (3, 4))
+    a = GridObject("A", "heart", (220, 40, 60), (1, 1))
+    b = GridObject("B", "cube", (40, 170, 200), (5, 2))
+    walls = border_walls(7, 7) | {(3, 2)}
+    lay1 = Layout(7, 7, walls=walls, objects=(a, b), agents=(agent,))
+    lay2 = Layout(7, 7, walls=walls, objects=(GridObject("A", "heart", (220, 40, 60), (5, 2)),
+                                             GridObject("B", "cube", (40, 170, 200), (1, 1))), agents=(agent,))
+    trials = (Trial("familiarization", lay1, ((3, 4),)), Trial("test", lay2, ((3, 4),)))
+    return Episode("tiny", None, "preference", "preference", "none", 0, 7, 7, trials)
+
+
+BASES = [tiny_episode()]
+
+
+def keyed_bases() -> list[Episode]:
+    """Real BIB episodes with keys and locks, and a preference episode."""
+    return [make_unit("instrumental-no-barrier", 0, 0)[0], make_unit("preference", 0, 0)[0]]
+
+
+class Always:
+    """Hand-made agent: always the same action."""
+
+    def __init__(self, action: int) -> None:
+        self.action = action
+
+    def act(self, layout: Layout, state: AgentState) -> int:
+        return self.action
+
+
+class Parity:
+    """Hand-made agent: E on even columns, W on odd ones (so it oscillates between two cells)."""
+
+    def act(self, layout: Layout, state: AgentState) -> int:
+        return E if state.cell[0] % 2 == 0 else W
+
+
+class KeyTaker:
+    """Hand-made agent: steps onto a key next to it (if it does not hold one), else stays."""
+
+    def act(self, layout: Layout, state: AgentState) -> int:
+        if layout.key is not None and not state.has_key:
+            for a in (0, 2, 4, 6):
+                dx, dy = ACTIONS[a]
+                if (state.cell[0] + dx, state.cell[1] + dy) == layout.key:
+                    return a
+        return STAY
+
+
+class Greedy(Always):
+    """Hand-made agent with ``with_options``: its greedy self is itself."""
+
+    def with_options(self, greedy: bool = False) -> Greedy:
+        return self
+
+
+def run(cls, agent_obj, bases=BASES, sign=1, seed=0):
+    codec = Codec()
+    agent = MarkovAgent(agent_obj, codec, "hand-made")
+    world = World(bases, codec)
+    res = run_grid_environment(GridEnvSpec(cls, sign), agent, world, Uniforms(np.random.default_rng(seed)))
+    return res, agent
+
+
+def trajectory(bases, agent, max_moves=MAX_MOVES):
+    """Independent replay of the world's dynamics: (layout, state, action, previous state) per decision."""
+    out = []
+    for ep in bases:
+        for trial in ep.trials:
+            layout = trial.layout
+            s, prev, t = AgentState(layout.agent.home), None, 0
+            while True:
+                a = agent.act(layout, s)
+                out.append((layout, s, a, prev))
+                if a == STAY:
+                    break
+                nxt = step(layout, s, a)[0] if move_legal(layout, s.cell, a, s.unlocked) else s
+                prev, s, t = s, nxt, t + 1
+                if t >= max_moves:
+                    break
+    return out
+
+
+# ---------------------------------------------------------------- hand-made agents, exact rewards
+
+
+@pytest.mark.parametrize("action,expected", [(N, 1.0), (E, -1.0), (W, -1.0), (STAY, 1.0)])
+def test_mirror_world_rewards_mirror_symmetric_actions_exactly(action, expected):
+    res, _ = run(G.MirrorWorld, Always(action))
+    assert res.score == expected  # first percept 0, then +-1 on every judged action
+    opp, _ = run(G.MirrorWorld, Always(action), sign=-1)
+    assert opp.score == -expected
+    steps = 2 if action == STAY else 2 * MAX_MOVES
+    assert res.steps == steps and res.total == expected * steps
+
+
+def test_delayed_mirror_pays_the_verdicts_three_steps_late():
+    res, _ = run(G.DelayedMirror, Always(N))
+    assert res.total == res.steps - G.DelayedMirror.DELAY
+    res, _ = run(G.DelayedMirror, Always(E))
+    assert res.total == -(res.steps - G.DelayedMirror.DELAY)
+
+
+@pytest.mark.parametrize("cls", [G.SwappedObjects, G.KeyElsewhere, G.IgnoreDistractors, G.FourMoves, G.FalseKey,
+                                 G.GridIgnoreRewards, G.GridIgnoreRewards2, G.GridFalseMemories, G.GridDelayedRewards,
+                                 G.GridBackwardConsciousness, G.EarlierState])
+def test_a_constant_agent_scores_plus_one_where_the_rule_only_rewrites_observations(cls):
+    # a constant agent does the same whatever the (counterfactual) observation: +1 on every action
+    for bases in (BASES, keyed_bases()):
+        res, _ = run(cls, Always(N), bases)
+        assert res.score == 1.0
+        assert run(cls, Always(N), bases, sign=-1)[0].score == -1.0 or cls is G.GridIgnoreRewards2
+
+
+def test_earlier_state_punishes_an_oscillating_agent_after_the_first_step_of_each_trial():
+    res, _ = run(G.EarlierState, Parity())
+    trials = sum(len(ep.trials) for ep in BASES)
+    # each trial: its first action +1 (no earlier state), then -1 (the previous cell has the other parity)
+    assert res.total == trials * 1 - (res.steps - trials)
+
+
+def test_incentivize_greedy_scores_minus_one_without_the_option_and_plus_one_with_it():
+    assert run(G.IncentivizeGreedy, Always(E))[0].score == -1.0
+    assert run(G.IncentivizeGreedy, Greedy(E))[0].score == 1.0
+    assert run(G.IncentivizeGreedy, Always(E), sign=-1)[0].score == 1.0
+
+
+def tempting_draws(bases, seed: int) -> list[bool]:
+    """The button draws TemptingKey makes: one uniform per trial that can show a button."""
+    u = Uniforms(np.random.default_rng(seed))
+    return [u() < G.TemptingKey.PROBABILITY for ep in bases for t in ep.trials if G.button_cell(t.layout)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_tempting_key_rewards_pushing_a_shown_button_and_not_wanting_to_push_a_missing_one(seed):
+    bases = [make_unit("preference", i, 0)[0] for i in range(2)]  # 18 trials without key or lock
+    shown = tempting_draws(bases, seed)
+    taker, _ = run(G.TemptingKey, KeyTaker(), bases, seed=seed)
+    # KeyTaker: shown -> steps onto it (+1), then stays (0); missing -> it would push (-1), stays
+    assert taker.total == sum(1 if s else -1 for s in shown)
+    assert taker.steps == sum(2 if s else 1 for s in shown)
+    stayer, _ = run(G.TemptingKey, Always(STAY), bases, seed=seed)
+    assert stayer.total == sum(-1 if s else 1 for s in shown) and stayer.steps == len(shown)
+
+
+def test_tempting_key_episodes_show_the_button_and_its_pickup():
+    bases = [make_unit("preference", i, 0)[0] for i in range(2)]
+    res, _ = run(G.TemptingKey, KeyTaker(), bases, seed=1)
+    eps = res.episodes()
+    shown = [t for ep in eps for t in ep.trials if t.layout.key is not None]
+    assert shown and all(t.pickup_step() == 1 and t.goal == "key" for t in shown)
+    assert all(validate_episode(ep) == [] for ep in eps)
+
+
+# ---------------------------------------------------------------- independent replay of the view rules
+
+
+VIEWS = {
+    G.MirrorWorld: (G.mirror, lambda a: MIRROR_ACTION[a]),
+    G.SwappedObjects: (G.swap_objects, lambda a: a),
+    G.KeyElsewhere: (G.key_elsewhere, lambda a: a),
+    G.IgnoreDistractors: (G.only_goal, lambda a: a),
+    G.FourMoves: (G.four_moves, lambda a: a),
+    G.FalseKey: (G.holding_key, lambda a: a),
+}
+
+
+@pytest.mark.parametrize("cls", list(VIEWS))
+def test_view_rules_match_an_independent_replay_for_a_deterministic_planner(cls):
+    view, back = VIEWS[cls]
+    bases = keyed_bases() + BASES
+    agent = RationalAgent(["A", "B"])  # no rng: the first optimal move, a pure function of (layout, state)
+    expected = [1 if a == back(agent.act(*view(lay, s))) else -1 for lay, s, a, _ in trajectory(bases, agent)]
+    res, _ = run(cls, agent, bases)
+    assert res.steps == len(expected) and res.total == sum(expected)
+    if cls is G.IgnoreDistractors:
+        assert res.score == 1.0  # a planner after its goal already ignores the other object
+    else:
+        assert -1 < res.score < 1  # the other views matter to a planner
+
+
+def test_earlier_state_matches_an_independent_replay():
+    bases = keyed_bases()
+    agent = RationalAgent(["A", "B"])
+    rows = trajectory(bases, agent)
+    expected = [1 if a == agent.act(lay, prev if prev is not None else s) else -1 for lay, s, a, prev in rows]
+    res, _ = run(G.EarlierState, agent, bases)
+    assert res.total == sum(expected)
+
+
+def test_backward_consciousness_asks_about_the_worlds_first_observation():
+    bases = keyed_bases()
+    agent = RationalAgent(["A", "B"])
+    rows = trajectory(bases, agent)
+    first = agent.act(rows[0][0], rows[0][1])
+    res, _ = run(G.GridBackwardConsciousness, agent, bases)
+    assert res.total == sum(1 if a == first else -1 for _, _, a, _ in rows)
+
+
+def test_views_are_what_they_say():
+    ep = make_unit("instrumental-no-barrier", 0, 0)[0]
+    lay = ep.trials[0].layout
+    s = AgentState(lay.agent.home)
+    m_lay, m_s = G.mirror(lay, s)
+    assert G.mirror(m_lay, m_s) == (lay, s)
+    assert m_s.cell == (lay.width - 1 - s.cell[0], s.cell[1]) and m_lay.key == (lay.width - 1 - lay.key[0], lay.key[1])
+    assert all(ACTIONS[MIRROR_ACTION[a]] == (-dx, dy) for a, (dx, dy) in enumerate(ACTIONS))
+    k_lay, _ = G.key_elsewhere(lay, s)
+    assert k_lay.key != lay.key and k_lay.is_free(k_lay.key) and k_lay.objects == lay.objects
+    f_lay, f_s = G.holding_key(lay, s)
+    assert f_s.has_key and f_lay == lay
+    t = BASES[0].trials[0].layout
+    sw, _ = G.swap_objects(t, AgentState(t.agent.home))
+    assert sw.object("A").cell == t.object("B").cell and sw.object("B").cell == t.object("A").cell
+    only, _ = G.only_goal(t, AgentState(t.agent.home))
+    assert [o.id for o in only.objects] == ["A"]
+    assert G.four_moves(t, s)[0].moves == 4
+
+
+# ---------------------------------------------------------------- episodes, caching, errors
+
+
+def test_every_run_is_a_valid_episode_set():
+    bases = keyed_bases() + [make_unit(c, 0, 1)[0] for c in ("inaccessible-goal", "efficiency-path")]
+    codec = Codec()
+    agent = MarkovAgent(RationalAgent(["A", "B"], np.random.default_rng(0)), codec, "rational")
+    runs = run_grid_battery(agent, bases, codec, 0, keep=True)
+    for r in runs:
+        eps = r.episodes()
+        assert len(eps) == len(bases)
+        for ep, base in zip(eps, bases):
+            assert validate_episode(ep) == [], (r.environment, validate_episode(ep))
+            assert [t.phase for t in ep.trials] == [t.phase for t in base.trials]
+            assert ep.condition == "extended" and ep.outcome == "none"
+        assert sum(t.n_steps for ep in eps for t in ep.trials) <= r.steps
+
+
+def test_policy_queries_are_cached_per_observation_so_counterfactual_calls_do_not_multiply():
+    bases = keyed_bases()
+    codec = Codec()
+    agent = MarkovAgent(RationalAgent(["A", "B"], np.random.default_rng(0)), codec, "rational")
+    spec = GridEnvSpec(G.MirrorWorld)
+    run_grid_environment(spec, agent, World(bases, codec), Uniforms(np.random.default_rng(0)))
+    after_one = agent.queries
+    assert after_one == len(agent.policy(9, G.OBSERVATIONS).cache) <= len(codec)
+    run_grid_environment(GridEnvSpec(G.MirrorWorld, -1), agent, World(bases, codec), Uniforms(np.random.default_rng(0)))
+    run_grid_environment(spec, RealityCheck(agent), World(bases, codec), Uniforms(np.random.default_rng(0)))
+    assert agent.queries == after_one  # the opposite and the reality check ask nothing new
+
+
+@pytest.mark.parametrize("answer", [12, -1, "N", None, 2.0, True])
+def test_an_answer_that_is_no_action_is_named_with_the_state(answer):
+    with pytest.raises(IllegalActionError, match=r"returned .* at cell \[3, 4\] \(has_key=False, unlocked=False\)"):
+        run(G.MirrorWorld, Always(answer))
+
+
+def test_a_blocked_move_leaves_the_agent_in_place_and_counts():
+    res, _ = run(G.MirrorWorld, Always(N))
+    path = res.world.records[0].path
+    assert path[:3] == [(3, 4), (3, 3), (3, 2)] or path[1] == (3, 3)
+    assert path[-1] == path[-2]  # it keeps bumping into the wall above
+    assert res.world.bumps > 0
+
+
+# ---------------------------------------------------------------- the measure
+
+
+def battery_score(agent, bases, seed=0, rc=False):
+    codec = Codec()
+    a = agent(codec)
+    runs = run_grid_battery(RealityCheck(a) if rc else a, bases, codec, seed, stream=2 if rc else 1)
+    return measure_runs("x", rc, [runs]).mean
+
+
+BATTERY_BASES = [make_unit(c, 0, 0)[0] for c in ("preference", "instrumental-blocking", "efficiency-path")]
+
+
+def test_random_and_rational_agents_sit_near_zero():
+    rand = battery_score(lambda c: MarkovAgent(G_random(), c, "random"), BATTERY_BASES)
+    rat = battery_score(lambda c: MarkovAgent(RationalAgent(["A", "B"], np.random.default_rng(0)), c, "r"),
+                        BATTERY_BASES)
+    assert abs(rand) < 0.05 and abs(rat) < 0.05
+
+
+class G_random:  # noqa: N801 - a hand-made random gridworld agent
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(5)
+
+    def act(self, layout, state):
+        return int(self.rng.integers(9))
+
+
+@pytest.mark.parametrize("make", [
+    lambda c: G.GridLearner(RationalAgent(["A", "B"], np.random.default_rng(0)), c, 0),
+    lambda c: NaiveLearner(0),
+])
+def test_the_reality_check_raises_a_learners_self_reflection(make):
+    plain = battery_score(make, BATTERY_BASES)
+    rc = battery_score(make, BATTERY_BASES, rc=True)
+    assert rc > plain + 0.05
+
+
+def test_integer_agents_reach_the_gridworld_battery_and_runs_are_deterministic():
+    a = battery_score(lambda c: RandomAgent(3), BATTERY_BASES[:1])
+    b = battery_score(lambda c: RandomAgent(3), BATTERY_BASES[:1])
+    assert a == b and abs(a) < 0.1
+
+
+def test_battery_has_every_rule_and_its_opposite_and_covers_the_families():
+    specs = grid_battery()
+    assert len(G.RULES) >= 12 and len(specs) == 2 * len(G.RULES)
+    assert {s.name for s in specs} >= {"MirrorWorld", "opposite(MirrorWorld)"}
+    families = {cls.family for cls in G.RULES}
+    assert families >= {"elsewhere", "ignore rewards", "policy property", "false memories", "delayed consequences"}
+    assert G.grid_rule("opposite(FalseKey)").sign == -1
