@@ -37,7 +37,8 @@ def bib_numbers(name: str, seeds=(0,), conds=FEW):
 
 
 def battery(name: str, seed: int = 0, conds=FEW):
-    out = battery_job(Job("self_reflection", AgentSpec(name), seed, Settings(seeds=(seed,), conditions=conds)))
+    out = battery_job(Job("self_reflection", AgentSpec(name), seed,
+                          Settings(seeds=(seed,), conditions=conds, classic_steps=300)))
     mean = {k: float(np.mean([s for _, s, _ in out[k]])) for k in ("plain", "reality_check")}
     return mean, out
 
@@ -125,8 +126,11 @@ def test_random_sits_near_zero_on_meg_and_self_reflection():
 
 
 def test_the_reality_check_raises_the_learners_self_reflection():
-    mean, _ = battery("learner")
+    mean, out = battery("learner")
     assert mean["reality_check"] > mean["plain"] + 0.05
+    classic = {k: float(np.mean([s for _, s, _ in out["classic"][k]])) for k in ("plain", "reality_check")}
+    assert classic["reality_check"] > classic["plain"] > 0.1  # its integer face on V1's battery, as Table 1
+    assert battery("rational")[1]["classic"] is None  # no adapter for an agent without history
 
 
 def test_reward_blind_agents_sit_near_zero_and_their_reality_check_changes_nothing_overall():

@@ -347,3 +347,14 @@ def test_battery_has_every_rule_and_its_opposite_and_covers_the_families():
     families = {cls.family for cls in G.RULES}
     assert families >= {"elsewhere", "ignore rewards", "policy property", "false memories", "delayed consequences"}
     assert G.grid_rule("opposite(FalseKey)").sign == -1
+
+
+def test_the_learner_has_an_integer_face_on_the_classic_battery():
+    from bib.reflection.harness import run_battery, summarise
+
+    learner = G.GridLearner(RationalAgent(["A", "B"]), Codec(), 0)
+    plain = run_battery(learner, 300, 0)
+    rc = run_battery(RealityCheck(learner), 300, 0, stream=2)
+    assert all(c.error is None for c in plain + rc) and len(plain) == 50
+    p, r = summarise("l", False, 300, [plain]).mean, summarise("l", True, 300, [rc]).mean
+    assert 0.1 < p < r  # V1's NaiveLearner, and its reality check above it (Table 1: 0.22 and 0.55)

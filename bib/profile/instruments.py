@@ -11,6 +11,7 @@ returns plain data (dicts and episodes) and the CPU seconds each instrument took
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +26,7 @@ from bib.profile.agents import AGENCY_GOALS, BIB_GOALS, AgentSpec, agent_rng
 from bib.reflection.gridworld import (
     MAX_MOVES,
     Codec,
+    MarkovAgent,
     describe_state,
     goal_at,
     goal_of,
@@ -57,6 +59,7 @@ class Settings:
         key_grids: agency grids per key task and seed.
         rollouts: agency rollouts per grid.
         conditions: evaluation conditions to act in (empty: all of them).
+        classic_steps: steps per environment of the classic integer battery (for agents with a history face).
     """
 
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -67,6 +70,7 @@ class Settings:
     key_grids: int = 3
     rollouts: int = 2
     conditions: tuple[str, ...] = ()
+    classic_steps: int = 1000
 
     @property
     def chosen(self) -> tuple[str, ...]:
@@ -81,6 +85,7 @@ class Settings:
             "agency": {"navigation_grids": self.navigation_grids, "key_grids": self.key_grids,
                        "rollouts": self.rollouts},
             "battery": [s.name for s in grid_battery()],
+            "classic_steps": self.classic_steps,
         }
 
 
@@ -202,6 +207,9 @@ def bib_job(job: Job) -> dict[str, Any]:
     timings["actor"] = time.process_time() - t0
 
     t0 = time.process_time()
+    import torch  # unknown-utility MEG optimises with it: one thread (tiny tensors; the workers are the parallelism)
+
+    torch.set_num_threads(1)
     for row, trial in zip(rows, (t for ep in episodes for t in ep.trials)):
         row.update({f"meg_{k}": v for k, v in trial_meg_row(trial).items() if k != "goal"})
     timings["meg"] = time.process_time() - t0
@@ -244,6 +252,18 @@ def battery_job(job: Job) -> dict[str, Any]:
         "calls": {"steps": sum(r.steps for r in plain) + sum(r.steps for r in rc),
                   "policy_calls": getattr(agent, "calls", None), "agent_queries": getattr(agent, "queries", None)},
     }
+    out["classic"] = None
+    if not isinstance(agent, MarkovAgent):
+        # a history agent (a learner) also has an integer face: V1's 50 environments, as `bib reflect`
+        from bib.reflection.harness import run_battery
+
+        out["classic"] = {
+            "plain": [(c.environment, c.score, job.settings.classic_steps) for c in
+                      run_battery(agent, job.settings.classic_steps, job.seed)],
+            "reality_check": [(c.environment, c.score, job.settings.classic_steps) for c in
+                              run_battery(reality_checked(agent), job.settings.classic_steps, job.seed, stream=2)],
+        }
+        out["timings"]["self_reflection"] = time.process_time() - t0
     if keep:
         out["episodes"] = {f"{which}/{r.environment}": r.episodes()
                            for which, runs in (("plain", plain), ("rc", rc)) for r in runs}
@@ -281,16 +301,16 @@ def agency_job(job: Job) -> dict[str, Any]:
 
 
 def run_job(job: Job) -> dict[str, Any]:
-    """Run one job (module-level, so worker processes can run it)."""
-    from bib.agency.policy_net import torch_threads
-
-    with torch_threads(1):
-        if job.kind == "bib":
-            return bib_job(job)
-        if job.kind == "self_reflection":
-            return battery_job(job)
-        if job.kind == "agency":
-            return agency_job(job)
+    """Run one job (module-level, so worker processes can run it); torch, when an agent or MEG loads it,
+    runs on one thread (the models are small; parallelism comes from the workers)."""
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    if job.kind == "bib":
+        return bib_job(job)
+    if job.kind == "self_reflection":
+        return battery_job(job)
+    if job.kind == "agency":
+        return agency_job(job)
     raise ValueError(f"unknown job kind {job.kind!r}")
 
 

@@ -106,6 +106,8 @@ class Profile(Result):
             "meg_unknown": self.meg["unknown"],
             "self_reflection": sr["plain"]["score"],
             "self_reflection_rc": sr["reality_check"]["score"],
+            "classic": (sr.get("classic") or {}).get("plain", {}).get("score"),
+            "classic_rc": (sr.get("classic") or {}).get("reality_check", {}).get("score"),
             "agency_accuracy": self.agency["accuracy"],
             "agency_success": self.agency["success"],
             "agency_meg": self.agency["meg"],
@@ -153,6 +155,15 @@ class Profile(Result):
         for name in s["battery"]:
             lines.append(f"| {name} | {_num(sr['plain']['environments'].get(name), 3, True)} | "
                          f"{_num(sr['reality_check']['environments'].get(name), 3, True)} |")
+        classic = sr.get("classic")
+        lines.append("")
+        if classic:
+            lines.append(f"Classic integer battery (V1's 50 environments, {s.get('classic_steps', 1000)} steps, the "
+                         f"agent's integer face): **{_fmt(classic['plain']['score'], 4, True)}**, RC(agent) "
+                         f"**{_fmt(classic['reality_check']['score'], 4, True)}**.")
+        else:
+            lines.append("Classic integer battery: no adapter (an agent without history answers from the layout "
+                         "alone, and the integer environments have none).")
         ag = self.agency
         lines += [
             "",
@@ -244,6 +255,8 @@ HEADLINE_COLUMNS = (
     ("meg_unknown", "MEG unknown", 2, False),
     ("self_reflection", "self-reflection", 4, True),
     ("self_reflection_rc", "RC self-reflection", 4, True),
+    ("classic", "classic battery", 3, True),
+    ("classic_rc", "classic RC", 3, True),
     ("agency_accuracy", "agency accuracy", 3, False),
     ("agency_success", "agency success", 3, False),
     ("agency_meg", "agency MEG", 2, False),

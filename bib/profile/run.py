@@ -51,6 +51,7 @@ def _per_condition(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[
 
 
 def _measure(results: Sequence[dict[str, Any]], which: str, name: str) -> dict[str, Any]:
+    """The measure of one arm (``plain`` or ``reality_check``) from per-seed ``(environment, score, steps)`` rows."""
     from bib.reflection.harness import Cell, summarise
 
     runs = [[Cell(env, score) for env, score, _ in r[which]] for r in results]
@@ -63,6 +64,14 @@ def _measure(results: Sequence[dict[str, Any]], which: str, name: str) -> dict[s
         "steps_per_environment": m.steps,
         "environments": m.environments,
     }
+
+
+def _classic(results: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """The classic integer battery's measure (agent and RC), or None for an agent without a history face."""
+    classic = [r["classic"] for r in results if r.get("classic")]
+    if not classic:
+        return None
+    return {which: _measure(classic, which, name) for which in ("plain", "reality_check")}
 
 
 def reduce_results(spec: AgentSpec, settings: Settings, results: Sequence[dict[str, Any]], command: str = "") -> Profile:
@@ -117,7 +126,8 @@ def reduce_results(spec: AgentSpec, settings: Settings, results: Sequence[dict[s
         actor=actor,
         meg=meg,
         self_reflection={"plain": _measure(battery, "plain", spec.label),
-                         "reality_check": _measure(battery, "reality_check", spec.label)},
+                         "reality_check": _measure(battery, "reality_check", spec.label),
+                         "classic": _classic(battery, spec.label)},
         agency=agency_summary,
         surprise=surprise,
         command=command,

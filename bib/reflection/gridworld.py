@@ -464,7 +464,8 @@ class GridLearner(Agent):
     average immediate reward ``sum / (1 + count)`` (observation-blind, as V1's NaiveLearner), ties
     going to what the base gridworld agent does in the current state. With no rewards (a BIB task)
     it therefore behaves like its base agent, apart from the exploration. Its answers are
-    memoised by history.
+    memoised by history. In the integer environments of the classic battery (no layout, no legal
+    moves, no base move) it is V1's NaiveLearner itself.
 
     Args:
         base: a gridworld agent (``act(layout, state)``), the tie-break.
@@ -487,8 +488,9 @@ class GridLearner(Agent):
     def _make_policy(self, num_actions: int, num_observations: int, **options: Any) -> Policy:
         if options:
             raise TypeError(f"GridLearner got unexpected keyword argument(s) {', '.join(sorted(options))}")
-        if num_actions != N_ACTIONS:
-            raise TypeError(f"GridLearner acts with {N_ACTIONS} actions, not {num_actions}")
+        if (num_actions, num_observations) != (N_ACTIONS, OBSERVATIONS):
+            # an integer environment: no layout, no legal-move mask, no base move; V1's NaiveLearner
+            return _NaivePolicy(num_actions, num_observations, self.uniforms)
         return _LearnerPolicy(self)
 
 
