@@ -24,9 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading

@@ -118,7 +118,7 @@ def _git_commit() -> dict[str, object] | None:
 def _now() -> str:
     import datetime
 
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 def provenance(job: dict[str, object] | None = None, started: str | None = None) -> dict[str, object]:

@@ -152,9 +152,9 @@ def test_probe_cli_writes_probes_json_and_report(tmp_path, monkeypatch, tiny_mod
 
 
 def test_shipped_checkpoint_loads_safely_and_navigates_open_rooms() -> None:
+    from bib.agency.env import run_rollouts
     from bib.agency.metrics import grid_metrics
     from bib.agency.policy_net import DEFAULT_CHECKPOINT, checkpoint_meta
-    from bib.agency.env import run_rollouts
 
     model = load(DEFAULT_CHECKPOINT)  # weights_only=True inside
     assert "bib agency train-policy" in checkpoint_meta(DEFAULT_CHECKPOINT)["command"]

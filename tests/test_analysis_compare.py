@@ -23,7 +23,7 @@ def _manifest(folder: Path, pairs: int, conditions: tuple[str, ...] = ("preferen
             for outcome in ("expected", "unexpected"):
                 pid = f"{cond}-{i:06d}"
                 lines.append(f"{pid}-{outcome},{pid},{cond},{cond},{outcome},{i},9,40,episodes/{pid}-{outcome}.json,,abc")
-    lines.append(f"bg-000001,bg-000001,single-object,single-object,none,1,9,40,episodes/bg.json,,abc")
+    lines.append("bg-000001,bg-000001,single-object,single-object,none,1,9,40,episodes/bg.json,,abc")
     (folder / "manifest.csv").write_text("\n".join(lines) + "\n")
     return folder
 

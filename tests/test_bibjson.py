@@ -14,7 +14,7 @@ import pytest
 from bibreal import ALL_QUIRKS, Quirks, episode_recording, path_cost, shapes_column
 
 from bib.cli import main
-from bib.episode import dumps, load_episode, validate
+from bib.episode import dumps, load_episode
 from bib.errors import BibInputError
 from bib.render.frames import RenderSettings, frame_count
 from bib.stimuli.bibjson import (

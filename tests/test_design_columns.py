@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import csv
-import re
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 from bib.cli import app
 from bib.errors import BibInputError
 from bib.evaluation import (
-    EpisodeRef,
-    EpisodeSet,
     DIFFICULTY_BINS,
     DifficultyCurve,
+    EpisodeRef,
+    EpisodeSet,
     bootstrap_ci,
     difficulty_bin,
     difficulty_json,

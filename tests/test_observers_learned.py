@@ -18,7 +18,6 @@ from bib.observers.encoders import (
     DYNAMIC_CHANNELS,
     SYMBOLIC_CHANNELS,
     collate,
-    encode_episode,
     frame_states,
     symbolic_states,
 )

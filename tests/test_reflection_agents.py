@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from bib.reflection import environments as E
 from bib.reflection.agents import ConstantAgent, FunctionAgent, NaiveLearner, RandomAgent
-from bib.reflection.environments import EnvSpec, Environment
+from bib.reflection.environments import Environment, EnvSpec
 from bib.reflection.harness import run_battery
 from bib.reflection.policy import Uniforms
 from bib.reflection.reality_check import RealityCheck

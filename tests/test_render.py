@@ -9,11 +9,18 @@ import pytest
 
 from bib.episode import Trial
 from bib.errors import BibInputError
-from bib.render.frames import RenderSettings, episode_frame_count, episode_frames, frame_count, step_frames, trial_frames
+from bib.render.frames import (
+    RenderSettings,
+    episode_frame_count,
+    episode_frames,
+    frame_count,
+    step_frames,
+    trial_frames,
+)
 from bib.render.sprites import alpha_mask
-from bib.vocabulary import AGENT_SHAPES, OBJECT_SHAPES
 from bib.tasks import make_unit
 from bib.tasks.common import empty_layout, place
+from bib.vocabulary import AGENT_SHAPES, OBJECT_SHAPES
 from bib.world.grid import Agent
 
 

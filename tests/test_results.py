@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from bib.evaluation import ConditionResult, Evaluation, EpisodeRef, evaluate
+from bib.evaluation import ConditionResult, EpisodeRef, Evaluation, evaluate
 from bib.results import Result, jsonable, markdown_table
 from bib.tasks import task_ids
 

@@ -10,10 +10,10 @@ import pytest
 
 from bib.episode import dumps, loads
 from bib.render.frames import BARRIER, RenderSettings, episode_frames, trial_frames
+from bib.stimuli.stats import closest_object_credit
 from bib.tasks import make_unit, task_ids, validate_episode, validate_pair
 from bib.tasks.common import make_trial
 from bib.tasks.instrumental import sample_enclosure
-from bib.stimuli.stats import closest_object_credit
 from bib.world.dynamics import AgentState
 from bib.world.keylock import optimal_cost
 from bib.world.planning import is_shortest, reachable, shortest_cost, shortest_path

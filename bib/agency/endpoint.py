@@ -157,7 +157,7 @@ class ChatClient:
                     chunks.append(chunk)
         except urllib.error.HTTPError as exc:
             raise EndpointError(f"http-{exc.code}", str(exc.reason)) from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise EndpointError("timeout", f"no answer within {self.timeout:g} s") from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, (TimeoutError, socket.timeout)):

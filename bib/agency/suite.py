@@ -151,9 +151,9 @@ def run_suite(
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
-    from bib.agency.tables import write_tables
-
     import pandas as pd
+
+    from bib.agency.tables import write_tables
 
     frame = pd.DataFrame(rows)
     atomic_write_text(out / "grids.csv", frame.to_csv(index=False))

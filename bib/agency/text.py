@@ -16,8 +16,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from bib.agency.env import INVALID, MOVE_NAMES, MOVES
 from bib.agency.endpoint import EndpointError
+from bib.agency.env import INVALID, MOVE_NAMES, MOVES
 from bib.tasks.agent_grids import GOAL
 from bib.world.dynamics import AgentState
 from bib.world.grid import Layout

@@ -89,7 +89,7 @@ class Formula:
 
 def _strip_random(rhs: str) -> str:
     """The fixed part of a right-hand side as written (random terms removed)."""
-    out, depth, start, chunks = [], 0, 0, []
+    depth, start, chunks = 0, 0, []
     i = 0
     while i < len(rhs):
         ch = rhs[i]

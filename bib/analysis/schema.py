@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from bib.tasks import conditions
 from bib.errors import BibInputError
+from bib.tasks import conditions
 
 #: Canonical CSV columns, in order.
 COLUMNS: tuple[str, ...] = (

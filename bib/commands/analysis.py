@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -50,14 +49,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def analyze(
         data: Path = typer.Argument(..., help="looking-time data: a CSV, or a PyHab file or folder"),
-        fmt: Optional[str] = FormatOpt,  # noqa: UP007 (typer needs Optional)
-        spec: Optional[Path] = SpecOpt,  # noqa: UP007
-        scale: Optional[str] = ScaleOpt,  # noqa: UP007
+        fmt: str | None = FormatOpt,  # noqa: UP007 (typer needs Optional)
+        spec: Path | None = SpecOpt,  # noqa: UP007
+        scale: str | None = ScaleOpt,  # noqa: UP007
         as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-        out: Optional[Path] = typer.Option(  # noqa: UP007
+        out: Path | None = typer.Option(  # noqa: UP007
             None, "--out", help="output folder: report.json, report.md, exclusions.csv, paired-<task>.png/.svg, provenance.json"),
         force: bool = typer.Option(False, "--force", help="replace an --out folder holding another job's output"),
-        plots: Optional[Path] = typer.Option(None, "--plots", help="write only the paired plots (PNG, SVG) here"),  # noqa: UP007
+        plots: Path | None = typer.Option(None, "--plots", help="write only the paired plots (PNG, SVG) here"),  # noqa: UP007
     ) -> None:
         """Row filter, exclusions and per-task mixed models (lme4-style formula; default
         log_lt ~ outcome + (1 | participant) [+ (1 | item)]), Satterthwaite df, the model kept."""
@@ -87,11 +86,11 @@ def register(app: typer.Typer) -> None:
         infants: Path = typer.Option(..., "--infants", help="infant looking-time data (as for bib analyze)"),
         results: list[Path] = typer.Option(..., "--results", help="a model's results CSV (episode_id,surprise); repeat per model"),
         episodes: Path = typer.Option(..., "--episodes", help="episode set: a folder with manifest.csv or episode JSON files"),
-        fmt: Optional[str] = FormatOpt,  # noqa: UP007
-        spec: Optional[Path] = SpecOpt,  # noqa: UP007
-        scale: Optional[str] = ScaleOpt,  # noqa: UP007
+        fmt: str | None = FormatOpt,  # noqa: UP007
+        spec: Path | None = SpecOpt,  # noqa: UP007
+        scale: str | None = ScaleOpt,  # noqa: UP007
         as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
-        plots: Optional[Path] = typer.Option(None, "--plots", help="write forest.{png,svg} and compare.csv here"),  # noqa: UP007
+        plots: Path | None = typer.Option(None, "--plots", help="write forest.{png,svg} and compare.csv here"),  # noqa: UP007
     ) -> None:
         """Models vs infants: z-scored responses, response_z ~ outcome * observer + (1 | unit) per task."""
         from bib.analysis import compare as cmp
@@ -118,7 +117,7 @@ def register(app: typer.Typer) -> None:
     @power_app.callback()
     def power(
         ctx: typer.Context,
-        task: Optional[str] = typer.Option(None, "--task", help="a pilot task: preference or efficiency-path"),  # noqa: UP007
+        task: str | None = typer.Option(None, "--task", help="a pilot task: preference or efficiency-path"),  # noqa: UP007
         n: str = typer.Option("16,24,32,48", "--n", help="comma-separated numbers of infants"),
         sims: int = typer.Option(1000, "--sims", help="simulated studies per N"),
         effect: str = typer.Option("pilot", "--effect", help="'pilot' (as published) or an effect in seconds"),
@@ -128,7 +127,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", help="worker processes"),
         test: Test = typer.Option(Test.t, "--test", show_default=True,  # noqa: B008
                                   help="t: Satterthwaite t as bib analyze reports; z: Wald z (bib power before issue 14)"),
-        pilot: Optional[Path] = typer.Option(None, "--pilot", help="pilot summaries CSV (default data/published/infant_pilot.csv)"),  # noqa: UP007
+        pilot: Path | None = typer.Option(None, "--pilot", help="pilot summaries CSV (default data/published/infant_pilot.csv)"),  # noqa: UP007
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Monte Carlo power (with its MC error) of the LMM analysis at each N."""
@@ -151,7 +150,7 @@ def register(app: typer.Typer) -> None:
                               "seed": seed, "test": test.value, "path": path, "power": rows}))
             return
         label = "Satterthwaite t" if test == Test.t else "Wald z"
-        typer.echo(f"{task}: effect {'as published (beta = %g s)' % p.beta if eff is None else '%g s' % eff}, "
+        typer.echo(f"{task}: effect {f'as published (beta = {p.beta:g} s)' if eff is None else f'{eff:g} s'}, "
                    f"pilot N = {p.n}, d_z = {p.dz:.3f}; analysis: LMM on {scale} scale, {label}, alpha = {alpha:g}; seed {seed}")
         typer.echo(f"path: {path}")
         typer.echo(f"{'N':>5}{'sims':>7}{'power':>8}{'mc_se':>8}{'power+':>8}{'mean est':>10}{'singular':>9}")
@@ -163,7 +162,7 @@ def register(app: typer.Typer) -> None:
     def simulate(
         out: Path = typer.Option(Path("data/looking_times/example.csv"), "--out", help="CSV to write"),
         seed: int = typer.Option(2022, "--seed"),
-        pilot: Optional[Path] = typer.Option(None, "--pilot", help="pilot summaries CSV"),  # noqa: UP007
+        pilot: Path | None = typer.Option(None, "--pilot", help="pilot summaries CSV"),  # noqa: UP007
     ) -> None:
         """Write a synthetic per-infant data set drawn from the pilot summaries (flagged synthetic)."""
         from bib.analysis.example import simulate_example

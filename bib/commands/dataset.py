@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from bib.tasks import task_ids
+
 
 class Format(str, Enum):
     """Episode file formats ``export`` and ``import`` speak."""
@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="Output folder: episodes/, manifest.csv, import.csv."),
         fmt: Format = typer.Option(Format.bib_json, "--format", help="Input format (bib-json: BIB per-frame JSON).",
                                    show_default=True),
-        task: Optional[BibTask] = typer.Option(None, "--task", help="The task of every file in SRC (for folders with "  # noqa: UP007
+        task: BibTask | None = typer.Option(None, "--task", help="The task of every file in SRC (for folders with "  # noqa: UP007
                                                                    "any name); default: from BIB's folder names."),
         naming: ImportNaming = typer.Option(ImportNaming.auto, "--naming", show_default=True,
                                             help="Key/lock field names: auto (v1.1 when frames have 'pin', old when "

@@ -87,9 +87,17 @@ def register(app: typer.Typer) -> None:
         With --out: evaluation.{json,md,png,svg} and, when the set's pairs have a difficulty,
         difficulty.{json,md,png,svg} (accuracy per difficulty bin).
         """
-        from bib.evaluation import DifficultyCurve, Evaluation, check_table_update, evaluate_difficulty, find_episodes
+        from bib.evaluation import (
+            DifficultyCurve,
+            Evaluation,
+            check_table_update,
+            evaluate_difficulty,
+            find_episodes,
+            surprise_by_episode,
+            table_rows,
+            upsert_table,
+        )
         from bib.evaluation import evaluate as run
-        from bib.evaluation import surprise_by_episode, table_rows, upsert_table
         from bib.io import OutputFolder
 
         if table is not None and not name:
@@ -164,8 +172,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON,
     ) -> None:
         """Our observers' accuracy (%) beside the published models', with the set and pair counts of each column."""
-        from bib.evaluation import ANCHORS, leaderboard as build
-        from bib.evaluation import leaderboard_note, read_anchors, read_evaluation, read_table, table_rows
+        from bib.evaluation import ANCHORS, leaderboard_note, read_anchors, read_evaluation, read_table, table_rows
+        from bib.evaluation import leaderboard as build
 
         published = read_anchors(anchors or ANCHORS)
         ours: list[dict[str, str]] = read_table(table) if table.exists() else []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,7 +19,7 @@ def register(app: typer.Typer) -> None:
     @sub.callback()
     def reflect(
         ctx: typer.Context,
-        agent: Optional[str] = typer.Option(None, "--agent", help="random, constant, naive-learner, a2c, dqn, ppo"),
+        agent: str | None = typer.Option(None, "--agent", help="random, constant, naive-learner, a2c, dqn, ppo"),
         reality_check: bool = typer.Option(False, "--reality-check", help="measure RC(agent) instead"),
         steps: int = typer.Option(1000, "--steps", help="percepts per environment"),
         seeds: int = typer.Option(10, "--seeds", help="seeds 0..K-1"),
@@ -55,7 +54,7 @@ def register(app: typer.Typer) -> None:
         steps: list[int] = typer.Option([500, 1000], "--steps", help="lengths (repeatable)"),
         seeds: int = typer.Option(10, "--seeds"),
         workers: int = typer.Option(1, "--workers"),
-        out: Optional[Path] = typer.Option(None, "--out", help="also write the Markdown table here"),
+        out: Path | None = typer.Option(None, "--out", help="also write the Markdown table here"),
     ) -> None:
         """Reproduce Table 1 for Random, Constant, NaiveLearner and their reality checks."""
         from bib.io import atomic_write_text

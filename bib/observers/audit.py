@@ -46,7 +46,6 @@ from bib.evaluation import (
     readout,
 )
 from bib.observers.base import BaseObserver
-from bib.results import Result
 from bib.observers.heuristics import ClosestObjectObserver
 from bib.observers.shortcuts import (
     CUES,
@@ -61,6 +60,7 @@ from bib.observers.shortcuts import (
     step_novelty,
     write_stumps,
 )
+from bib.results import Result
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

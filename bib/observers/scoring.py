@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from bib.stimuli.check import load_checked
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes, readout, steps_path, write_results, write_steps
 from bib.observers.base import Observer, surprise_many
 from bib.observers.registry import make_observer
+from bib.stimuli.check import load_checked
 
 CHUNK = 32
 """Episodes per work item (pairs stay together: refs are sorted by id, so a pair is adjacent)."""

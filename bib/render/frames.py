@@ -24,7 +24,7 @@ from bib.vocabulary import HOME_COLOR
 from bib.vocabulary import KEY_COLOR as KEY
 from bib.vocabulary import SLOT_COLOR as SLOT
 from bib.vocabulary import WALL_COLOR as WALL
-from bib.world.dynamics import action_between, action_cost, STAY
+from bib.world.dynamics import STAY, action_between, action_cost
 
 
 @dataclass(frozen=True)

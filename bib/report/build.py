@@ -281,8 +281,8 @@ class ReportBuilder:
     # ------------------------------------------------------------ evaluation
 
     def evaluation_page(self, inputs: list[Input], audits: list[Input]) -> None:
-        from bib.tasks.registry import conditions, families
         from bib.evaluation import ANCHORS, leaderboard, read_anchors
+        from bib.tasks.registry import conditions, families
 
         rows: list[dict[str, str]] = []
         observers = []

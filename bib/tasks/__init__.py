@@ -5,13 +5,15 @@ Listings follow each task's ``order`` (see :mod:`bib.tasks.registry`), not the i
 
 from __future__ import annotations
 
-from bib.tasks import background  # noqa: F401  (registers its tasks)
-from bib.tasks import preference  # noqa: F401
-from bib.tasks import multi_agent  # noqa: F401
-from bib.tasks import inaccessible_goal  # noqa: F401
-from bib.tasks import efficiency  # noqa: F401
-from bib.tasks import instrumental  # noqa: F401
-from bib.tasks import agent_grids  # noqa: F401
+from bib.tasks import (
+    agent_grids,  # noqa: F401
+    background,  # noqa: F401  (registers its tasks)
+    efficiency,  # noqa: F401
+    inaccessible_goal,  # noqa: F401
+    instrumental,  # noqa: F401
+    multi_agent,  # noqa: F401
+    preference,  # noqa: F401
+)
 from bib.tasks.registry import (
     REGISTRY,
     LayoutRejected,

@@ -21,9 +21,8 @@ from bib.tasks.common import (
     N_FAMILIARIZATION,
     PairDraft,
     Walker,
-    finish_group,
-    twin_of,
     empty_layout,
+    finish_group,
     interior,
     make_episode,
     make_trial,
@@ -31,6 +30,7 @@ from bib.tasks.common import (
     sample_agent,
     sample_cells,
     sample_looks,
+    twin_of,
 )
 from bib.tasks.options import Controls
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
