@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # pip does not pull a CUDA build. The project itself only asks for torch>=2.2.
 TORCH ?= torch==2.13.0
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,8 +20,16 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2
 
+# The documentation site (docs/, mkdocs.yml) with the docs extra; --strict fails on any warning.
+$(VENV)/.docs-installed: $(VENV)/.installed
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[docs]"
+	@touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -q
+
 bench: $(VENV)/.installed
 	for b in benchmarks/*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out site .pytest_cache

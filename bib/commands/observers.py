@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def score(
-        observer: str = typer.Argument(..., help="Observer: random, closest-object, inverse-planner, bc-mlp, bc-rnn, video-rnn."),
+        observer: str = typer.Argument(..., help="Observer: random, closest-object, inverse-planner, bc-mlp, bc-rnn, video-rnn, or your own package.module:Class."),
         episodes: Path = typer.Argument(..., help="Episode set: a folder searched recursively for episodes / manifests, or a manifest.csv."),
         out: Path = out_option("results.csv (episode_id,surprise; max readout), results.steps.parquet (per-step surprise), provenance.json"),
         checkpoint: Path = typer.Option(None, "--checkpoint", help="Trained weights of a learned observer: a `bib train` folder or its checkpoint.pt.", show_default=False),

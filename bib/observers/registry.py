@@ -4,12 +4,19 @@ Built-in observers register here when :mod:`bib.observers` is imported. Plugin m
 :data:`PLUGIN_MODULES` (the learned observers, which need torch) are imported only when a name is
 not found among those already registered, so ``random`` or ``inverse-planner`` never import torch.
 A plugin module registers its observers at import time with :func:`register_observer`.
+
+A name of the form ``package.module:Attr`` is a user's own observer: the module is imported (the
+working directory is searched first, so ``my_model.py`` beside the command works), and ``Attr`` is
+a class or factory called with the observer options (``--option KEY=VALUE``), plus
+``checkpoint=PATH`` when a checkpoint is given. What it returns must have ``surprise(episode)``.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +111,47 @@ def observer_names(load_plugins: bool = True) -> list[str]:
     return sorted(_REGISTRY)
 
 
+def _user_factory(target: str) -> Factory:
+    """The factory of a ``package.module:Attr`` observer (see the module docstring)."""
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise BibInputError(f"observer {target!r}: expected a registered name or package.module:Class")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as exc:
+        raise BibInputError(f"observer {target!r}: cannot import {module!r} ({exc})") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise BibInputError(f"observer {target!r}: module {module!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise BibInputError(f"observer {target!r}: {attr!r} is not a class or a function")
+    make = obj
+    params = inspect.signature(make).parameters
+    takes_checkpoint = "checkpoint" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    def factory(checkpoint: Path | None, **config: Any) -> Observer:
+        if checkpoint is not None and not takes_checkpoint:
+            raise BibInputError(f"observer {target!r}: {attr} takes no checkpoint argument")
+        built = make(**config) if checkpoint is None else make(checkpoint=checkpoint, **config)
+        if not callable(getattr(built, "surprise", None)):
+            raise BibInputError(f"observer {target!r}: {attr} gave a {type(built).__name__} without a surprise(episode) method")
+        if not isinstance(getattr(built, "name", None), str):
+            built.name = target
+        return built
+
+    factory.__signature__ = inspect.signature(make)  # type: ignore[attr-defined]  (options are checked against it)
+    return factory
+
+
 def get_observer_spec(name: str) -> ObserverSpec:
-    """The spec registered as ``name``; BibInputError listing the known names otherwise."""
+    """The spec registered as ``name``, or a user's ``package.module:Class``; BibInputError listing the
+    known names otherwise."""
+    if ":" in name and name not in _REGISTRY:
+        return ObserverSpec(name, _user_factory(name), description="user observer")
     if name not in _REGISTRY:
         _load_plugins()
     try:

@@ -1,0 +1,205 @@
+"""Episode sets as PyTorch datasets: the entry point for people who train their own models on ``bib``.
+
+Two datasets, one item format:
+
+- :class:`EpisodeDataset` (map-style): an episode set on disk (a folder, or a ``manifest.csv``);
+  only the index is read up front, each episode is read and encoded when it is asked for.
+- :class:`EpisodeStream` (iterable): episodes streamed one by one, from a set on disk or generated
+  on the fly from the task registry (:meth:`EpisodeStream.generate`), split across DataLoader
+  workers.
+
+An item is a dict: ``id``, ``pair_id``, ``condition``, ``outcome`` (strings, ``pair_id`` may be
+None), and per phase (``familiarization`` and/or ``test``, as asked) ``<phase>_states`` (float32
+``[steps, C, H, W]``), ``<phase>_actions`` (int64 ``[steps]``: the move taken from each state, the
+last state of a trial ``stay``) and ``<phase>_lengths`` (int64 ``[trials]``: states per trial).
+States are ``symbolic`` grids (the learned observers' channels, :data:`CHANNELS`) or ``frames``
+rendered on the fly at ``size x size`` pixels (RGB in [0, 1]).
+
+Example::
+
+    from torch.utils.data import DataLoader
+    from bib.data import EpisodeStream, pad_collate
+
+    stream = EpisodeStream.generate({"preference": 2}, seed=0, phases=("test",))
+    batch = next(iter(DataLoader(stream, batch_size=4, collate_fn=pad_collate)))
+    batch["test_states"].shape   # [4, longest test trial, C, 10, 10]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, IterableDataset, get_worker_info
+
+from bib.episode import Episode, load_episode
+from bib.errors import BibInputError
+from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
+from bib.observers.encoders import SYMBOLIC_CHANNELS, frame_states, symbolic_states, trial_actions
+from bib.tasks import get_task, make_unit
+
+PHASES: tuple[str, ...] = ("familiarization", "test")
+INPUTS: tuple[str, ...] = ("symbolic", "frames")
+CHANNELS: tuple[str, ...] = SYMBOLIC_CHANNELS
+"""Channel names of a symbolic state, in order (walls, barriers, lock, key, home, object shapes and
+colours, agent, key carried, agent shape and colour)."""
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How an episode becomes tensors.
+
+    Attributes:
+        input: ``symbolic`` (a ``C x H x W`` grid per state) or ``frames`` (``3 x size x size`` RGB).
+        size: frame side in pixels (``frames`` only); frames are rendered at the nearest cell size
+            at or above it and resized.
+        phases: which phases an item carries: ``familiarization``, ``test`` or both.
+    """
+
+    input: str = "symbolic"
+    size: int = 84
+    phases: tuple[str, ...] = PHASES
+
+    def __post_init__(self) -> None:
+        if self.input not in INPUTS:
+            raise BibInputError(f"input must be one of {', '.join(INPUTS)}, got {self.input!r}")
+        bad = [p for p in self.phases if p not in PHASES]
+        if bad or not self.phases:
+            raise BibInputError(f"phases must be a non-empty subset of {', '.join(PHASES)}, got {list(self.phases)!r}")
+        if self.size < 8:
+            raise BibInputError(f"size must be at least 8 pixels, got {self.size}")
+
+    def states(self, ep: Episode, trial_index: int) -> np.ndarray:
+        """The states of one trial of ``ep``: float32 ``[n + 1, C, H, W]``."""
+        trial = ep.trials[trial_index]
+        if self.input == "symbolic":
+            return symbolic_states(trial)
+        cell_px = max(4, math.ceil(self.size / max(ep.width, ep.height)))
+        return frame_states(trial, self.size, cell_px).astype(np.float32) / 255.0
+
+    def encode(self, ep: Episode) -> dict[str, Any]:
+        """The item of one episode (see the module docstring)."""
+        item: dict[str, Any] = {"id": ep.id, "pair_id": ep.pair_id, "condition": ep.condition, "outcome": ep.outcome}
+        last = len(ep.trials) - 1
+        groups = {"familiarization": range(last), "test": range(last, last + 1)}
+        for phase in self.phases:
+            idx = list(groups[phase])
+            if not idx:
+                raise BibInputError(f"episode {ep.id} has no {phase} trial")
+            states = [self.states(ep, i) for i in idx]
+            item[f"{phase}_states"] = torch.from_numpy(np.concatenate(states))
+            item[f"{phase}_actions"] = torch.from_numpy(np.concatenate([trial_actions(ep.trials[i]) for i in idx]))
+            item[f"{phase}_lengths"] = torch.tensor([len(s) for s in states], dtype=torch.int64)
+        return item
+
+
+def _load(ref: EpisodeRef) -> Episode:
+    ep = load_episode(ref.path)
+    if ep.id != ref.id:
+        raise BibInputError(f"{ref.path}: episode id is {ep.id!r}, but the manifest says {ref.id!r}")
+    return ep
+
+
+def _refs(source: str | Path | EpisodeSet, conditions: Sequence[str] | None) -> list[EpisodeRef]:
+    found = source if isinstance(source, EpisodeSet) else find_episodes(source)
+    if conditions is None:
+        return list(found.refs)
+    return [r for r in found.refs if r.condition in set(conditions)]
+
+
+class EpisodeDataset(Dataset):
+    """A map-style dataset over an episode set: item ``i`` is episode ``i`` (sorted by id), encoded.
+
+    Args:
+        source: a folder (searched recursively for manifests and episode files), a ``manifest.csv``
+            or an :class:`~bib.evaluation.EpisodeSet`.
+        input: ``symbolic`` or ``frames`` (see :class:`Encoding`).
+        size: frame side in pixels (``frames`` only).
+        phases: ``familiarization``, ``test`` or both.
+        conditions: keep only episodes of these conditions / tasks (all when None).
+    """
+
+    def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
+                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None) -> None:
+        self.encoding = Encoding(input, size, tuple(phases))
+        self.refs = _refs(source, conditions)
+
+    def __len__(self) -> int:
+        return len(self.refs)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.encoding.encode(_load(self.refs[index]))
+
+
+class EpisodeStream(IterableDataset):
+    """An iterable dataset: episodes read (or generated) one at a time, split across DataLoader workers.
+
+    Worker ``k`` of ``m`` takes every ``m``-th unit starting at ``k``, so together the workers see
+    every episode once, and a set of any size never sits in memory.
+
+    Args:
+        source: as for :class:`EpisodeDataset`.
+        input: ``symbolic`` or ``frames`` (see :class:`Encoding`).
+        size: frame side in pixels (``frames`` only).
+        phases: ``familiarization``, ``test`` or both.
+        conditions: as for :class:`EpisodeDataset`.
+    """
+
+    def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
+                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None) -> None:
+        self.encoding = Encoding(input, size, tuple(phases))
+        self._units: list[Any] = _refs(source, conditions)
+
+    @classmethod
+    def generate(cls, units: Mapping[str, int], seed: int = 0, input: str = "symbolic", size: int = 84,
+                 phases: Sequence[str] = PHASES) -> EpisodeStream:
+        """Stream freshly generated episodes: ``units[task]`` units of each task (pairs for evaluation
+        conditions), exactly those ``bib generate`` writes for the same tasks, counts and seed."""
+        for task, n in units.items():
+            get_task(task)
+            if n < 0:
+                raise BibInputError(f"units[{task!r}] must be >= 0, got {n}")
+        stream = cls.__new__(cls)
+        stream.encoding = Encoding(input, size, tuple(phases))
+        stream._units = [(task, i, int(seed)) for task, n in units.items() for i in range(n)]
+        return stream
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        info = get_worker_info()
+        k, m = (info.id, info.num_workers) if info is not None else (0, 1)
+        for unit in self._units[k::m]:
+            episodes = [_load(unit)] if isinstance(unit, EpisodeRef) else make_unit(*unit)
+            for ep in episodes:
+                yield self.encoding.encode(ep)
+
+
+def pad_collate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Batch items of different lengths: tensors are zero-padded along their first axis and stacked,
+    strings become lists, and each ``<phase>_states`` gets a boolean ``<phase>_mask`` ``[B, steps]``."""
+    if not items:
+        raise BibInputError("pad_collate needs at least one item")
+    out: dict[str, Any] = {}
+    for key in items[0]:
+        values = [it[key] for it in items]
+        if not isinstance(values[0], torch.Tensor):
+            out[key] = values
+            continue
+        longest = max(v.shape[0] for v in values)
+        batch = values[0].new_zeros((len(values), longest, *values[0].shape[1:]))
+        for b, v in enumerate(values):
+            batch[b, : v.shape[0]] = v
+        out[key] = batch
+        if key.endswith("_states"):
+            mask = torch.zeros((len(values), longest), dtype=torch.bool)
+            for b, v in enumerate(values):
+                mask[b, : v.shape[0]] = True
+            out[key[: -len("_states")] + "_mask"] = mask
+    return out
+
+
+__all__ = ["CHANNELS", "INPUTS", "PHASES", "Encoding", "EpisodeDataset", "EpisodeStream", "pad_collate"]
