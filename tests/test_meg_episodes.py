@@ -164,7 +164,7 @@ def test_cli_episodes(tmp_path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["meg", "episodes", str(tmp_path), "--json"], env={"BIB_NO_PROGRESS": "1"})
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+    rows = json.loads(res.output)["trials"]
     assert len(rows) == len(ep.trials) and rows[0]["episode"] == ep.id
     assert all(0 <= r["meg"]["A"] <= r["upper_bound"] + 1e-9 for r in rows)
     table = runner.invoke(app, ["meg", "episodes", str(tmp_path)], env={"BIB_NO_PROGRESS": "1"})

@@ -23,7 +23,7 @@ from bib.profile.instruments import (
 )
 from bib.profile.result import Profile, mean_se
 from bib.tasks import validate_episode
-from bib.world.dynamics import AgentState, move_legal
+from bib.world.dynamics import AgentState
 
 FEW = ("instrumental-no-barrier", "preference", "efficiency-path")
 

@@ -79,3 +79,51 @@ def test_saved_figures_are_byte_identical(tmp_path: Path) -> None:
 def test_family_averages_appear_in_markdown() -> None:
     res = {c: ConditionResult(c, 0.5, 0.4, 0.6, 10, 0) for c in task_ids("evaluation", family="efficiency")}
     assert "| efficiency average | 50.0 |" in Evaluation(res).to_markdown()
+
+
+def test_every_result_type_of_the_package_is_complete() -> None:
+    import importlib
+    import inspect
+    import pkgutil
+
+    import bib
+
+    for info in pkgutil.walk_packages(bib.__path__, "bib."):
+        if not info.name.startswith(("bib.commands", "bib._lifeline", "bib.cli")):
+            importlib.import_module(info.name)
+    found = {c.__module__ + "." + c.__name__: c for c in _subclasses(Result)}
+    assert "bib.evaluation.Evaluation" in found and "bib.meg.cliffworld.CliffWorldMEG" in found
+    for name, cls in found.items():
+        if cls.__module__.startswith("tests"):
+            continue
+        assert not inspect.isabstract(cls), f"{name} leaves {sorted(cls.__abstractmethods__)} unimplemented"
+        assert cls.name != Result.name, f"{name} sets no file name"
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [s for c in cls.__subclasses__() for s in (c, *_subclasses(c))]
+
+
+def test_cliffworld_meg_result(tmp_path: Path) -> None:
+    from bib.meg import cliffworld as cw
+
+    mdp = cw.cliffworld(7, 4, 9, 0.3)
+    rows = [cw.measure(mdp, cw.epsilon_greedy(mdp, 0.3), "epsilon-greedy", 0.3)]
+    result = cw.CliffWorldMEG(rows, {"width": 7, "height": 4, "horizon": 9, "wind": 0.3}, "bib meg cliffworld --horizon 9")
+    doc = json.loads(result.to_json_text())
+    assert round(doc["rows"][0]["known"], 2) == 2.36 and doc["settings"]["horizon"] == 9
+    assert result.to_markdown().startswith("Made by: `bib meg cliffworld --horizon 9`")
+    assert result.plot() is None  # one experiment only: no figure
+    assert [p.name for p in result.save(tmp_path)] == ["cliffworld.json", "cliffworld.md"]
+
+
+def test_reflection_measurement_result() -> None:
+    from bib.reflection.harness import Measurement, ReflectionTable
+
+    m = Measurement("random", True, 20, 2, [0.1, 0.3], {"IgnoreRewards": 0.2, "DejaVu": None}, {"DejaVu": "boom"})
+    assert m.to_markdown().splitlines()[0] == "Random_RC: 20 steps, 2 seeds"
+    assert "| DejaVu | FAILED: boom |" in m.to_markdown()
+    assert json.loads(m.to_json_text())["mean"] == pytest.approx(0.2)
+    table = ReflectionTable([m], "bib reflect table --steps 20 --seeds 2")
+    assert "| Random_RC | 20 | +0.200000 |" in table.to_markdown()
+    assert json.loads(table.to_json_text())["rows"][0]["label"] == "Random_RC"

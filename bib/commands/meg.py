@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -25,7 +24,7 @@ def register(app: typer.Typer) -> None:
         goal_length: int = typer.Option(None, "--goal-length", help="Rightmost top-row cells rewarded +10 (default 1); alone: measure the optimal policy for it."),
         mlp_restarts: int = typer.Option(0, "--mlp-restarts", min=0, help="Also unknown-utility MEG over an MLP (256 hidden units), this many seeds."),
         seed: int = typer.Option(0, "--seed", help="Base seed of the MLP restarts."),
-        out: Path = typer.Option(None, "--out", help="Write cliffworld.md, cliffworld.json and cliffworld.png here."),
+        out: Path = typer.Option(None, "--out", help="Write cliffworld.json, cliffworld.md and, for both experiments, cliffworld.png and cliffworld.svg here."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     ) -> None:
         """MEG of CliffWorld policies: known utility (exact beta) and unknown utility (tabular, optionally MLP)."""
@@ -55,21 +54,10 @@ def register(app: typer.Typer) -> None:
             command += f" --mlp-restarts {mlp_restarts} --seed {seed}"
         if out is not None:
             command += f" --out {out}"
-        payload = {
-            "command": command,
-            "settings": {"width": width, "height": height, "horizon": horizon, "wind": wind},
-            "rows": [r.to_dict() for r in rows],
-        }
-        tables = cw.format_tables(rows)
+        result = cw.CliffWorldMEG(rows, {"width": width, "height": height, "horizon": horizon, "wind": wind}, command)
         if out is not None:
-            from bib.io import atomic_write_text, ensure_dir
-
-            ensure_dir(out)
-            atomic_write_text(out / "cliffworld.json", json.dumps(payload, indent=2) + "\n")
-            atomic_write_text(out / "cliffworld.md", f"Made by: `{payload['command']}`\n\nCliffWorld {width} x {height}, H = {horizon}, wind {wind}; MEG in nats.\n\n{tables}")
-            if policy is None:
-                cw.plot_experiments(rows, str(out / "cliffworld.png"), title=payload["command"])
-        typer.echo(json.dumps(payload, indent=2) if as_json else tables.rstrip())
+            result.save(out)
+        typer.echo(result.to_json_text() if as_json else cw.format_tables(rows).rstrip(), nl=not as_json)
 
     @sub.command()
     def episodes(
@@ -77,9 +65,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
         """MEG of the agent in every trial: towards each object (known utility) and over all object utilities."""
-        from bib.meg.episodes import format_episode_table, meg_of_directory
+        from bib.meg.episodes import meg_of_directory
 
-        rows = meg_of_directory(directory)
-        typer.echo(json.dumps(rows, indent=2) if as_json else format_episode_table(rows))
+        result = meg_of_directory(directory)
+        typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
 
     app.add_typer(sub, name="meg")

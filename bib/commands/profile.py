@@ -6,7 +6,6 @@ import enum
 import json
 import shlex
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -54,26 +53,26 @@ def register(app: typer.Typer) -> None:
                                   help="BIB units (pairs) per evaluation condition and seed."),
         workers: int = typer.Option(1, "--workers", min=1, show_default=True,
                                     help="Worker processes (threads for an endpoint agent)."),
-        condition: Optional[list[ProfileCondition]] = typer.Option(  # type: ignore[valid-type]
+        condition: list[ProfileCondition] | None = typer.Option(  # type: ignore[valid-type]
             None, "--condition", show_default=False,
             help="Evaluation condition to act in (repeatable; default: all nine)."),
         agency_grids: int = typer.Option(30, "--agency-grids", min=1, max=3000, show_default=True,
                                          help="Agency navigation grids per seed (grid i is design cell i mod 30); "
                                               "key grids per task: a tenth of it, at least 1."),
-        observer: Optional[list[ProfileObserver]] = typer.Option(  # type: ignore[valid-type]
+        observer: list[ProfileObserver] | None = typer.Option(  # type: ignore[valid-type]
             None, "--observer", show_default=False,
             help=f"Observer whose surprise at the agent's test trials is reported (repeatable; default: "
                  f"{', '.join(OBSERVERS)})."),
-        endpoint: Optional[str] = typer.Option(None, "--endpoint",
+        endpoint: str | None = typer.Option(None, "--endpoint",
                                                help="OpenAI-compatible base URL for the agent `endpoint`."),
-        model: Optional[str] = typer.Option(None, "--model", help="Model name for --endpoint."),
+        model: str | None = typer.Option(None, "--model", help="Model name for --endpoint."),
         timeout: float = typer.Option(60.0, "--timeout", min=0.001, show_default=True,
                                       help="Endpoint: seconds per request attempt."),
         retries: int = typer.Option(2, "--retries", min=0, show_default=True,
                                     help="Endpoint: retries of a failed request, and re-asks after a bad answer."),
         concurrency: int = typer.Option(4, "--concurrency", min=1, show_default=True,
                                         help="Endpoint: requests in flight at most."),
-        cache: Optional[Path] = typer.Option(None, "--cache", help="Endpoint: answer cache folder (default: memory only)."),
+        cache: Path | None = typer.Option(None, "--cache", help="Endpoint: answer cache folder (default: memory only)."),
         no_episodes: bool = typer.Option(False, "--no-episodes", help="Do not write the agent's BIB episodes."),
         battery_episodes: bool = typer.Option(False, "--battery-episodes",
                                               help="Also write every extended-environment run as episodes."),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -39,15 +38,7 @@ def register(app: typer.Typer) -> None:
             agent, reality_check=reality_check, steps=steps, seeds=seeds, workers=workers, include_slow=slow,
             progress=not as_json,
         )
-        if as_json:
-            typer.echo(json.dumps(m.to_json(), indent=2))
-            return
-        typer.echo(f"{m.label}: {m.steps} steps, {m.seeds} seeds")
-        typer.echo(f"mean {m.mean:+.6f}  stderr {m.stderr:.6f} (sd/sqrt n)  paper convention {m.stderr_paper:.6f} (sd/n)")
-        typer.echo(f"{'environment':45s} mean")
-        for name, value in m.environments.items():
-            cell = f"{value:+.4f}" if value is not None else f"FAILED  {m.failures[name]}"
-            typer.echo(f"{name:45s} {cell}")
+        typer.echo(m.to_json_text() if as_json else m.to_markdown(), nl=not as_json)
 
     @sub.command("table")
     def table_cmd(

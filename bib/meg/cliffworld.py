@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from bib.errors import BibInputError
 from bib.meg.known import known_utility_meg
 from bib.meg.unknown import mlp_utility_meg, tabular_utility_meg
+from bib.results import Result
 from bib.world.tabular import TabularMDP
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 EPSILONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 GOAL_LENGTHS = (1, 2, 3, 4)
@@ -165,18 +170,12 @@ def format_tables(rows: list[CliffRow]) -> str:
     return "\n".join(out)
 
 
-def plot_experiments(rows: list[CliffRow], path: str, title: str = "") -> None:
-    """The paper's Figure 3(b, c): MEG against epsilon and against the goal length k (PNG, written atomically)."""
-    import io
+def experiments_figure(rows: list[CliffRow], title: str = "") -> Figure:
+    """The paper's Figure 3(b, c): MEG against epsilon and against the goal length k."""
+    from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from bib.io import atomic_write_bytes
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, 2)
     for ax, experiment, label in ((axes[0], "epsilon-greedy", "epsilon"), (axes[1], "goal-length", "goal length k")):
         sub = [r for r in rows if r.experiment == experiment]
         x = [r.parameter for r in sub]
@@ -191,7 +190,37 @@ def plot_experiments(rows: list[CliffRow], path: str, title: str = "") -> None:
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    return fig
+
+
+@dataclass
+class CliffWorldMEG(Result):
+    """MEG of CliffWorld policies (what ``bib meg cliffworld`` prints and writes).
+
+    Attributes:
+        rows: one :class:`CliffRow` per measured policy.
+        settings: ``width``, ``height``, ``horizon``, ``wind`` of the CliffWorld.
+        command: the command line that made it (shown in the Markdown and the figure).
+    """
+
+    name: ClassVar[str] = "cliffworld"
+    rows: list[CliffRow]
+    settings: dict[str, Any]
+    command: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"command", "settings", "rows"}`` (infinite beta as a string)."""
+        return {"command": self.command, "settings": dict(self.settings), "rows": [r.to_dict() for r in self.rows]}
+
+    def to_markdown(self) -> str:
+        """The command, the CliffWorld and the tables of :func:`format_tables`."""
+        s = self.settings
+        head = f"Made by: `{self.command}`\n\n" if self.command else ""
+        return (f"{head}CliffWorld {s['width']} x {s['height']}, H = {s['horizon']}, wind {s['wind']}; MEG in nats."
+                f"\n\n{format_tables(self.rows)}")
+
+    def plot(self) -> Figure | None:
+        """Figure 3(b, c) when both experiments were run, else nothing."""
+        if {r.experiment for r in self.rows} != {"epsilon-greedy", "goal-length"}:
+            return None
+        return experiments_figure(self.rows, title=self.command)

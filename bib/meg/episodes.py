@@ -5,14 +5,16 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bib.errors import BibInputError
 from bib.meg.trajectories import trajectory_meg, trajectory_weights
 from bib.meg.unknown import target_meg
+from bib.results import Result, markdown_table
 
 
 def trial_meg(trial: Any, objects: Sequence[str] | None = None) -> dict[str, Any]:
@@ -84,8 +86,35 @@ def episode_meg(episode: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def meg_of_directory(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """MEG rows for every episode file under ``directory`` (see :func:`bib.stimuli.check.episode_files`)."""
+@dataclass
+class EpisodeMEG(Result):
+    """MEG of every trial's agent in a set of episodes (what ``bib meg episodes`` prints).
+
+    Attributes:
+        rows: one dict per trial (see :func:`trial_meg`), with ``episode``, ``trial``, ``phase``,
+            ``goal``, ``steps`` and the episode ``file``.
+    """
+
+    name: ClassVar[str] = "meg-episodes"
+    rows: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"trials": rows}``."""
+        return {"trials": self.rows}
+
+    def to_markdown(self) -> str:
+        """One line per trial: MEG (signed) towards each object and over all object utilities, in nats."""
+        table = []
+        for r in self.rows:
+            per = ", ".join(f"{k}: {v:.2f} ({r['signed_meg'][k]:+.2f})" for k, v in r["meg"].items())
+            unk = "-" if r["unknown_objects"] is None else f"{r['unknown_objects']:.2f}"
+            table.append([r["episode"], r["trial"], r["phase"], r["goal"], r["steps"], per, unk])
+        return markdown_table(["episode", "trial", "phase", "goal", "steps", "MEG per object (signed)",
+                               "unknown (objects)"], table, align="lrllrll")
+
+
+def meg_of_directory(directory: str | os.PathLike[str]) -> EpisodeMEG:
+    """MEG of every trial of every episode file under ``directory`` (see :func:`bib.stimuli.check.episode_files`)."""
     from bib.progress import track
     from bib.stimuli.check import episode_files, load_checked
 
@@ -97,14 +126,4 @@ def meg_of_directory(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
         for row in episode_meg(load_checked(f)):
             row["file"] = str(Path(f))
             rows.append(row)
-    return rows
-
-
-def format_episode_table(rows: list[dict[str, Any]]) -> str:
-    """One line per trial: MEG (signed) towards each object and over all object utilities, in nats."""
-    lines = ["episode\ttrial\tphase\tgoal\tsteps\tMEG per object (signed)\tunknown (objects)"]
-    for r in rows:
-        per = ", ".join(f"{k}: {v:.2f} ({r['signed_meg'][k]:+.2f})" for k, v in r["meg"].items())
-        unk = "-" if r["unknown_objects"] is None else f"{r['unknown_objects']:.2f}"
-        lines.append(f"{r['episode']}\t{r['trial']}\t{r['phase']}\t{r['goal']}\t{r['steps']}\t{per}\t{unk}")
-    return "\n".join(lines)
+    return EpisodeMEG(rows)

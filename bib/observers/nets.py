@@ -9,7 +9,6 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from bib.observers.encoders import ACTION_VECTORS, DYNAMIC_CHANNELS, Batch, InputSpec
 
-
 FRAME_CHUNK = 256
 """Frames encoded at once by :class:`StateEncoder` (bounds the conv activations' memory)."""
 

@@ -62,7 +62,16 @@ from bib.reflection.environments import (
 from bib.reflection.harness import Cell, Measurement, summarise
 from bib.reflection.policy import IllegalActionError, Policy, State, Uniforms, check_action, join, memo_key, push
 from bib.reflection.reality_check import RealityCheck
-from bib.world.dynamics import ACTION_NAMES, ACTIONS, STAY, AgentState, adjacent_to_lock, legal_actions, move_legal, step
+from bib.world.dynamics import (
+    ACTION_NAMES,
+    ACTIONS,
+    STAY,
+    AgentState,
+    adjacent_to_lock,
+    legal_actions,
+    move_legal,
+    step,
+)
 from bib.world.grid import Cell as GridCell
 from bib.world.grid import Layout
 

@@ -14,7 +14,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from bib.reflection.agents import Agent, ConstantAgent, NaiveLearner, RandomAgen
 from bib.reflection.environments import EnvSpec, battery
 from bib.reflection.policy import Uniforms, check_action
 from bib.reflection.reality_check import RealityCheck
+from bib.results import Result, markdown_table
 
 
 def _sb3(kind: str) -> Callable[[int], Agent]:
@@ -127,8 +128,10 @@ def run_task(task: Task) -> dict[str, list[Cell]]:
 
 
 @dataclass
-class Measurement:
-    """The measure of one agent (or its reality check) at one length over seeds."""
+class Measurement(Result):
+    """The measure of one agent (or its reality check) at one length over seeds (what ``bib reflect`` prints)."""
+
+    name: ClassVar[str] = "reflection"
 
     agent: str
     reality_check: bool
@@ -179,6 +182,13 @@ class Measurement:
             "environments": self.environments,
             "failed": self.failures,
         }
+
+    def to_markdown(self) -> str:
+        """The agent, its mean and standard errors, then the mean of every environment (or why it failed)."""
+        rows = [[env, f"{v:+.4f}" if v is not None else f"FAILED: {self.failures[env]}"] for env, v in self.environments.items()]
+        return (f"{self.label}: {self.steps} steps, {self.seeds} seeds\n\n"
+                f"mean {self.mean:+.6f}, stderr {self.stderr:.6f} (sd/sqrt n), paper convention {self.stderr_paper:.6f} (sd/n)"
+                f"\n\n{markdown_table(['environment', 'mean'], rows)}")
 
 
 def summarise(agent: str, reality_check: bool, steps: int, runs: list[list[Cell]]) -> Measurement:
@@ -276,6 +286,25 @@ def _map(tasks: list[Task], workers: int, progress: bool, description: str) -> l
 
         results = track(results, total=len(tasks), description=description)
     return list(results)
+
+
+@dataclass
+class ReflectionTable(Result):
+    """Table 1 reproduced: measurements of several agents and lengths beside the published values."""
+
+    name: ClassVar[str] = "table1"
+    rows: list[Measurement]
+    command: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"command", "rows": [Measurement.to_json() + "label", "published"]}``."""
+        return {"command": self.command,
+                "rows": [{**m.to_json(), "label": m.label, "published": PUBLISHED.get((m.label, m.steps))} for m in self.rows]}
+
+    def to_markdown(self) -> str:
+        """The table of :func:`format_table` with its command and a note on the last column."""
+        head = f"Made by: `{self.command}`\n\n" if self.command else ""
+        return f"{head}{format_table(self.rows)}\n\nDiff / SE = (ours - published) / our sd/sqrt(seeds)."
 
 
 def format_table(rows: list[Measurement]) -> str:

@@ -52,10 +52,10 @@ from bib.tasks.preference import (
     make_pair,
     preferred,
     sample_goal_layout,
+    sample_walls,
     shared_familiarization_problems,
     start_unit,
     to_other,
-    sample_walls,
     walk,
 )
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register

@@ -34,9 +34,8 @@ from bib.tasks.common import (
     N_FAMILIARIZATION,
     PairDraft,
     Walker,
-    finish_group,
-    twin_of,
     empty_layout,
+    finish_group,
     interior,
     make_episode,
     make_trial,
@@ -44,6 +43,7 @@ from bib.tasks.common import (
     sample_agent,
     sample_cells,
     sample_looks,
+    twin_of,
 )
 from bib.tasks.difficulty import key_detour
 from bib.tasks.options import Controls, in_bin

@@ -14,7 +14,16 @@ from dataclasses import replace
 import numpy as np
 
 from bib.episode import Episode, Problem
-from bib.tasks.common import AGENT_COLORS, N_FAMILIARIZATION, PairDraft, Walker, finish_group, interior, make_trial, twin_of
+from bib.tasks.common import (
+    AGENT_COLORS,
+    N_FAMILIARIZATION,
+    PairDraft,
+    Walker,
+    finish_group,
+    interior,
+    make_trial,
+    twin_of,
+)
 from bib.tasks.options import Controls
 from bib.tasks.preference import (
     MIN_GAP,
