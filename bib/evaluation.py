@@ -136,10 +136,12 @@ def find_episodes(path: str | os.PathLike[str]) -> EpisodeSet:
 
     In a folder, every ``manifest.csv`` found describes its set (fast: no episode is parsed);
     episode files outside any manifest's folder are read one by one. Several generated sets
-    can therefore be scored together.
+    can therefore be scored together; an episode listed by two manifests with the same fields is
+    kept once. This is the one reader of episode sets (scoring, evaluation, ``bib compare``,
+    :mod:`bib.data`).
 
     Raises:
-        BibInputError: nothing found, a malformed manifest or file, or the same episode id twice.
+        BibInputError: nothing found, a malformed manifest or file, or one episode id listed with different fields.
     """
     from bib.stimuli.check import episode_files
 
@@ -167,12 +169,14 @@ def find_episodes(path: str | os.PathLike[str]) -> EpisodeSet:
         raise BibInputError(f"{p}: no such file or folder")
     if not refs:
         raise BibInputError(f"{p}: no episodes found (need episode *.json files or a manifest.csv)")
-    seen: dict[str, Path] = {}
+    seen: dict[str, EpisodeRef] = {}
     for r in refs:
-        if r.id in seen:
-            raise BibInputError(f"episode id {r.id!r} appears twice: {seen[r.id]} and {r.path}")
-        seen[r.id] = r.path
-    return EpisodeSet(sorted(refs, key=lambda r: r.id), sets)
+        first = seen.get(r.id)
+        if first is None:
+            seen[r.id] = r
+        elif (first.pair_id, first.condition, first.outcome) != (r.pair_id, r.condition, r.outcome):
+            raise BibInputError(f"episode id {r.id!r} is listed with conflicting fields: {first.path} and {r.path}")
+    return EpisodeSet(sorted(seen.values(), key=lambda r: r.id), sets)
 
 
 # ---------------------------------------------------------------- results files
@@ -190,11 +194,12 @@ def _csv_field(text: str) -> str:
     return f'"{text.replace(chr(34), chr(34) * 2)}"' if any(c in text for c in ',"\n') else text
 
 
-def read_results(path: str | os.PathLike[str], episodes: EpisodeSet | None = None) -> dict[str, float]:
-    """Read and validate a results file against an episode set.
+def read_results(path: str | os.PathLike[str], episodes: EpisodeSet | None = None, complete: bool = True) -> dict[str, float]:
+    """Read and validate a results file against an episode set (the one reader of results files).
 
-    Every episode of the set must appear exactly once with a finite surprise, and no other id
-    may appear. Errors name the file and the rows (up to five problems in one line).
+    Every episode appears at most once with a finite surprise, and no id outside the set may appear;
+    with ``complete`` (scoring and evaluation) every episode of the set must appear. Errors name the
+    file and the rows (up to five problems in one line).
 
     Raises:
         BibInputError: on any problem.
@@ -238,7 +243,7 @@ def read_results(path: str | os.PathLike[str], episodes: EpisodeSet | None = Non
                 continue
             first_row[eid] = row_no
             out[eid] = value
-    if known is not None:
+    if known is not None and complete:
         missing = sorted(known - mentioned)
         if missing:
             shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")

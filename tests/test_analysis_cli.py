@@ -70,7 +70,7 @@ def test_compare_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
         for i in range(15):
             for outcome in ("expected", "unexpected"):
                 eid = f"{task}-{i}-{outcome}"
-                lines.append(f"{eid},{task}-{i},{task},{task},{outcome},{i},9,30,episodes/{eid}.json,,x")
+                lines.append(f"{eid},{task}-{i},{task},{task},{outcome},{i},9,30,episodes/{eid}.json,,{'0' * 64}")
                 res.append(f"{eid},{rng.normal(0, 1) + (2.0 if outcome == 'expected' else 0.0):.5f}")
     (episodes / "manifest.csv").write_text("\n".join(lines) + "\n")
     (tmp_path / "backwards.csv").write_text("\n".join(res) + "\n")

@@ -10,92 +10,54 @@ effect differs from theirs.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from bib.analysis.analyze import EFFECT
-from bib.analysis.importers import read_strings
 from bib.analysis.lmm import fit_mixed
-from bib.analysis.schema import OUTCOMES, ROW, rows_text
+from bib.analysis.schema import OUTCOMES
 from bib.errors import BibInputError
+from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
+from bib.evaluation import read_results as read_results_file
 
 INFANTS = "infants"
 MANIFEST_FIELDS = ("episode_id", "pair_id", "condition", "outcome")
 
 
 def read_episode_index(root: str | Path) -> pd.DataFrame:
-    """``episode_id, pair_id, condition, outcome`` of every episode under ``root``.
-
-    Reads every ``manifest.csv`` found recursively; without one, reads the top-level fields of every
-    ``*.json`` episode file (schema ``bib.episode/1``) instead.
+    """``episode_id, pair_id, condition, outcome, source`` of every episode under ``root``, as read by
+    :func:`bib.evaluation.find_episodes` (the one episode-set reader: manifests, else episode files).
 
     Raises:
-        BibInputError: no episodes, a manifest lacking a column, or one episode id listed twice with
-            different pair, condition or outcome (identical repeats are merged).
+        BibInputError: no episodes, a malformed manifest or episode file, or one episode id listed
+            twice with different pair, condition or outcome (identical repeats are merged).
     """
-    base = Path(root)
-    if not base.is_dir():
-        raise BibInputError(f"{base}: --episodes must be a directory")
-    frames = []
-    for manifest in sorted(base.rglob("manifest.csv")):
-        df = read_strings(manifest)
-        missing = [c for c in MANIFEST_FIELDS if c not in df.columns]
-        if missing:
-            raise BibInputError(f"{manifest}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-        frames.append(df[list(MANIFEST_FIELDS)].assign(source=str(manifest)))
-    if not frames:
-        records = []
-        for path in sorted(base.rglob("*.json")):
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise BibInputError(f"{path}: cannot read episode JSON ({exc})") from None
-            if not isinstance(data, dict) or data.get("schema") != "bib.episode/1":
-                continue
-            records.append({"episode_id": data.get("id"), "pair_id": data.get("pair_id"),
-                            "condition": data.get("condition"), "outcome": data.get("outcome"), "source": str(path)})
-        frames.append(pd.DataFrame(records, columns=[*MANIFEST_FIELDS, "source"]))
-    index = pd.concat(frames, ignore_index=True)
-    if index.empty:
-        raise BibInputError(f"{base}: no manifest.csv and no bib.episode/1 JSON files")
-    index = index.drop_duplicates(list(MANIFEST_FIELDS)).reset_index(drop=True)
-    dup = index["episode_id"].duplicated(keep=False)
-    if dup.any():
-        raise BibInputError(f"{base}: episode ids listed with conflicting fields: {', '.join(sorted(set(index.loc[dup, 'episode_id'])))}")
-    return index
+    refs = find_episodes(root).refs
+    return pd.DataFrame([(r.id, r.pair_id, r.condition, r.outcome, str(r.path)) for r in refs],
+                        columns=[*MANIFEST_FIELDS, "source"])
 
 
 def read_results(path: str | Path, episodes: pd.DataFrame) -> pd.DataFrame:
     """A model's results file (``episode_id,surprise``) joined with the episode index.
+
+    The file is read by :func:`bib.evaluation.read_results` (the one results-file reader); it may
+    cover part of the set.
 
     Returns:
         ``observer, task, unit, outcome, response`` for every scored episode whose outcome is
         expected or unexpected (``none`` episodes carry no VOE contrast and are left out).
 
     Raises:
-        BibInputError: missing columns, non-numeric surprise, duplicate or unknown episode ids.
+        BibInputError: a malformed file, non-finite surprise, duplicate or unknown episode ids.
     """
     p = Path(path)
-    raw = read_strings(p)
-    missing = [c for c in ("episode_id", "surprise") if c not in raw.columns]
-    if missing:
-        raise BibInputError(f"{p}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-    surprise = pd.to_numeric(raw["surprise"], errors="coerce")
-    bad = surprise.isna() | ~np.isfinite(surprise.fillna(0))
-    if bad.any():
-        raise BibInputError(f"{p}: column surprise: non-numeric or infinite values ({rows_text(raw.loc[bad, ROW].tolist())})")
-    dup = raw["episode_id"].duplicated(keep=False)
-    if dup.any():
-        raise BibInputError(f"{p}: duplicate episode_id rows ({rows_text(raw.loc[dup, ROW].tolist())})")
-    known = raw["episode_id"].isin(episodes["episode_id"])
-    if not known.all():
-        raise BibInputError(f"{p}: episode ids not in the episode set ({rows_text(raw.loc[~known, ROW].tolist())})")
-    df = raw.assign(surprise=surprise).merge(episodes, on="episode_id", how="left")
+    known = EpisodeSet([EpisodeRef(e, None, "", "", p) for e in episodes["episode_id"]])
+    scores = read_results_file(p, known, complete=False)
+    raw = pd.DataFrame({"episode_id": list(scores), "surprise": list(scores.values())})
+    df = raw.merge(episodes, on="episode_id", how="left")
     df = df[df["outcome"].isin(OUTCOMES)]
     return _responses(p.stem, df["condition"], df["pair_id"], df["outcome"], df["surprise"])
 
