@@ -403,3 +403,120 @@ def test_the_fast_boltzmann_walk_is_the_agent_protocols_walk():
         for k in range(30):
             slow = rollout(BoltzmannAgent(["A"], 3.0, np.random.default_rng(k)), lay)[0]
             assert boltzmann_path(lay, lay.object("A").cell, 3.0, np.random.default_rng(k)) == slow
+
+
+# ---------------------------------------------------------------- the rules catch broken designs
+
+
+def _messages(problems) -> list[str]:
+    return [p.message for p in problems]
+
+
+def test_group_rule_catches_a_twin_that_does_not_swap_the_same_test_trials():
+    from dataclasses import replace
+
+    from bib.tasks.registry import UnitInfo, group_problems
+
+    opts = TaskOptions(twins=True)
+    eps = make_unit("preference", 0, 3, opts)
+    unit = UnitInfo("preference", 0, eps[0].seed, opts)
+    assert group_problems(eps, unit) == []
+    e2, u2 = eps[2], eps[3]
+    broken = [*eps[:2], replace(e2, trials=(*e2.trials[:-1], u2.test)), u2]  # twin's labels not swapped
+    assert "does not show the same test trials with the labels swapped" in " ".join(_messages(group_problems(broken, unit)))
+    lonely = [replace(ep, twin_id=None) for ep in eps]
+    assert "the pair has no twin" in _messages(group_problems(lonely, unit))
+    wrong_excess = [replace(eps[0], trials=(replace(eps[0].trials[0], excess_cost=9.0), *eps[0].trials[1:])), *eps[1:]]
+    assert any("recorded excess cost 9.0" in m for m in _messages(group_problems(wrong_excess, unit)))
+
+
+def test_catch_rule_needs_the_expected_outcome_to_repeat_the_familiar_path():
+    from dataclasses import replace
+
+    from bib.tasks import validate_episode
+
+    eps = make_unit("preference", 0, 4, TaskOptions(agent=NOISY, variants=("catch",)))  # any legal path goes
+    e, u = eps
+    assert validate_episode(e) == [] and validate_episode(u) == []
+    from bib.world.planning import shortest_path
+
+    lay, home = e.test.layout, e.test.path[0]
+    goal = lay.object(e.test.goal).cell
+    fam_paths = [t.path for t in e.familiarization]
+    via = [tuple(shortest_path(lay, home, (x, y)) + shortest_path(lay, (x, y), goal)[1:])
+           for x in range(1, 9) for y in range(1, 9)
+           if (x, y) not in lay.blocked() and shortest_path(lay, home, (x, y)) and shortest_path(lay, (x, y), goal)]
+    # another path to the preferred object, one no familiarization trial walked
+    other_path = next(p for p in via if p not in fam_paths and len(set(p)) == len(p))
+    other = replace(e, trials=(*e.trials[:-1], replace(e.test, path=other_path)))
+    assert _messages(validate_episode(other)) == ["expected catch test path does not repeat the familiar path"]
+    moved = replace(e, trials=(*e.trials[:-1], replace(e.test, layout=u.familiarization[1].layout)))
+    assert validate_episode(moved) != []
+
+
+def test_moved_barrier_rule_needs_the_same_barrier_translated():
+    from dataclasses import replace
+
+    from bib.tasks import validate_episode
+    from bib.tasks.efficiency import inner_walls
+
+    e, u = make_unit("efficiency-path", 0, 5, TaskOptions(variants=("moved-barrier",)))
+    assert validate_episode(u) == []
+    lay = u.test.layout
+    barrier = sorted(inner_walls(lay))
+    reshaped = replace(lay, walls=lay.walls - {barrier[0]})  # one cell fewer: not a translation
+    bad = replace(u, trials=(*u.trials[:-1], replace(u.test, layout=reshaped)))
+    assert "test barrier is not the familiarization barrier moved" in _messages(validate_episode(bad))
+    unmoved = replace(lay, walls=inner_walls(u.familiarization[0].layout) | (lay.walls - inner_walls(lay)))
+    bad = replace(u, trials=(*u.trials[:-1], replace(u.test, layout=unmoved)))
+    assert validate_episode(bad) != []
+
+
+def test_distractor_and_moved_side_rules_catch_unequal_cues():
+    from dataclasses import replace
+
+    from bib.tasks import validate_episode, validate_pair
+    from bib.tasks.inaccessible_goal import neighbours
+
+    e, u = make_unit("inaccessible-goal", 0, 6, TaskOptions(variants=("distractor",)))
+    lay = u.test.layout
+    ringed = next(o for o in lay.objects if neighbours(o.cell) <= lay.walls)
+    opened = replace(lay, walls=lay.walls - {sorted(neighbours(ringed.cell))[0]})
+    bad = replace(u, trials=(*u.trials[:-1], replace(u.test, layout=opened)))
+    assert any("walled-in objects" in m for m in _messages(validate_episode(bad)))
+
+    e, u = make_unit("instrumental-blocking", 0, 7, TaskOptions(variants=("moved-side",)))
+    assert validate_pair(e, u) == []
+    fewer = replace(u.test.layout, barriers=frozenset(sorted(u.test.layout.barriers)[1:]))
+    bad = replace(u, trials=(*u.trials[:-1], replace(u.test, layout=fewer)))
+    assert "unexpected test barrier is not the expected one with a side moved" in _messages(validate_pair(e, bad))
+
+
+def test_multi_agent_rule_orders_the_four_outcomes():
+    from dataclasses import replace
+
+    from bib.tasks import validate_episode, validate_pair
+
+    e, u = make_unit("multi-agent", 0, 8, TaskOptions(variants=("same-agent",)))
+    assert validate_pair(e, u) == []
+    # the expected outcome may not be the familiar agent going to the other object
+    swapped = replace(e, trials=(*e.trials[:-1], u.test))
+    assert "expected test shows the familiar agent goes to the other object" in _messages(validate_episode(swapped))
+    assert validate_pair(replace(u, outcome="expected"), replace(e, outcome="unexpected")) != []
+
+
+@pytest.mark.slow
+def test_no_shortcut_passes_60_percent_on_a_small_bib_ctrl_except_the_conditions_own_tests(tmp_path: Path):
+    """The audit on 100 pairs per condition of bib-ctrl: FAIL only where the condition's own test decides
+    (path control: the shorter path is the efficient one; blocking: whether the object is reachable)."""
+    from bib.evaluation import find_episodes
+    from bib.observers.audit import run_audit
+    from bib.stimuli.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
+    build_spec(spec, tmp_path / "set", workers=2, limit=100)
+    audit = run_audit(find_episodes(tmp_path / "set"), str(tmp_path / "set"), n_boot=100, progress=False)
+    fails = {(cond, name) for cond, row in audit.cells.items() for name, cell in row.items() if cell.status == "FAIL"}
+    inherent = {("efficiency-path", "path-length"), ("efficiency-path", "single-feature"),
+                ("instrumental-blocking", "single-feature")}
+    assert fails <= inherent, sorted(fails - inherent)
