@@ -31,12 +31,27 @@ def controlled_conditions() -> list[str]:
     return [c for c in conditions() if REGISTRY[c].controls.twins or len(REGISTRY[c].controls.variants) > 1]
 
 
+def ctrl_variants() -> dict[str, tuple[str, ...]]:
+    """The variants (with their weights) stimuli/bib-ctrl.toml asks for, per condition."""
+    from bib.stimuli.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
+    return {task: opts.variants for task, opts in spec.options().items()}
+
+
 def build_small_ctrl(root: Path, pairs: int, seed: int = 20240611) -> Path:
-    """``pairs`` pairs of every controlled condition with all its options, Boltzmann agents (beta 2-10)."""
+    """``pairs`` pairs of every controlled condition with all its options, Boltzmann agents (beta 2-10).
+
+    Variants: bib-ctrl's list where it weights them (efficiency-path balances path length with half
+    ``barrier-kept`` pairs), else every variant the generator supports, equally.
+    """
     tasks = []
+    weighted = ctrl_variants()
     for c in controlled_conditions():
         ctl = REGISTRY[c].controls
         variants = [v for v in ctl.variants if not (ctl.twins and v in ctl.untwinned)]  # those with a twin
+        if len(weighted.get(c, ())) > len(set(weighted[c])):
+            variants = list(weighted[c])
         tasks.append({"id": c, "n": pairs, "twins": ctl.twins, "variants": variants})
     spec = parse_spec({"name": "small-ctrl", "seed": seed, "agent": {"policy": "boltzmann", "beta": [2.0, 10.0]},
                        "tasks": tasks})
@@ -78,3 +93,14 @@ def test_twins_are_complete_and_split_together(small_ctrl_audit) -> None:
     side |= {e.rsplit("-", 1)[0]: "scored" for pairs in scored.values() for e, _ in pairs}
     for r in twinned:
         assert side[r.pair_id] == side[r.twin_id]
+
+
+def test_path_length_sits_at_chance_on_path_control(small_ctrl_audit) -> None:
+    """Path control's perceptual cues are balanced: half the pairs show the expected path the longer
+    (barrier kept), so path length scores exactly 50% on an even number of pairs; test barriers within 50 +- 10."""
+    _, audit = small_ctrl_audit
+    row = audit.cells["efficiency-path"]
+    assert row["path-length"].result.n_pairs == 24
+    assert 0.4 <= row["path-length"].result.accuracy <= 0.6
+    assert row["path-length"].result.accuracy == 0.5
+    assert row["path-length"].status == "ok"

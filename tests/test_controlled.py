@@ -508,7 +508,7 @@ def test_multi_agent_rule_orders_the_four_outcomes():
 @pytest.mark.slow
 def test_no_shortcut_passes_60_percent_on_a_small_bib_ctrl_except_the_conditions_own_tests(tmp_path: Path):
     """The audit on 100 pairs per condition of bib-ctrl: FAIL only where the condition's own test decides
-    (path control: the shorter path is the efficient one; blocking: whether the object is reachable)."""
+    (blocking: whether the object is reachable); path control's path length sits at chance."""
     from bib.evaluation import find_episodes
     from bib.observers.audit import run_audit
     from bib.stimuli.spec import load_spec
@@ -517,6 +517,106 @@ def test_no_shortcut_passes_60_percent_on_a_small_bib_ctrl_except_the_conditions
     build_spec(spec, tmp_path / "set", workers=2, limit=100)
     audit = run_audit(find_episodes(tmp_path / "set"), str(tmp_path / "set"), n_boot=100, progress=False)
     fails = {(cond, name) for cond, row in audit.cells.items() for name, cell in row.items() if cell.status == "FAIL"}
-    inherent = {("efficiency-path", "path-length"), ("efficiency-path", "single-feature"),
-                ("instrumental-blocking", "single-feature")}
+    inherent = {("instrumental-blocking", "single-feature")}
     assert fails <= inherent, sorted(fails - inherent)
+    assert 0.4 <= audit.cells["efficiency-path"]["path-length"].result.accuracy <= 0.6
+
+
+# ---------------------------------------------------------------- path length balanced: barrier kept / added
+
+BAR = frozenset((5, y) for y in range(3, 7))
+"""A hand-built barrier: column 5, rows 3-6 of the 10 x 10 grid."""
+HOME, OBJ = (2, 4), (8, 4)
+NOISY_FAMILIAR = [(2, 4), (3, 3), (4, 2), (5, 1), (6, 2), (7, 3), (8, 4)]
+"""The familiar path of the test's (home, object): over the top, one row higher than needed (excess 0.83)."""
+AROUND = [(2, 4), (3, 3), (4, 2), (5, 2), (6, 2), (7, 3), (8, 4)]
+"""The shortest path around the barrier (cost 2 + 4 sqrt 2 = 7.66): not the familiar path."""
+BENT = [(2, 4), (3, 3), (4, 3), (5, 3), (6, 3), (7, 3), (8, 4)]
+"""Without the barrier: a bent path (4 + 2 sqrt 2 = 6.83, excess 0.83), SHORTER than AROUND."""
+DETOUR = [(2, 4), (2, 3), (3, 2), (4, 2), (5, 2), (6, 2), (7, 3), (8, 4)]
+"""With the barrier: a novel path around it (4 + 3 sqrt 2 = 8.24, excess 0.59)."""
+STRAIGHT = [(x, 4) for x in range(2, 9)]
+
+
+def _hand_built_pair(variant: str, test_e, test_u):
+    """A pair on hand-built layouts: eight familiarization trials around BAR, the given test trials."""
+    from dataclasses import replace
+
+    from bib.tasks.common import empty_layout, make_episode, make_trial, place, sample_agent, sample_looks
+    from bib.tasks.registry import UnitInfo
+    from bib.world.planning import shortest_path
+
+    rng = np.random.default_rng(0)
+    agent, look = sample_agent(rng, "agent-0", HOME), sample_looks(rng, 1)[0]
+
+    def layout(home, obj, walls=BAR):
+        return empty_layout(walls=walls, objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
+
+    ends = [((1, 4), (7, 4)), ((3, 5), (6, 5)), ((2, 5), (8, 5)), ((1, 5), (7, 5)), ((4, 4), (6, 4)),
+            ((3, 4), (7, 3)), ((4, 5), (7, 5))]
+    fam = [make_trial(layout(HOME, OBJ), NOISY_FAMILIAR, "A")]
+    fam += [make_trial(layout(h, o), shortest_path(layout(h, o), h, o), "A") for h, o in ends]
+    unit = UnitInfo("efficiency-path", 0, 0, TaskOptions(agent=NOISY, variants=(variant,)))
+    out = []
+    for outcome, (walls, path) in (("expected", test_e), ("unexpected", test_u)):
+        ep = make_episode(unit, [*fam, make_trial(layout(HOME, OBJ, walls), path, "A", "test")],
+                          outcome=outcome, paired=True)
+        out.append(replace(ep, variant=variant, beta=3.0))
+    return out
+
+
+def _problems(e, u) -> list[str]:
+    from bib.tasks import validate_episode, validate_pair
+
+    return _messages(validate_episode(e)) + _messages(validate_episode(u)) + _messages(validate_pair(e, u))
+
+
+def test_barrier_kept_hand_built_pair_passes_and_its_expected_path_is_the_longer():
+    e, u = _hand_built_pair("barrier-kept", (BAR, AROUND), (frozenset(), BENT))
+    assert _problems(e, u) == []
+    assert path_cost(e.test.path) == pytest.approx(2 + 4 * 2 ** 0.5)
+    assert path_cost(u.test.path) == pytest.approx(4 + 2 * 2 ** 0.5)
+    assert path_cost(u.test.path) < path_cost(e.test.path)
+    assert excess_cost(u.test) == pytest.approx(2 * 2 ** 0.5 - 2) and excess_cost(e.test) == pytest.approx(0)
+
+
+def test_barrier_added_hand_built_pair_passes():
+    e, u = _hand_built_pair("barrier-added", (frozenset(), STRAIGHT), (BAR, DETOUR))
+    assert _problems(e, u) == []
+    assert excess_cost(u.test) == pytest.approx(4 + 3 * 2 ** 0.5 - (2 + 4 * 2 ** 0.5))
+
+
+@pytest.mark.parametrize("variant, test_e, test_u, message", [
+    # kept: the unexpected path (around where the barrier was) is as long as the expected one, not shorter
+    ("barrier-kept", (BAR, AROUND), (frozenset(), AROUND),
+     "barrier-kept: the unexpected test path is not shorter than the expected one"),
+    # kept: the expected walk repeats the familiar path
+    ("barrier-kept", (BAR, NOISY_FAMILIAR), (frozenset(), BENT), "expected test path repeats a familiar path"),
+    # kept: the barrier left in the unexpected outcome too
+    ("barrier-kept", (BAR, AROUND), (BAR, DETOUR), "the unexpected test of barrier-kept shows no barrier"),
+    # added: the barrier in the expected outcome
+    ("barrier-added", (BAR, AROUND), (BAR, DETOUR), "the expected test of barrier-added shows no barrier"),
+    # added: the unexpected path is a shortest path around the barrier
+    ("barrier-added", (frozenset(), STRAIGHT), (BAR, AROUND), "unexpected test path is a shortest path"),
+    # added: the barrier moved (not the familiarization's)
+    ("barrier-added", (frozenset(), STRAIGHT), (frozenset((4, y) for y in range(3, 7)), DETOUR),
+     "the unexpected test of barrier-added keeps the familiarization barrier"),
+])
+def test_barrier_kept_and_added_rules_catch_broken_pairs(variant, test_e, test_u, message):
+    e, u = _hand_built_pair(variant, test_e, test_u)
+    assert message in _problems(e, u)
+
+
+def test_barrier_kept_and_added_pairs_balance_path_length_and_test_barriers():
+    from bib.tasks.efficiency import inner_walls
+
+    opts = TaskOptions(agent=NOISY, variants=("barrier-kept", "barrier-added"), difficulty=(0.5, 1.0, 2.0, 4.0))
+    ps = pairs(group_episodes("efficiency-path", opts, 12, seed=18))
+    assert [u.variant for _, u in ps] == ["barrier-kept", "barrier-added"] * 6
+    for e, u in ps:
+        kept = u.variant == "barrier-kept"
+        assert bool(inner_walls(e.test.layout)) == kept and bool(inner_walls(u.test.layout)) == (not kept)
+        assert (path_cost(e.test.path) > path_cost(u.test.path)) == kept
+        assert u.test.excess_cost > e.test.excess_cost + 0.05 - 1e-9
+        assert (e.test.agent.home, e.test.layout.object("A").cell) == (u.test.agent.home, u.test.layout.object("A").cell)
+    assert accuracy([ep for p in ps for ep in p], cost_of_test) == 0.5

@@ -13,6 +13,15 @@ Tests (the barrier is gone in every test):
   count, and the prefix's length (hence its rendered duration) equals the straight path's.
 - ``efficiency-irrational``: one curved test path on a fresh layout, shared by both episodes;
   expected after irrational familiarization, unexpected after rational familiarization.
+
+The controlled set (:func:`_controlled`) adds path control's ``barrier-kept`` / ``barrier-added``
+pairs, whose two outcomes differ in the test barrier: with the same home and object, a path's cost
+is the layout's optimal cost plus its excess, so when both outcomes share one layout the unexpected
+(less efficient) path is always the longer and path length decides. Keeping the barrier in the
+expected outcome only (``barrier-kept``: the expected walk around it is the longer path, the
+unexpected one, barrier removed, shorter but inefficient) on half the pairs puts path length at
+chance; ``barrier-added`` (the barrier in the unexpected outcome only) balances "a barrier in the
+test". Excess cost over optimal, the efficiency principle, still decides every pair.
 """
 
 from __future__ import annotations
@@ -221,9 +230,10 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
 
     Familiarization paths come from the unit's stimulus agent; barriers force a detour of at least
     :data:`CTRL_MIN_DETOUR`; the pair's difficulty (the unexpected deviation's excess cost) falls in
-    the group's bin. Variants: path ``""`` (barrier removed), ``moved-barrier``, ``catch``; time
-    ``""``, ``catch``; irrational ``""``. See :func:`_path_tests`, :func:`_moved_tests`,
-    :func:`_catch_tests`, :func:`_time_tests`, :func:`_time_catch_tests`.
+    the group's bin. Variants: path ``""`` (barrier removed), ``moved-barrier``, ``catch``,
+    ``barrier-kept``, ``barrier-added``; time ``""``, ``catch``, ``new-goal``; irrational ``""``. See
+    :func:`_path_tests`, :func:`_moved_tests`, :func:`_catch_tests`, :func:`_kept_tests`,
+    :func:`_added_tests`, :func:`_time_tests`, :func:`_time_catch_tests`.
     """
     opts = unit.options
     walker = Walker(opts, rng)
@@ -232,7 +242,10 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
     scene = _Scene(rng)
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))
-    layouts = [_scene_layout(rng, scene, look, agent, CTRL_MIN_DETOUR) for _ in range(N_FAMILIARIZATION)]
+    detour = CTRL_MIN_DETOUR
+    if condition == "efficiency-path" and variant == "barrier-kept" and bin_ is not None:
+        detour = max(detour, bin_[0])  # the kept barrier must cost more than the deviation walked without it
+    layouts = [_scene_layout(rng, scene, look, agent, detour) for _ in range(N_FAMILIARIZATION)]
     fam = [make_trial(lay, walker.walk(lay, "A"), "A") for lay in layouts]
     if condition == "efficiency-irrational":
         for _ in range(30):
@@ -248,7 +261,8 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
         irrational = [make_trial(without_inner_walls(t.layout), t.path, "A") for t in fam]
         return finish_group(unit, [PairDraft(irrational, test, fam, test, variant)], walker.beta)
     if condition == "efficiency-path":
-        make = {"": _path_tests, "moved-barrier": _moved_tests, "catch": _catch_tests}[variant]
+        make = {"": _path_tests, "moved-barrier": _moved_tests, "catch": _catch_tests,
+                "barrier-kept": _kept_tests, "barrier-added": _added_tests}[variant]
     else:
         make = {"": _time_tests, "catch": _time_catch_tests,
                 "new-goal": lambda *a: _time_tests(*a, new_goal=True)}[variant]
@@ -338,6 +352,56 @@ def _catch_tests(rng, walker, fam, bin_):
         for path in _waypoint_paths(rng, t.layout, avoid, lambda x: x > e_k + MARGIN and in_bin(x, bin_)):
             return make_trial(t.layout, t.path, "A", "test"), make_trial(t.layout, path, "A", "test")
     raise LayoutRejected("no novel detour in the bin")
+
+
+def _kept_tests(rng, walker, fam, bin_):
+    """Barrier kept in the expected outcome, removed in the unexpected one (so that the expected path is
+    the longer one; ``barrier-added`` is the reverse, see :func:`_path_pair_rule`): expected = the agent's own walk around the barrier in a familiarization
+    layout (not a familiar path); unexpected = the same layout without the barrier and a novel path whose
+    excess is in the bin, SHORTER (cost and moves) than the expected walk."""
+    avoid = {tuple(t.path) for t in fam}
+    for k in rng.permutation(N_FAMILIARIZATION):
+        t = fam[int(k)]
+        open_ = without_inner_walls(t.layout)
+        walk = _fresh_walk(rng, walker, t.layout, avoid)
+        if walk is None:
+            continue
+        e_k, cost, steps = _excess(t.layout, walk), path_cost(walk), len(walk)
+
+        def ok(x, e_k=e_k):
+            return x > e_k + MARGIN and in_bin(x, bin_)
+
+        for path in _waypoint_paths(rng, open_, avoid, ok):
+            if path_cost(path) < cost - TOL and len(path) <= steps:
+                return make_trial(t.layout, walk, "A", "test"), make_trial(open_, path, "A", "test")
+    raise LayoutRejected("no novel path without the barrier in the bin is shorter than the walk around it")
+
+
+def _fresh_walk(rng, walker, layout: Layout, avoid: set) -> list[Cell] | None:
+    """The agent's walk in ``layout`` that repeats no familiar path (its own draws, then optimal paths with
+    random tie-breaks; None when every try repeats one)."""
+    for _ in range(WAYPOINT_TRIES):
+        walk = walker.walk(layout, "A", fallback=True)
+        if tuple(walk) not in avoid:
+            return walk
+        walk = rollout(RationalAgent(["A"], rng), layout)[0]
+        if tuple(walk) not in avoid:
+            return walk
+    return None
+
+
+def _added_tests(rng, walker, fam, bin_):
+    """Barrier removed in the expected outcome, kept in the unexpected one (the reverse of
+    :func:`_kept_tests`): expected = the agent's own walk without the barrier; unexpected = a
+    familiarization layout with its barrier and a novel path around it whose excess is in the bin."""
+    avoid = {tuple(t.path) for t in fam}
+    for k in rng.permutation(N_FAMILIARIZATION):
+        t = fam[int(k)]
+        for path in _waypoint_paths(rng, t.layout, avoid, lambda x: x > MARGIN and in_bin(x, bin_)):
+            open_ = without_inner_walls(t.layout)
+            d = _excess(t.layout, path)
+            return make_trial(open_, _expected_walk(walker, open_, d), "A", "test"), make_trial(t.layout, path, "A", "test")
+    raise LayoutRejected("no novel detour around the barrier in the bin")
 
 
 def _time_tests(rng, walker, fam, bin_, new_goal: bool = False):
@@ -515,6 +579,30 @@ def _moved_rule(ep: Episode) -> list[Problem]:
     return []
 
 
+def _kept_added_rule(ep: Episode) -> list[Problem]:
+    """``barrier-kept`` / ``barrier-added``: a familiar (home, object) layout; the outcome that walks with
+    the barrier (expected in kept, unexpected in added) keeps the familiarization barrier in place, the
+    other shows none; paths go to A and repeat no familiar path; the unexpected path is not a shortest path."""
+    out = _check_rational_familiarization(ep)
+    if out:
+        return out
+    i, t = len(ep.trials) - 1, ep.test
+    with_barrier = (_variant(ep) == "barrier-kept") == (ep.outcome == "expected")
+    barrier = inner_walls(ep.familiarization[0].layout)
+    if t.goal != "A" or not _familiar_layout(ep, t.agent.home, t.layout.object("A").cell):
+        return [Problem(ep.id, "test is not a familiar (home, object) layout going to A", i)]
+    if inner_walls(t.layout) != (barrier if with_barrier else frozenset()):
+        where = "keeps the familiarization barrier" if with_barrier else "shows no barrier"
+        return [Problem(ep.id, f"the {ep.outcome} test of {_variant(ep)} {where}", i)]
+    if t.path in {f.path for f in ep.familiarization}:
+        return [Problem(ep.id, f"{ep.outcome} test path repeats a familiar path", i)]
+    if ep.outcome == "unexpected" and is_optimal_path(t.layout, t.path):
+        return [Problem(ep.id, "unexpected test path is a shortest path", i)]
+    if ep.outcome == "expected" and ep.beta is None and not is_optimal_path(t.layout, t.path):
+        return [Problem(ep.id, "expected test path is not a shortest path", i)]
+    return []
+
+
 def _efficiency_path_rule(ep: Episode) -> list[Problem]:
     """Rational familiarization; test = a familiarization layout without the barrier; expected
     shortest path (any path of a noisy agent), unexpected the familiar curved path (not shortest).
@@ -523,6 +611,8 @@ def _efficiency_path_rule(ep: Episode) -> list[Problem]:
         return _moved_rule(ep)
     if _variant(ep) == "catch":
         return _catch_rule(ep)
+    if _variant(ep) in ("barrier-kept", "barrier-added"):
+        return _kept_added_rule(ep)
     out = _check_rational_familiarization(ep) + _check_open_test(ep)
     if out:
         return out
@@ -589,10 +679,22 @@ def _shared_familiarization(e: Episode, u: Episode) -> list[Problem]:
 
 def _path_pair_rule(e: Episode, u: Episode) -> list[Problem]:
     """Shared familiarization and the same test layout; the expected path costs less over optimal
-    than the unexpected one (by :data:`MARGIN` when the agent is noisy)."""
+    than the unexpected one (by :data:`MARGIN` when the agent is noisy).
+
+    ``barrier-kept`` and ``barrier-added`` (which balance path length, docs/tasks.md): the two test
+    layouts are the same but for the barrier, which only the expected (kept) or only the unexpected
+    (added) outcome shows; in ``barrier-kept`` the unexpected path is also shorter than the expected
+    one (cost, and moves at most as many).
+    """
     out = _shared_familiarization(e, u)
     i = len(u.trials) - 1
-    if not out and e.test.layout != u.test.layout:
+    split = _variant(u) in ("barrier-kept", "barrier-added")
+    if not out and split and without_inner_walls(e.test.layout) != without_inner_walls(u.test.layout):
+        out.append(Problem(u.id, "test layouts differ in more than the barrier", i))
+    elif not out and split and _variant(u) == "barrier-kept" and not (
+            path_cost(u.test.path) < path_cost(e.test.path) - TOL and u.test.n_steps <= e.test.n_steps):
+        out.append(Problem(u.id, "barrier-kept: the unexpected test path is not shorter than the expected one", i))
+    elif not out and not split and e.test.layout != u.test.layout:
         out.append(Problem(u.id, "test layout differs from the expected episode's", i))
     elif not out and _excess(e.test.layout, e.test.path) > _excess(u.test.layout, u.test.path) - MARGIN + TOL:
         out.append(Problem(u.id, "the expected test path is not clearly more efficient than the unexpected one", i))
@@ -634,7 +736,7 @@ register(TaskSpec("efficiency-path", "efficiency", "evaluation", _efficiency_pat
                   expected="straight (shortest) path, obstacle gone",
                   unexpected="the familiar curved path, obstacle gone", order=40,
                   shortcut_exempt=(EFFICIENCY_EXEMPT,),
-                  controls=Controls(variants=("", "moved-barrier", "catch"), graded=True, boltzmann=True),
+                  controls=Controls(variants=("", "moved-barrier", "catch", "barrier-kept", "barrier-added"), graded=True, boltzmann=True),
                   difficulty=lambda e, u: excess_cost(u.test)))
 register(TaskSpec("efficiency-time", "efficiency", "evaluation", _efficiency_time, rule=_efficiency_time_rule,
                   pair_rule=_time_pair_rule, bib_folder="efficiency_time",
