@@ -217,19 +217,6 @@ def test_bad_controlled_options_name_the_field(changes, field, words):
     assert msg.startswith(f"x.toml: field '{field}'") and words in msg and "\n" not in msg
 
 
-def test_cli_refuses_an_inverted_beta_before_writing(tmp_path: Path, capsys):
-    spec = tmp_path / "s.toml"
-    spec.write_text('name = "s"\n[agent]\npolicy = "boltzmann"\nbeta = [4.0, 1.0]\n'
-                    '[[tasks]]\nid = "preference"\nn = 2\n', encoding="utf-8")
-    out = tmp_path / "out"
-    with pytest.raises(SystemExit) as info:
-        main(["generate", str(spec), "--out", str(out)])
-    assert info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert "field 'agent.beta'" in err and "inverted" in err and len(err.splitlines()) == 1
-    assert not out.exists()
-
-
 def test_every_condition_declares_its_controls():
     twins = {k for k, v in REGISTRY.items() if v.controls.twins}
     assert "preference" in twins and "efficiency-path" not in twins and "instrumental-blocking" not in twins
@@ -620,3 +607,32 @@ def test_barrier_kept_and_added_pairs_balance_path_length_and_test_barriers():
         assert u.test.excess_cost > e.test.excess_cost + 0.05 - 1e-9
         assert (e.test.agent.home, e.test.layout.object("A").cell) == (u.test.agent.home, u.test.layout.object("A").cell)
     assert accuracy([ep for p in ps for ep in p], cost_of_test) == 0.5
+
+
+# ---------------------------------------------------------------- bad input through the CLI (issue 12 "Bad input")
+
+
+@pytest.mark.parametrize("agent, task, message", [
+    ('policy = "boltzmann"\nbeta = [4.0, 1.0]\n', 'id = "preference"\nn = 2\n',
+     "field 'agent.beta'"),
+    ('policy = "boltzmann"\nbeta = [0.0, 2.0]\n', 'id = "preference"\nn = 2\n',
+     "field 'agent.beta'"),
+    ('policy = "boltzmann"\nbeta = [-2.0, 2.0]\n', 'id = "preference"\nn = 2\n',
+     "field 'agent.beta'"),
+    ('policy = "boltzmann"\nbeta = [2.0, 4.0]\n', 'id = "efficiency-path"\nn = 2\ntwins = true\n',
+     "field 'tasks[0].twins': efficiency-path has no label-flipping twin"),
+    ('policy = "boltzmann"\nbeta = [2.0, 4.0]\n', 'id = "efficiency-time"\nn = 4\ndifficulty = [20.0, 30.0]\n',
+     "field 'tasks[0].difficulty': no efficiency-time layout met the bin [20.0, 30.0) cells in 60 tries"),
+], ids=["inverted-beta", "zero-beta", "negative-beta", "twins-for-a-condition-without", "infeasible-difficulty"])
+def test_cli_refuses_bad_controlled_options_in_one_line_exit_2_nothing_written(tmp_path: Path, capsys, agent,
+                                                                                task, message):
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'name = "s"\n[agent]\n{agent}[[tasks]]\n{task}', encoding="utf-8")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as info:
+        main(["generate", str(spec), "--out", str(out)])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("bib: error: ") and message in err, err
+    assert not out.exists()
