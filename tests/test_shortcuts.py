@@ -18,9 +18,12 @@ from bib.observers import make_observer, observer_names
 from bib.observers.audit import (
     BAND,
     battery_surprise,
+    check_set,
     fit_single_feature,
     in_fit_split,
     judge,
+    label_colour,
+    relative_luminance,
     run_audit,
     split_pairs,
 )
@@ -351,6 +354,11 @@ def test_audit_cli_fails_on_bib_eval_style_pairs(tmp_path: Path, capsys: pytest.
             "reason": "perceptual cue above 60%"} in doc["failures"]
     assert "| efficiency-path | 6 |" in (out / "audit.md").read_text()
     assert (out / "audit.svg").read_bytes().startswith(b"<?xml") and (out / "audit.png").exists()
+    # cell labels: white on the dark ends of the colour map (100% FAIL cell), black on the pale middle
+    audit = run_audit(check_set(tmp_path / "set"), str(tmp_path / "set"), n_boot=50, progress=False)
+    colours = {t.get_text(): t.get_color() for t in audit.plot().axes[0].texts}
+    assert colours["100 FAIL"] == "white", colours
+    assert {c for t, c in colours.items() if 40 <= float(t.split()[0]) <= 60} == {"black"}, colours
     assert read_stumps(out / "single-feature.json").keys() <= {"preference", "efficiency-path"}
     # the same command again writes into its own folder; another set is refused without --force
     assert bib(capsys, "audit", tmp_path / "set", "--out", out)[0] == 1
@@ -372,3 +380,16 @@ def test_audit_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     _generate(capsys, tmp_path / "set", "preference", 2)
     code, _, err = bib(capsys, "audit", tmp_path / "set", "--out", tmp_path / "file")
     assert code == 2 and "exists and is a file; --out names a folder" in err
+
+
+def test_label_colour_by_luminance() -> None:
+    from matplotlib import colormaps
+
+    assert relative_luminance((1.0, 1.0, 1.0)) == pytest.approx(1.0)
+    assert relative_luminance((0.0, 0.0, 0.0, 1.0)) == 0.0
+    assert relative_luminance((0.5, 0.5, 0.5)) == pytest.approx(0.2140, abs=1e-4)  # sRGB mid grey
+    assert label_colour((0.0, 0.0, 0.0)) == "white" and label_colour((1.0, 1.0, 1.0)) == "black"
+    # the threshold is where white and black contrast equally (L = 0.179): pure blue and green differ
+    assert label_colour((0.0, 0.0, 1.0)) == "white" and label_colour((0.0, 1.0, 0.0)) == "black"
+    cmap = colormaps["RdBu_r"]
+    assert [label_colour(cmap(a / 100)) for a in (0, 50, 100)] == ["white", "black", "white"]

@@ -200,9 +200,11 @@ class Audit(Result):
 
     def plot(self) -> Figure:
         """A heatmap: accuracy % per condition (rows) and shortcut (columns); FAIL cells framed in red."""
+        from matplotlib import colormaps
         from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
         from matplotlib.patches import Rectangle
 
+        cmap = colormaps["RdBu_r"]
         conds = list(self.cells)
         acc = np.full((len(conds), len(SHORTCUTS)), np.nan)
         fig = Figure(figsize=(1.1 * len(SHORTCUTS) + 2.6, 0.42 * len(conds) + 1.4))
@@ -214,7 +216,8 @@ class Audit(Result):
                     continue
                 acc[i, j] = 100 * cell.result.accuracy
                 mark = {"FAIL": " FAIL", "exempt": " ex."}.get(cell.status, "")
-                ax.text(j, i, f"{acc[i, j]:.0f}{mark}", ha="center", va="center", fontsize=7)
+                ax.text(j, i, f"{acc[i, j]:.0f}{mark}", ha="center", va="center", fontsize=7,
+                        color=label_colour(cmap(acc[i, j] / 100)))
                 if cell.status == "FAIL":
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
         ax.imshow(acc, cmap="RdBu_r", vmin=0, vmax=100, aspect="auto")
@@ -223,6 +226,20 @@ class Audit(Result):
         ax.set_title("shortcut accuracy % (50 = chance; FAIL outside 40-60 unless exempt)", fontsize=9)
         fig.tight_layout()
         return fig
+
+
+def relative_luminance(rgb: Sequence[float]) -> float:
+    """WCAG 2 relative luminance of an sRGB colour with channels in 0..1 (alpha ignored)."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def label_colour(background: Sequence[float]) -> str:
+    """``"white"`` or ``"black"``, whichever contrasts more with ``background`` (WCAG contrast ratio).
+
+    White wins when (1.05) / (L + 0.05) > (L + 0.05) / 0.05, i.e. below L = sqrt(1.05 * 0.05) - 0.05.
+    """
+    return "white" if relative_luminance(background) < math.sqrt(1.05 * 0.05) - 0.05 else "black"
 
 
 def check_set(source: str | os.PathLike[str]) -> EpisodeSet:
@@ -436,5 +453,5 @@ def read_audit(path: str | os.PathLike[str]) -> dict[str, object]:
     return doc
 
 
-__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table",
+__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "label_colour", "relative_luminance",
            "check_set", "judge", "read_audit", "run_audit", "split_pairs", "write_audit"]
