@@ -149,10 +149,12 @@ def old_path_surprise(obs, episodes):
     return np.split(errors.double().numpy(), np.cumsum(old.query_counts)[:-1])
 
 
-@pytest.mark.parametrize("cls", [BCMLPObserver, BCRNNObserver, VideoRNNObserver])
-def test_frame_path_gives_the_surprise_of_the_old_path(cls):
+@pytest.mark.parametrize("cls, crop", [(BCMLPObserver, 6), (BCRNNObserver, 6), (VideoRNNObserver, 6), (BCRNNObserver, 2)])
+def test_frame_path_gives_the_surprise_of_the_old_path(cls, crop):
     """Channels-last convolutions, a pair's familiarization rendered and encoded once, frames rendered
-    straight into the batch and encoded in chunks: the same surprise as before, within 1e-5."""
+    straight into the batch and encoded in chunks, the first two convolutions only where a frame
+    differs from its background (crop 2: most frames too big for the crop, run whole): the same
+    surprise as before, within 1e-5."""
     from bib.observers import nets, video_rnn
 
     pairs = [make_unit(task, i, 3) for task, i in
@@ -169,6 +171,7 @@ def test_frame_path_gives_the_surprise_of_the_old_path(cls):
     assert both.n_states == sum(len(t.path) for ep in eps[:2] for t in ep.trials) - shared  # familiarization once
     with torch.no_grad(), pytest.MonkeyPatch.context() as mp:
         mp.setattr(nets, "FRAME_CHUNK", 50)  # several chunks per batch
+        mp.setattr(nets, "CROP", crop)
         mp.setattr(video_rnn, "QUERY_CHUNK", 7)
         got = obs.surprise_many(eps)
         want = old_path_surprise(obs, eps)

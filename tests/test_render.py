@@ -117,3 +117,25 @@ def test_step_frames_put_the_agent_on_each_path_cell():
     ys, xs = _where_opaque("pentagon")
     for frame, (x, y) in zip(frames, path):
         assert (frame[y * 20 + ys, x * 20 + xs] == (40, 90, 220)).all()
+
+
+@pytest.mark.parametrize("task, cell_px, size", [("single-object", 8, 84), ("agent-blocked-instrumental", 8, 84),
+                                                  ("single-object", 20, 84), ("single-object", 8, 80)])
+def test_step_pictures_are_the_resized_step_frames_with_exact_boxes(task, cell_px, size):
+    import cv2
+
+    from bib.render.frames import step_pictures
+    from bib.tasks import make_unit
+
+    for trial in make_unit(task, 1, 4)[0].trials:
+        pics = step_pictures(trial, cell_px, size)
+        want = [cv2.resize(f, (size, size), interpolation=cv2.INTER_AREA) if f.shape[0] != size else f
+                for f in step_frames(trial, RenderSettings(cell_px=cell_px))]
+        assert np.array_equal(pics.frames, np.stack(want))
+        for frame, g, (y0, y1, x0, x1) in zip(pics.frames, pics.background, pics.boxes):
+            assert y0 <= y1 and x0 <= x1  # the agent is always visible
+            outside = np.ones(frame.shape[:2], dtype=bool)
+            outside[y0 : y1 + 1, x0 : x1 + 1] = False
+            assert np.array_equal(frame[outside], pics.backgrounds[g][outside])
+            inside = frame[y0 : y1 + 1, x0 : x1 + 1] != pics.backgrounds[g][y0 : y1 + 1, x0 : x1 + 1]
+            assert inside.any(axis=(1, 2))[[0, -1]].all() and inside.any(axis=(0, 2))[[0, -1]].all()  # tight

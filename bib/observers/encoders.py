@@ -190,22 +190,14 @@ def frame_states(trial: Trial, image_size: int = 84, cell_px: int = 8) -> np.nda
     """The ``n + 1`` rendered states of ``trial``: uint8 ``[n + 1, 3, S, S]`` with ``S = image_size``.
 
     Frames come from the trial painter of :mod:`bib.render.frames` (the same pictures as the
-    videos, at ``cell_px``) with the agent standing on each path cell, then are resized (OpenCV's
-    area interpolation) straight into one buffer. The memory is channels-last (``[n + 1, S, S, 3]``
-    transposed, as torch's ``channels_last`` format lays out a ``[N, C, H, W]`` tensor), so
-    :func:`collate` copies it into a batch tensor without reordering.
+    videos, at ``cell_px``) with the agent standing on each path cell, resized (OpenCV's area
+    interpolation) straight into one buffer (:func:`bib.render.frames.step_pictures`). The memory is
+    channels-last (``[n + 1, S, S, 3]`` transposed, as torch's ``channels_last`` format lays out a
+    ``[N, C, H, W]`` tensor), so :func:`collate` copies it into a batch without reordering.
     """
-    import cv2
+    from bib.render.frames import step_pictures
 
-    from bib.render.frames import RenderSettings, step_frames
-
-    out = np.empty((len(trial.path), image_size, image_size, 3), dtype=np.uint8)
-    for i, img in enumerate(step_frames(trial, RenderSettings(cell_px=cell_px))):
-        if img.shape[:2] != (image_size, image_size):
-            cv2.resize(img, (image_size, image_size), dst=out[i], interpolation=cv2.INTER_AREA)
-        else:
-            out[i] = img
-    return out.transpose(0, 3, 1, 2)
+    return step_pictures(trial, cell_px, image_size).frames.transpose(0, 3, 1, 2)
 
 
 def trial_key(trial: Trial) -> tuple[Any, ...]:
@@ -229,6 +221,11 @@ class EncodedEpisode:
         variants, variant, cells, dynamic: the factored symbolic states, or None.
         keys: per trial, its :func:`trial_key` (frame episodes), so :func:`collate` stores the
             states of equal trials once (a pair's shared familiarization); None: no sharing.
+        backgrounds: frame episodes: uint8 ``[G, 3, H, W]`` the pictures without the agent that the
+            frames are made of (:class:`bib.render.frames.StepPictures`), trial by trial.
+        background: ``[S]`` the background of each state (an index into ``backgrounds``).
+        boxes: ``[S, 4]`` ``(y0, y1, x0, x1)``: outside it a state's frame equals its background.
+        n_backgrounds: backgrounds per trial.
     """
 
     id: str
@@ -240,6 +237,10 @@ class EncodedEpisode:
     cells: np.ndarray | None = None
     dynamic: np.ndarray | None = None
     keys: list[Any] | None = None
+    backgrounds: np.ndarray | None = None
+    background: np.ndarray | None = None
+    boxes: np.ndarray | None = None
+    n_backgrounds: list[int] | None = None
 
 
 def encode_episode(ep: Episode, spec: InputSpec, cache: dict[Any, np.ndarray] | None = None) -> EncodedEpisode:
@@ -257,14 +258,24 @@ def encode_episode(ep: Episode, spec: InputSpec, cache: dict[Any, np.ndarray] | 
     actions = np.concatenate([trial_actions(t) for t in ep.trials])
     lengths = [len(t.path) for t in ep.trials]
     if spec.input == "frames":
+        from bib.render.frames import step_pictures
+
         keys = [trial_key(t) for t in ep.trials]
         store = {} if cache is None else cache
         parts = []
         for key, t in zip(keys, ep.trials):
             if key not in store:
-                store[key] = frame_states(t, spec.image_size, spec.cell_px)
+                store[key] = step_pictures(t, spec.cell_px, spec.image_size)
             parts.append(store[key])
-        return EncodedEpisode(ep.id, actions, lengths, frames=_channels_last_concat(parts), keys=keys)
+        offsets = np.cumsum([0] + [len(p.backgrounds) for p in parts])
+        return EncodedEpisode(
+            ep.id, actions, lengths, keys=keys,
+            frames=_channels_last_concat([p.frames for p in parts]),
+            backgrounds=_channels_last_concat([p.backgrounds for p in parts]),
+            background=np.concatenate([p.background + o for p, o in zip(parts, offsets)]),
+            boxes=np.concatenate([p.boxes for p in parts]),
+            n_backgrounds=[len(p.backgrounds) for p in parts],
+        )
     if (ep.width, ep.height) != tuple(spec.grid):
         raise BibInputError(
             f"episode {ep.id}: grid {ep.width} x {ep.height} differs from the model's {spec.grid[0]} x {spec.grid[1]}"
@@ -283,12 +294,14 @@ def encode_episode(ep: Episode, spec: InputSpec, cache: dict[Any, np.ndarray] | 
 
 
 def _channels_last_concat(parts: Sequence[np.ndarray]) -> np.ndarray:
-    """Concatenate ``[n, 3, S, S]`` state arrays into one channels-last buffer (returned as ``[N, 3, S, S]``)."""
-    size = parts[0].shape[-1]
-    out = np.empty((sum(len(p) for p in parts), size, size, 3), dtype=np.uint8)
+    """Concatenate ``[n, S, S, 3]`` picture arrays (or ``[n, 3, S, S]`` views of them) into one
+    channels-last buffer, returned as ``[N, 3, S, S]``."""
+    parts = [p if p.shape[-1] == 3 else p.transpose(0, 2, 3, 1) for p in parts]
+    h, w = parts[0].shape[1:3]
+    out = np.empty((sum(len(p) for p in parts), h, w, 3), dtype=np.uint8)
     at = 0
     for p in parts:
-        out[at : at + len(p)] = p.transpose(0, 2, 3, 1)
+        out[at : at + len(p)] = p
         at += len(p)
     return out.transpose(0, 3, 1, 2)
 
@@ -300,8 +313,10 @@ class Batch:
     States are numbered 0 .. N-1 over the whole batch. Frame batches hold ``frames``, uint8
     ``[N, 3, H, W]`` in torch's ``channels_last`` memory format (:meth:`dense` gives them as floats
     in [0, 1]), where the states of equal trials (a pair's shared familiarization) are stored once
-    and indexed by every episode that shows them; symbolic batches hold the factored form
-    (``variants`` [K, C, H, W], and per state ``variant``, ``cells``, ``dynamic``).
+    and indexed by every episode that shows them, and the distinct ``backgrounds`` [G, 3, H, W]
+    (uint8) with each state's ``background`` [N] and changed ``boxes`` [N, 4] (see
+    :class:`EncodedEpisode`); symbolic batches hold the factored form (``variants`` [K, C, H, W],
+    and per state ``variant``, ``cells``, ``dynamic``).
 
     Attributes:
         actions: ``[N]`` action index at each state.
@@ -327,6 +342,9 @@ class Batch:
     variant: Any = None
     cells: Any = None
     dynamic: Any = None
+    backgrounds: Any = None
+    background: Any = None
+    boxes: Any = None
 
     @property
     def n_states(self) -> int:
@@ -355,6 +373,9 @@ def collate(items: Sequence[EncodedEpisode], share: bool = True) -> Batch:
     counts: list[int] = []
     kept_actions: list[np.ndarray] = []  # the actions of the stored states, in order
     kept_frames: list[np.ndarray] = []
+    kept_background: list[np.ndarray] = []
+    kept_boxes: list[np.ndarray] = []
+    backgrounds: dict[bytes, int] = {}  # distinct background pictures -> index
     seen: dict[Any, int] = {}
     base = 0
     variant_base = 0
@@ -362,6 +383,7 @@ def collate(items: Sequence[EncodedEpisode], share: bool = True) -> Batch:
     for b, item in enumerate(items):
         starts = np.concatenate([[0], np.cumsum(item.lengths)])
         keys = item.keys if share and item.keys is not None else [None] * len(item.lengths)
+        bg_starts = np.cumsum([0] + list(item.n_backgrounds or []))
         where = []  # the batch index of each trial's first state
         for t, key in enumerate(keys):
             if key is not None and key in seen:
@@ -374,6 +396,13 @@ def collate(items: Sequence[EncodedEpisode], share: bool = True) -> Batch:
             kept_actions.append(item.actions[lo:hi])
             if item.frames is not None:
                 kept_frames.append(item.frames[lo:hi])
+            if item.backgrounds is not None:
+                remap = np.zeros(len(item.backgrounds), dtype=np.int64)
+                for g in range(bg_starts[t], bg_starts[t + 1]):
+                    picture = item.backgrounds[g].transpose(1, 2, 0)  # H x W x 3, contiguous
+                    remap[g] = backgrounds.setdefault(picture.tobytes(), len(backgrounds))
+                kept_background.append(remap[item.background[lo:hi]])
+                kept_boxes.append(item.boxes[lo:hi])
             base += hi - lo
         for t, length in enumerate(item.lengths[:-1]):
             ctx_rows.append(where[t] + np.arange(length))
@@ -405,6 +434,12 @@ def collate(items: Sequence[EncodedEpisode], share: bool = True) -> Batch:
     )
     if items[0].frames is not None:
         batch.frames = torch.from_numpy(_channels_last_concat(kept_frames))
+        if kept_background and len(kept_background) == len(kept_frames):
+            h, w = batch.frames.shape[-2:]
+            pictures = [np.frombuffer(b, dtype=np.uint8).reshape(1, h, w, 3) for b in backgrounds]
+            batch.backgrounds = torch.from_numpy(_channels_last_concat(pictures))
+            batch.background = torch.from_numpy(np.concatenate(kept_background))
+            batch.boxes = torch.from_numpy(np.concatenate(kept_boxes))
     else:
         batch.variants = cat("variants")
         batch.variant = torch.from_numpy(np.concatenate(variant_idx))

@@ -23,7 +23,7 @@ from bib.observers.encoders import Batch
 from bib.observers.learned import InputConfig, LearnedObserver, register_learned
 from bib.observers.nets import StateEncoder, UNet, packed_last, segment_mean
 
-QUERY_CHUNK = 64
+QUERY_CHUNK = 16
 """Test steps whose next state the U-Net predicts at once (bounds its activations' memory)."""
 
 

@@ -165,22 +165,32 @@ class _Painter:
         for x, y in cells:
             img[y * px : (y + 1) * px, x * px : (x + 1) * px] = color
 
-    def frame(self, pos: np.ndarray, carrying: bool, before_pickup: bool, fade: float) -> np.ndarray:
-        """``fade``: 1 = barriers fully present, 0 = gone."""
+    def background(self, before_pickup: bool, fade: float) -> np.ndarray:
+        """The picture without the agent (read-only use; ``fade``: 1 = barriers present, 0 = gone)."""
         if fade >= 1.0:
-            img = (self.with_key if before_pickup else self.no_key).copy()
-        elif fade <= 0.0:
-            img = self.open.copy()
-        else:
-            img = (self.no_key * fade + self.open * (1.0 - fade) + 0.5).astype(np.uint8)
+            return self.with_key if before_pickup else self.no_key
+        if fade <= 0.0:
+            return self.open
+        return (self.no_key * fade + self.open * (1.0 - fade) + 0.5).astype(np.uint8)
+
+    def draw_agent(self, img: np.ndarray, x: int, y: int, carrying: bool) -> None:
+        """Blend the agent (and the key it carries) with its cell's top-left corner at pixel ``(x, y)``."""
         px = self.s.cell_px
-        x = int(round(pos[0] * px)) + self.offset[0]
-        y = int(round(pos[1] * px)) + self.offset[1]
         agent = self.trial.layout.agent
         blend(img, agent.shape, agent.color, x, y, px)
         if carrying:
             half = max(px // 2, 2)
             blend(img, "key", KEY, x + px - half, y, half)
+
+    def frame(self, pos: np.ndarray, carrying: bool, before_pickup: bool, fade: float) -> np.ndarray:
+        """``fade``: 1 = barriers fully present, 0 = gone."""
+        img = self.background(before_pickup, fade)
+        if fade <= 0.0 or fade >= 1.0:  # a shared background, not a fresh blend
+            img = img.copy()
+        px = self.s.cell_px
+        x = int(round(pos[0] * px)) + self.offset[0]
+        y = int(round(pos[1] * px)) + self.offset[1]
+        self.draw_agent(img, x, y, carrying)
         return img
 
 
@@ -215,6 +225,15 @@ def trial_frames(trial: Trial, settings: RenderSettings | None = None, only: Con
         yield painter.frame(np.array((xs[k], ys[k])), carrying, before_pickup, fade)
 
 
+def _step_status(trial: Trial) -> Iterator[tuple[np.ndarray, bool, bool, float]]:
+    """Per path cell: the agent's cell (float), carrying the key, before the pickup, barrier fade."""
+    pickup, unlock = trial.pickup_step(), trial.unlock_step()
+    for i, cell in enumerate(trial.path):
+        picked = pickup is not None and i >= pickup
+        opened = unlock is not None and i >= unlock
+        yield np.asarray(cell, dtype=np.float64), picked and not opened, not picked, 0.0 if opened else 1.0
+
+
 def step_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:
     """One frame per path cell: the agent standing on ``path[i]``, key and lock as after step ``i``.
 
@@ -223,11 +242,72 @@ def step_frames(trial: Trial, settings: RenderSettings | None = None) -> Iterato
     """
     s = settings or RenderSettings()
     painter = _Painter(trial, s)
-    pickup, unlock = trial.pickup_step(), trial.unlock_step()
-    for i, cell in enumerate(trial.path):
-        picked = pickup is not None and i >= pickup
-        opened = unlock is not None and i >= unlock
-        yield painter.frame(np.asarray(cell, dtype=np.float64), picked and not opened, not picked, 0.0 if opened else 1.0)
+    for pos, carrying, before_pickup, fade in _step_status(trial):
+        yield painter.frame(pos, carrying, before_pickup, fade)
+
+
+@dataclass
+class StepPictures:
+    """The :func:`step_frames` of a trial resized to ``size x size``, with what they share.
+
+    Every frame equals one of a few backgrounds (the layout with the key, after the pickup, after
+    the unlock; no agent) outside a small box around the agent.
+
+    Attributes:
+        frames: uint8 ``[n + 1, size, size, 3]``.
+        backgrounds: uint8 ``[G, size, size, 3]``.
+        background: ``[n + 1]`` the background of each frame.
+        boxes: ``[n + 1, 4]`` ``(y0, y1, x0, x1)``, inclusive: outside it frame ``i`` equals
+            ``backgrounds[background[i]]`` (empty, ``y1 < y0``, when the whole frame does).
+    """
+
+    frames: np.ndarray
+    backgrounds: np.ndarray
+    background: np.ndarray
+    boxes: np.ndarray
+
+
+def step_pictures(trial: Trial, cell_px: int, size: int) -> StepPictures:
+    """The still frame of every path cell (:func:`step_frames` at ``cell_px``), resized to ``size x size``
+    with OpenCV's area interpolation (the same bytes as resizing each frame of :func:`step_frames`),
+    with the backgrounds they share and, per frame, the box where it differs from its background
+    (found by comparing the pixels, so it is exact whatever the interpolation reads).
+    """
+    import cv2
+
+    painter = _Painter(trial, RenderSettings(cell_px=cell_px))
+    states = list(_step_status(trial))
+    kinds: dict[tuple[bool, float], int] = {}
+    for _, _, before_pickup, fade in states:
+        kinds.setdefault((before_pickup, fade), len(kinds))
+
+    def resized(img: np.ndarray, out: np.ndarray) -> None:
+        if img.shape[:2] == (size, size):
+            out[...] = img
+        else:
+            cv2.resize(img, (size, size), dst=out, interpolation=cv2.INTER_AREA)
+
+    backgrounds = np.empty((len(kinds), size, size, 3), dtype=np.uint8)
+    for (before_pickup, fade), g in kinds.items():
+        resized(painter.background(before_pickup, fade), backgrounds[g])
+    n = len(states)
+    frames = np.empty((n, size, size, 3), dtype=np.uint8)
+    background = np.asarray([kinds[(b, f)] for _, _, b, f in states], dtype=np.int64)
+    for i, (pos, carrying, before_pickup, fade) in enumerate(states):
+        resized(painter.frame(pos, carrying, before_pickup, fade), frames[i])
+    rows = np.empty((n, size), dtype=bool)
+    cols = np.empty((n, size), dtype=bool)
+    for g in range(len(backgrounds)):
+        sel = np.flatnonzero(background == g)
+        changed = (frames[sel] != backgrounds[g]).reshape(len(sel), size, size * 3)
+        rows[sel] = changed.any(axis=2)
+        cols[sel] = changed.any(axis=1).reshape(len(sel), size, 3).any(axis=2)
+    boxes = np.empty((n, 4), dtype=np.int64)
+    for k, hit in enumerate((rows, cols)):
+        none = ~hit.any(axis=1)
+        boxes[:, 2 * k] = np.where(none, 0, hit.argmax(axis=1))
+        boxes[:, 2 * k + 1] = np.where(none, -1, size - 1 - hit[:, ::-1].argmax(axis=1))  # empty when nothing differs
+    return StepPictures(frames, backgrounds, background, boxes)
 
 
 def blank_frames(width: int, height: int, settings: RenderSettings) -> Iterator[np.ndarray]:
