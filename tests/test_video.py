@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from bib.errors import BibInputError
-from bib.render.frames import RenderSettings, episode_frame_count, frame_count, trial_frames
+from bib.render.frames import RenderSettings, episode_frame_count, episode_frames, frame_count, trial_frames
 from bib.render.video import contact_sheet, render_episode, write_video
+from bib.render.yuv import episode_yuv, planes, rgb_to_yuv
 from bib.tasks import make_unit
 
 
@@ -74,3 +75,53 @@ def test_contact_sheet(episode, tmp_path):
     assert sheet.shape == (2 * 200 + 3 * 4, 4 * 200 + 5 * 4, 3)
     back = cv2.imread(str(tmp_path / "s.png"))[:, :, ::-1]
     assert (back == sheet).all()
+
+
+@pytest.mark.parametrize("task", ["key-door", "instrumental-blocking"])
+@pytest.mark.parametrize("settings", [RenderSettings(), RenderSettings(cell_px=8, canvas=(84, 84))], ids=["200", "84"])
+@pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv444p"])
+def test_planar_frames_are_the_rgb_frames_converted_whole(task, settings, pix_fmt):
+    """episode_yuv converts only the boxes that change; every frame equals converting the whole RGB frame."""
+    ep = make_unit(task, 1, 0)[0]
+    rgb = list(episode_frames(ep, settings))
+    planar = [f.copy() for f in episode_yuv(ep, settings, pix_fmt)]
+    assert len(planar) == len(rgb) == episode_frame_count(ep, settings)
+    for i, (a, b) in enumerate(zip(rgb, planar)):
+        assert np.array_equal(rgb_to_yuv(a, pix_fmt), b), i
+
+
+def test_fade_blends_only_changed_pixels_with_the_bytes_of_a_whole_frame_blend():
+    from bib.render.frames import _Painter
+
+    trial = next(t for t in make_unit("key-door", 1, 0)[0].trials if t.unlock_step() is not None)
+    p = _Painter(trial, RenderSettings())
+    assert 0 < len(p.fade_pixels) < p.open.shape[0] * p.open.shape[1] // 4
+    for fade in (0.05, 0.3, 0.5, 0.77, 0.99):
+        whole = (p.no_key * fade + p.open * (1.0 - fade) + 0.5).astype(np.uint8)
+        assert np.array_equal(p.background(False, fade), whole)
+
+
+def test_bt601_conversion_matches_the_float_formula():
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    y, u, v = planes(rgb_to_yuv(rgb, "yuv444p"), 16, 16, "yuv444p")
+    r, g, b = (rgb[..., k].astype(float) for k in range(3))
+    assert np.abs(y - (16 + 0.2568 * r + 0.5041 * g + 0.0979 * b)).max() <= 1
+    assert np.abs(u - (128 - 0.1482 * r - 0.2910 * g + 0.4392 * b)).max() <= 1
+    assert np.abs(v - (128 + 0.4392 * r - 0.3678 * g - 0.0714 * b)).max() <= 1
+    y2, u2, _ = planes(rgb_to_yuv(rgb), 16, 16, "yuv420p")
+    assert np.array_equal(y2, y)
+    block = u.astype(float).reshape(8, 2, 8, 2).mean(axis=(1, 3))
+    assert np.abs(u2 - block).max() <= 1  # chroma of each 2 x 2 block
+
+
+def test_videos_are_identical_for_any_worker_count(tmp_path):
+    from bib.stimuli.build import build
+
+    units = [("key-door", 1), ("single-object", 2)]
+    small = RenderSettings(cell_px=8)
+    a = build(units, 3, tmp_path / "a", video=True, settings=small, workers=1)
+    b = build(units, 3, tmp_path / "b", video=True, settings=small, workers=2)
+    va, vb = sorted((a.out / "videos").glob("*.mp4")), sorted((b.out / "videos").glob("*.mp4"))
+    assert len(va) == a.episodes >= 3 and [p.name for p in va] == [p.name for p in vb]
+    assert all(x.read_bytes() == y.read_bytes() for x, y in zip(va, vb))

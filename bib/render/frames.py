@@ -152,6 +152,12 @@ class _Painter:
         self.offset = ((w - base.shape[1]) // 2, (h - base.shape[0]) // 2)
         if settings.canvas is not None:  # letterbox the backgrounds once, not every frame
             self.open, self.no_key, self.with_key = (self._letterbox(b, w, h) for b in (self.open, self.no_key, self.with_key))
+        # The pixels the barrier fade changes (barriers and lock): a fade frame blends only these.
+        changed = (self.no_key != self.open).any(axis=2)
+        self.fade_pixels = np.flatnonzero(changed)
+        rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
+        self.fade_box = (int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1) if len(rows) else None
+        """``(y0, y1, x0, x1)`` (end exclusive) around the fading pixels, None when nothing fades."""
 
     def _letterbox(self, img: np.ndarray, w: int, h: int) -> np.ndarray:
         out = np.empty((h, w, 3), dtype=np.uint8)
@@ -171,7 +177,12 @@ class _Painter:
             return self.with_key if before_pickup else self.no_key
         if fade <= 0.0:
             return self.open
-        return (self.no_key * fade + self.open * (1.0 - fade) + 0.5).astype(np.uint8)
+        # Blending only the pixels that differ gives the bytes of a whole-frame blend: where the two
+        # backgrounds agree on x, x * fade + x * (1 - fade) + 0.5 truncates back to x.
+        out = self.no_key.copy()
+        flat, idx = out.reshape(-1, 3), self.fade_pixels
+        flat[idx] = (self.no_key.reshape(-1, 3)[idx] * fade + self.open.reshape(-1, 3)[idx] * (1.0 - fade) + 0.5).astype(np.uint8)
+        return out
 
     def draw_agent(self, img: np.ndarray, x: int, y: int, carrying: bool) -> None:
         """Blend the agent (and the key it carries) with its cell's top-left corner at pixel ``(x, y)``."""
@@ -182,16 +193,57 @@ class _Painter:
             half = max(px // 2, 2)
             blend(img, "key", KEY, x + px - half, y, half)
 
+    def agent_corner(self, pos: np.ndarray) -> tuple[int, int]:
+        """Pixel ``(x, y)`` of the top-left corner of the agent's cell at grid position ``pos``; the agent
+        (and the key it carries) lies inside the ``cell_px`` square from there."""
+        px = self.s.cell_px
+        return int(round(pos[0] * px)) + self.offset[0], int(round(pos[1] * px)) + self.offset[1]
+
     def frame(self, pos: np.ndarray, carrying: bool, before_pickup: bool, fade: float) -> np.ndarray:
         """``fade``: 1 = barriers fully present, 0 = gone."""
         img = self.background(before_pickup, fade)
         if fade <= 0.0 or fade >= 1.0:  # a shared background, not a fresh blend
             img = img.copy()
-        px = self.s.cell_px
-        x = int(round(pos[0] * px)) + self.offset[0]
-        y = int(round(pos[1] * px)) + self.offset[1]
-        self.draw_agent(img, x, y, carrying)
+        self.draw_agent(img, *self.agent_corner(pos), carrying)
         return img
+
+
+@dataclass(frozen=True)
+class FrameState:
+    """What one frame of a trial shows: the agent's grid position, the key and the barrier fade."""
+
+    pos: np.ndarray
+    carrying: bool
+    before_pickup: bool
+    fade: float
+    """1 = barriers fully present, 0 = gone."""
+
+
+def trial_states(trial: Trial, settings: RenderSettings) -> tuple[list[FrameState], np.ndarray]:
+    """The distinct states of a trial's moving part and, per output frame, the index of its state.
+
+    The pauses repeat the first and last state, so a renderer draws each state once.
+    """
+    s = settings
+    times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
+    n = motion_frames(trial, s)
+    ts = np.minimum(np.arange(n) / s.fps, times[-1])
+    xs = np.interp(ts, times, cells[:, 0])
+    ys = np.interp(ts, times, cells[:, 1])
+    states = []
+    for k in range(n):
+        t = ts[k]
+        before_pickup = t_pickup is None or t < t_pickup
+        if t_unlock is None or t < t_unlock:
+            fade = 1.0
+        elif s.unlock_pause > 0:
+            fade = max(0.0, 1.0 - (t - t_unlock) / s.unlock_pause)
+        else:
+            fade = 0.0
+        states.append(FrameState(np.array((xs[k], ys[k])), not before_pickup and fade >= 1.0, before_pickup, fade))
+    start = round(s.pause_start * s.fps)
+    end = round(s.pause_end * s.fps)
+    return states, np.concatenate([np.zeros(start, dtype=int), np.arange(n), np.full(end, n - 1)])
 
 
 def trial_frames(trial: Trial, settings: RenderSettings | None = None, only: Container[int] | None = None) -> Iterator[np.ndarray]:
@@ -201,28 +253,16 @@ def trial_frames(trial: Trial, settings: RenderSettings | None = None, only: Con
     """
     s = settings or RenderSettings()
     painter = _Painter(trial, s)
-    times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
-    total = times[-1]
-    n = motion_frames(trial, s)
-    ts = np.minimum(np.arange(n) / s.fps, total)
-    xs = np.interp(ts, times, cells[:, 0])
-    ys = np.interp(ts, times, cells[:, 1])
-    start = round(s.pause_start * s.fps)
-    end = round(s.pause_end * s.fps)
-    idx = np.concatenate([np.zeros(start, dtype=int), np.arange(n), np.full(end, n - 1)])
+    states, idx = trial_states(trial, s)
+    last, drawn = -1, None
     for i, k in enumerate(idx):
         if only is not None and i not in only:
             continue
-        t = ts[k]
-        before_pickup = t_pickup is None or t < t_pickup
-        if t_unlock is None or t < t_unlock:
-            fade = 1.0
-        elif s.unlock_pause > 0:
-            fade = max(0.0, 1.0 - (t - t_unlock) / s.unlock_pause)
-        else:
-            fade = 0.0
-        carrying = not before_pickup and fade >= 1.0
-        yield painter.frame(np.array((xs[k], ys[k])), carrying, before_pickup, fade)
+        if k != last:  # a pause repeats a frame: draw it once
+            st = states[k]
+            last, drawn = k, painter.frame(st.pos, st.carrying, st.before_pickup, st.fade)
+        repeats = i + 1 < len(idx) and idx[i + 1] == k
+        yield drawn.copy() if repeats else drawn  # the last of a run may be the drawn array itself
 
 
 def _step_status(trial: Trial) -> Iterator[tuple[np.ndarray, bool, bool, float]]:
@@ -313,10 +353,10 @@ def step_pictures(trial: Trial, cell_px: int, size: int) -> StepPictures:
 def blank_frames(width: int, height: int, settings: RenderSettings) -> Iterator[np.ndarray]:
     """The blank shown between trials: ``round(gap * fps)`` frames of the letterbox colour."""
     w, h = settings.frame_size(width, height)
+    blank = np.empty((h, w, 3), dtype=np.uint8)
+    blank[...] = settings.letterbox
     for _ in range(round(settings.gap * settings.fps)):
-        out = np.empty((h, w, 3), dtype=np.uint8)
-        out[...] = settings.letterbox
-        yield out
+        yield blank.copy()
 
 
 def episode_frames(episode: Episode, settings: RenderSettings | None = None) -> Iterator[np.ndarray]:

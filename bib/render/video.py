@@ -1,16 +1,20 @@
-"""Video writers: H.264 MP4 through imageio-ffmpeg (default), VP9 WebM and MP4V through OpenCV; contact sheets.
+"""Video writers: H.264 MP4 through ffmpeg's libx264 fed raw YUV (default), VP9 WebM and MP4V through OpenCV; contact sheets.
 
-H.264 output is ``yuv420p`` with ``+faststart`` so browsers and lab software (PsychoPy, PyHab)
-play it; OpenCV's pip wheels cannot encode H.264, so OpenCV only serves the fallbacks. Every
-writer checks each frame's size (OpenCV would silently drop a wrong-sized frame) and writes to a
-temporary file that is renamed into place only when the video is complete.
+H.264 output is ``yuv420p`` (BT.601, limited range, tagged so) with ``+faststart`` so browsers and
+lab software (PsychoPy, PyHab) play it; OpenCV's pip wheels cannot encode H.264, so OpenCV only
+serves the fallbacks. Episodes are encoded from frames drawn straight in the encoder's pixel format
+(:mod:`bib.render.yuv`) and piped in large writes: half the bytes of RGB, and nothing converts them
+again. libx264 runs on one thread with bit-exact flags, so the same episode and settings give the
+same bytes.
+Every writer checks each frame's size (OpenCV would silently drop a wrong-sized frame) and writes to
+a temporary file that is renamed into place only when the video is complete.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from pathlib import Path
 
@@ -20,6 +24,7 @@ from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
 from bib.render.frames import RenderSettings, episode_frames, frame_count, trial_frames
+from bib.render.yuv import episode_yuv, rgb_to_yuv, trial_yuv
 
 CODECS = {"h264": ".mp4", "vp9": ".webm", "mp4v": ".mp4"}
 """Codec name -> file extension. ``h264`` is the browser-playable default."""
@@ -91,9 +96,16 @@ def write_video(
     if codec in ("h264", "vp9") and (h % 2 or w % 2):
         raise BibInputError(f"{target}: {codec} needs even frame sizes, got {w} x {h}")
     stream = _checked(chain([first], it), first.shape, target)
+    if codec == "h264":
+        return _atomically(target, codec, lambda tmp: encode_h264((rgb_to_yuv(f) for f in stream), tmp, (w, h), fps, crf, preset))
+    return _atomically(target, codec, lambda tmp: _write_cv2(stream, tmp, (w, h), fps, codec))
+
+
+def _atomically(target: Path, codec: str, write: Callable[[Path], int]) -> int:
+    """``write(tmp)`` to a temporary file next to ``target``, renamed into place only when it returns."""
     tmp = target.with_name(f".{target.stem}.tmp{CODECS[codec]}")
     try:
-        n = _write_h264(stream, tmp, (w, h), fps, crf, preset) if codec == "h264" else _write_cv2(stream, tmp, (w, h), fps, codec)
+        n = write(tmp)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -102,59 +114,61 @@ def write_video(
     return n
 
 
-def _ffmpeg_dies_with_parent() -> None:
-    """Make the ffmpeg children of imageio-ffmpeg die with this process (issue 17): its Popen keyword
-    arguments get a ``preexec_fn`` that keeps its own (``setpgrp``) and adds ``PR_SET_PDEATHSIG``.
+PIPE_CHUNK = 4 << 20
+"""Bytes of frames gathered before one write to ffmpeg's stdin (few, large writes)."""
+
+
+def encode_h264(frames: Iterable[np.ndarray], path: str | os.PathLike[str], size: tuple[int, int], fps: int,
+                crf: int = 18, preset: str = "veryfast", pix_fmt: str = "yuv420p") -> int:
+    """Encode planar frames (flat buffers of :mod:`bib.render.yuv`; a buffer may be yielded again, and
+    may be overwritten once the next is asked for) to an H.264 MP4 at ``path``; return the frame count.
+
+    libx264 in imageio-ffmpeg's bundled ffmpeg reads the frames as raw video from a pipe, gathered into
+    writes of :data:`PIPE_CHUNK` bytes; it converts nothing. One thread, no metadata and bit-exact
+    flags: the bytes depend only on the frames and the settings. The stream is tagged BT.601 limited
+    range, the matrix :mod:`bib.render.yuv` uses. ffmpeg dies with this process (issue 17).
     """
-    from imageio_ffmpeg import _io
+    import subprocess
+    import tempfile
 
-    original = _io._popen_kwargs
-    if getattr(original, "bib_dies_with_parent", False):
-        return
-    from bib.parallel import die_with_parent
-
-    def popen_kwargs(prevent_sigint: bool = False) -> dict:
-        kwargs = original(prevent_sigint=prevent_sigint)
-        first = kwargs.get("preexec_fn")
-
-        def preexec() -> None:
-            if first is not None:
-                first()
-            die_with_parent()
-
-        return {**kwargs, "preexec_fn": preexec}
-
-    popen_kwargs.bib_dies_with_parent = True  # type: ignore[attr-defined]
-    _io._popen_kwargs = popen_kwargs
-
-
-def _write_h264(frames: Iterator[np.ndarray], path: Path, size: tuple[int, int], fps: int, crf: int, preset: str) -> int:
     import imageio_ffmpeg
 
-    _ffmpeg_dies_with_parent()
-    writer = imageio_ffmpeg.write_frames(
-        str(path),
-        size,
-        fps=fps,
-        codec="libx264",
-        pix_fmt_in="rgb24",
-        pix_fmt_out="yuv420p",
-        quality=None,
-        macro_block_size=2,
-        ffmpeg_log_level="error",
-        output_params=[
-            "-crf", str(crf), "-preset", preset, "-threads", "1",
-            "-movflags", "+faststart", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact",
-        ],
-    )
-    writer.send(None)
+    from bib.parallel import die_with_parent
+
+    w, h = size
+    bt601 = ["-color_range", "tv", "-colorspace", "smpte170m", "-color_primaries", "smpte170m", "-color_trc", "smpte170m"]
+    cmd = [
+        imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-hide_banner", "-loglevel", "error",
+        "-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{w}x{h}", "-r", str(fps), *bt601, "-i", "pipe:0",
+        "-c:v", "libx264", "-pix_fmt", pix_fmt, "-crf", str(crf), "-preset", preset, "-threads", "1", *bt601,
+        "-movflags", "+faststart", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact",
+        "-f", "mp4", "-y", str(path),
+    ]
     n = 0
-    try:
-        for frame in frames:
-            writer.send(frame)
-            n += 1
-    finally:
-        writer.close()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=die_with_parent)  # noqa: PLW1509 (no threads start ffmpeg)
+        try:
+            chunk: list[bytes] = []
+            size_now = 0
+            for buf in frames:
+                chunk.append(buf.tobytes())
+                size_now += buf.nbytes
+                n += 1
+                if size_now >= PIPE_CHUNK:
+                    proc.stdin.write(b"".join(chunk))  # type: ignore[union-attr]
+                    chunk, size_now = [], 0
+            if chunk:
+                proc.stdin.write(b"".join(chunk))  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+            code = proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        if code:
+            err.seek(0)
+            raise RuntimeError(f"{path}: ffmpeg failed ({code}): {err.read().decode(errors='replace').strip()[-500:]}")
     return n
 
 
@@ -188,14 +202,26 @@ def render_episode(
     Returns the number of frames of the episode video.
     """
     s = settings or RenderSettings()
-    n = write_video(episode_frames(episode, s), path, s.fps, codec)
+    chosen = codec_for(path, codec)
+    n = _render(episode, episode_frames(episode, s), lambda: episode_yuv(episode, s), Path(path), s, chosen)
     if per_trial_dir is not None:
-        chosen = codec_for(path, codec)
         folder = Path(per_trial_dir)
         folder.mkdir(parents=True, exist_ok=True)
         for k, trial in enumerate(episode.trials):
-            write_video(trial_frames(trial, s), folder / f"{episode.id}-trial{k}{CODECS[chosen]}", s.fps, chosen)
+            target = folder / f"{episode.id}-trial{k}{CODECS[chosen]}"
+            _render(episode, trial_frames(trial, s), lambda t=trial: trial_yuv(t, s), target, s, chosen)
     return n
+
+
+def _render(episode: Episode, rgb: Iterable[np.ndarray], yuv: Callable[[], Iterable[np.ndarray]], target: Path,
+            s: RenderSettings, codec: str) -> int:
+    """H.264 from the planar frames ``yuv()`` (``rgb`` is then never drawn), other codecs from ``rgb``."""
+    if codec != "h264":
+        return write_video(rgb, target, s.fps, codec)
+    w, h = s.frame_size(episode.width, episode.height)
+    if w % 2 or h % 2:
+        raise BibInputError(f"{target}: h264 needs even frame sizes, got {w} x {h}")
+    return _atomically(target, codec, lambda tmp: encode_h264(yuv(), tmp, (w, h), s.fps))
 
 
 def contact_sheet(
