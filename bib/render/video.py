@@ -24,7 +24,7 @@ from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
 from bib.render.frames import RenderSettings, episode_frames, frame_count, trial_frames
-from bib.render.yuv import episode_yuv, rgb_to_yuv, trial_yuv
+from bib.render.yuv import episode_yuv, frame_bytes, rgb_to_yuv, trial_yuv
 
 CODECS = {"h264": ".mp4", "vp9": ".webm", "mp4v": ".mp4"}
 """Codec name -> file extension. ``h264`` is the browser-playable default."""
@@ -114,6 +114,22 @@ def _atomically(target: Path, codec: str, write: Callable[[Path], int]) -> int:
     return n
 
 
+def h264_command(source: str, path: str | os.PathLike[str], size: tuple[int, int], fps: int, crf: int, preset: str,
+                 pix_fmt: str) -> list[str]:
+    """The ffmpeg command that encodes raw planar frames from ``source`` (a file, or ``pipe:0``) to ``path``."""
+    import imageio_ffmpeg
+
+    w, h = size
+    bt601 = ["-color_range", "tv", "-colorspace", "smpte170m", "-color_primaries", "smpte170m", "-color_trc", "smpte170m"]
+    return [
+        imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-hide_banner", "-loglevel", "error",
+        "-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{w}x{h}", "-r", str(fps), *bt601, "-i", source,
+        "-c:v", "libx264", "-pix_fmt", pix_fmt, "-crf", str(crf), "-preset", preset, "-threads", "1", *bt601,
+        "-movflags", "+faststart", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact",
+        "-f", "mp4", "-y", str(path),
+    ]
+
+
 PIPE_CHUNK = 4 << 20
 """Bytes of frames gathered before one write to ffmpeg's stdin (few, large writes)."""
 
@@ -131,35 +147,26 @@ def encode_h264(frames: Iterable[np.ndarray], path: str | os.PathLike[str], size
     import subprocess
     import tempfile
 
-    import imageio_ffmpeg
-
     from bib.parallel import die_with_parent
 
-    w, h = size
-    bt601 = ["-color_range", "tv", "-colorspace", "smpte170m", "-color_primaries", "smpte170m", "-color_trc", "smpte170m"]
-    cmd = [
-        imageio_ffmpeg.get_ffmpeg_exe(), "-nostdin", "-hide_banner", "-loglevel", "error",
-        "-f", "rawvideo", "-pix_fmt", pix_fmt, "-s", f"{w}x{h}", "-r", str(fps), *bt601, "-i", "pipe:0",
-        "-c:v", "libx264", "-pix_fmt", pix_fmt, "-crf", str(crf), "-preset", preset, "-threads", "1", *bt601,
-        "-movflags", "+faststart", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact",
-        "-f", "mp4", "-y", str(path),
-    ]
+    cmd = h264_command("pipe:0", path, size, fps, crf, preset, pix_fmt)
     n = 0
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
                                 preexec_fn=die_with_parent)  # noqa: PLW1509 (no threads start ffmpeg)
         try:
-            chunk: list[bytes] = []
-            size_now = 0
+            one = frame_bytes(*size, pix_fmt)
+            chunk = np.empty(max(PIPE_CHUNK // one, 1) * one, dtype=np.uint8)  # frames are copied in once
+            end = 0
             for buf in frames:
-                chunk.append(buf.tobytes())
-                size_now += buf.nbytes
+                chunk[end : end + one] = buf
+                end += one
                 n += 1
-                if size_now >= PIPE_CHUNK:
-                    proc.stdin.write(b"".join(chunk))  # type: ignore[union-attr]
-                    chunk, size_now = [], 0
-            if chunk:
-                proc.stdin.write(b"".join(chunk))  # type: ignore[union-attr]
+                if end == len(chunk):
+                    proc.stdin.write(memoryview(chunk))  # type: ignore[union-attr]
+                    end = 0
+            if end:
+                proc.stdin.write(memoryview(chunk[:end]))  # type: ignore[union-attr]
             proc.stdin.close()  # type: ignore[union-attr]
             code = proc.wait()
         except BaseException:
