@@ -1,6 +1,6 @@
 """Benchmark: generate the full bib-eval and bib-ctrl specs without video (2 workers), then a subset with video.
 
-Run: .venv/bin/python benchmarks/generate.py [--limit N] [--video-limit N] [--workers W] [--out DIR]
+Run: .venv/bin/python benchmarks/generate.py [--limit N] [--video-limit N] [--workers W] [--out DIR] [--only-video]
      [--cpu-units N] [--baseline DIR]
 
 bib-ctrl (the controlled set: noisy agents, twins, catch pairs, graded difficulty) is built right
@@ -8,7 +8,10 @@ after bib-eval in the same process with the same workers, and the ratio of the t
 CPU times is printed (target: bib-ctrl <= 2x bib-eval); its CPU time per pair is probed like
 bib-eval's.
 
-Prints, first, the CPU time per unit (``time.process_time`` in a fresh single process, best of
+Prints, first, for the same episodes (``--overhead-pairs`` per condition, one process): the CPU time of
+generation with video, without video, and of a raw libx264 encode of the same frames from a file at the
+same settings, with the ratio (video - symbolic) / raw (target <= 1.2), and a projection of the full
+bib-eval with videos on ``--workers`` workers (target <= 30 min). Then the CPU time per unit (``time.process_time`` in a fresh single process, best of
 ``--repeats``) of ``bib.tasks.make_unit`` for every condition and the CPU time the whole spec
 projects to: this is what to compare on a shared machine, where wall time depends on the other
 jobs. With ``--baseline DIR`` (a source tree holding an older ``bib`` package, e.g.
@@ -139,6 +142,85 @@ def loadavg() -> str:
         return "n/a"
 
 
+def own_cpu() -> float:
+    """CPU seconds of this process and of its waited-for children (the ffmpeg encoders)."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) -> tuple[float, int]:
+    """CPU seconds of libx264 (ffmpeg, same command and settings as the pipeline's) encoding each episode's
+    frames from a raw file written beforehand (not timed); and the frame count."""
+    from bib.episode import load_episode
+    from bib.render.video import h264_command
+    from bib.render.yuv import episode_yuv
+
+    cpu, frames = 0.0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
+        for path in sorted((root / "episodes").glob("*.json")):
+            ep = load_episode(path)
+            with open(raw, "wb") as fh:
+                for buf in episode_yuv(ep, settings, pix_fmt):
+                    fh.write(buf.tobytes())
+                    frames += 1
+            size = settings.frame_size(ep.width, ep.height)
+            t0 = own_cpu()
+            subprocess.run(h264_command(str(raw), out, size, settings.fps, crf, preset, pix_fmt), check=True)
+            cpu += own_cpu() - t0
+    return cpu, frames
+
+
+def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> None:
+    """Print, for the same episodes (``pairs`` per condition, one process), the CPU of generation with
+    video, without video and of a raw libx264 encode of the same frames from a file at the same
+    settings; the ratio (video - symbolic) / raw (target <= 1.2); a projection of the full spec with videos."""
+    from bib.render.frames import episode_frame_count
+    from bib.stimuli.build import build_spec
+    from bib.stimuli.spec import override
+
+    vid = override(spec, "bench", video=True)
+    r = vid.render
+    settings = vid.render.settings()
+    crf, preset, pix_fmt = getattr(r, "crf", 18), getattr(r, "preset", "veryfast"), getattr(r, "pix_fmt", "yuv420p")
+    best = {"video": float("inf"), "symbolic": float("inf"), "raw": float("inf")}
+    load0 = loadavg()
+    episodes = frames = 0
+    for k in range(repeats):  # interleaved, best of each, so the load shifts all three alike
+        for name, s in (("symbolic", spec), ("video", vid)):
+            folder = root / f"overhead-{name}-{k}"
+            t0 = own_cpu()
+            done = build_spec(s, folder, workers=1, limit=pairs, record=False)
+            best[name] = min(best[name], own_cpu() - t0)
+            episodes = done.episodes
+        cpu, frames = raw_encode_cpu(root / f"overhead-video-{k}", settings, crf, preset, pix_fmt)
+        best["raw"] = min(best["raw"], cpu)
+    extra = best["video"] - best["symbolic"]
+    print(f"video overhead on the same {episodes} episodes ({pairs} pairs per condition, {frames} frames, "
+          f"{settings.frame_size(10, 10)[0]} px, {settings.fps} fps, libx264 {preset} crf {crf} {pix_fmt}; one process, "
+          f"CPU incl. ffmpeg children, best of {repeats}; load average {load0} before, {loadavg()} after):")
+    for name in ("symbolic", "video", "raw"):
+        label = {"symbolic": "generation without video", "video": "generation with video",
+                 "raw": "raw libx264 encode from a file"}[name]
+        print(f"  {label:34s} {best[name]:7.2f} s = {1000 * best[name] / episodes:6.1f} ms/episode")
+    print(f"  (video - symbolic) / raw encode = {extra / best['raw']:.2f} (target <= 1.2); "
+          f"{1e6 * extra / frames:.0f} us CPU per frame for video")
+    from bib.tasks import make_unit
+
+    per_frame = extra / frames
+    sample = [ep for task, _ in spec.units for ep in make_unit(task, 0, spec.seed)]
+    frames_per_ep = sum(episode_frame_count(ep, settings) for ep in sample) / len(sample)
+    n_eps = sum(2 * n if REGISTRY_KIND[t] == "evaluation" else n for t, n in spec.units)
+    symbolic_per_ep = best["symbolic"] / episodes
+    total = n_eps * (symbolic_per_ep + per_frame * frames_per_ep)
+    print(f"  projection: full {spec.name} with videos = {n_eps} episodes x ({1000 * symbolic_per_ep:.1f} ms + "
+          f"{frames_per_ep:.0f} frames x {1e6 * per_frame:.0f} us) = {total:.0f} CPU s = {total / workers / 60:.1f} min on "
+          f"{workers} workers (CPU-bound; target <= 30 min; from this subset, at this load)")
+
+
+REGISTRY_KIND: dict[str, str] = {}
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     os.environ.setdefault("BIB_NO_PROGRESS", "1")
@@ -149,6 +231,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="output root (default: a temporary folder)")
     parser.add_argument("--cpu-units", type=int, default=200, help="units per condition for the CPU-time probe")
     parser.add_argument("--repeats", type=int, default=2, help="probe runs per tree (best taken)")
+    parser.add_argument("--overhead-pairs", type=int, default=2, help="pairs per condition for the video overhead")
+    parser.add_argument("--only-video", action="store_true", help="print only the video overhead and projection")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree with an older bib package to compare the CPU time against")
     args = parser.parse_args()
@@ -160,6 +244,11 @@ def main() -> None:
     spec = load_spec(ROOT / "stimuli" / "bib-eval.toml")
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; registered tasks: {len(REGISTRY)}; "
           f"load average {loadavg()}")
+    REGISTRY_KIND.update({k: v.kind for k, v in REGISTRY.items()})
+    with tempfile.TemporaryDirectory(prefix="bib-bench-video-") as tmp:
+        video_overhead(spec, Path(tmp), args.overhead_pairs, args.repeats, args.workers)
+    if args.only_video:
+        return
     tasks = [t.id for t in spec.tasks]
     trees = {"current": None} | ({"baseline": args.baseline} if args.baseline else {})
     best: dict[str, dict[str, float]] = {name: {} for name in trees}
