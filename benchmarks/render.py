@@ -1,4 +1,8 @@
-"""Rendering and encoding speed: frames/s at 84 x 84 and 200 x 200, and H.264 encode frames/s.
+"""Rendering and encoding speed: the encoder table (preset x crf), frames/s at 84 x 84 and 200 x 200, H.264 encode frames/s.
+
+First the encoder table of docs/stimuli.md: per libx264 preset and crf, CPU per frame, file size and
+PSNR of the decoded frames against the rendered ones, on a fixed set of episodes
+(``--presets``, ``--crfs``; ``--only-table`` stops there).
 
 References run in the same process: a naive renderer that redraws every sprite with pygame for
 each frame (what the cached numpy renderer replaces) and OpenCV's MP4V writer (the fallback
@@ -54,10 +58,68 @@ def timed(frames):
     return n, time.perf_counter() - t
 
 
+TABLE_TASKS = ("preference", "efficiency-path", "instrumental-blocking", "multi-agent")
+"""The fixed episodes of the encoder table: both episodes of pair 0 of each (seed 0)."""
+
+
+def child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def encoder_table(presets: list[str], crfs: list[int]) -> None:
+    """Per preset and crf: libx264's CPU per frame (ffmpeg encoding the frames from a raw yuv420p file, the
+    pipeline's command), file size, and PSNR of the decoded RGB frames against the rendered source frames."""
+    import subprocess
+
+    import imageio_ffmpeg
+
+    from bib.render.video import h264_command
+    from bib.render.yuv import episode_yuv
+
+    s = RenderSettings()
+    episodes = [ep for task in TABLE_TASKS for ep in make_unit(task, 0, 0)]
+    size = s.frame_size(episodes[0].width, episodes[0].height)
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
+        n = 0
+        with open(raw, "wb") as fh:
+            for ep in episodes:
+                for buf in episode_yuv(ep, s):
+                    fh.write(buf.tobytes())
+                    n += 1
+        print(f"encoder table: {n} frames of {len(episodes)} episodes ({', '.join(TABLE_TASKS)}, pair 0, seed 0), "
+              f"{size[0]} x {size[1]}, {s.fps} fps, yuv420p, one libx264 thread; load average {os.getloadavg()[0]:.1f}")
+        print(f"  {'preset':10s} {'crf':>4s} {'CPU us/frame':>13s} {'size kB':>9s} {'kB/episode':>11s} {'PSNR dB':>8s}")
+        for preset in presets:
+            for crf in crfs:
+                t0 = child_cpu()
+                subprocess.run(h264_command(str(raw), out, size, s.fps, crf, preset, "yuv420p"), check=True)
+                cpu = child_cpu() - t0
+                sq, count = 0.0, 0
+                reader = imageio_ffmpeg.read_frames(str(out))
+                next(reader)
+                source = (f for ep in episodes for f in episode_frames(ep, s))
+                for raw_frame, ref in zip(reader, source):
+                    got = np.frombuffer(raw_frame, np.uint8).reshape(ref.shape)
+                    sq += float(((got.astype(np.int32) - ref) ** 2).sum())
+                    count += ref.size
+                psnr = 10 * np.log10(255.0**2 / (sq / count)) if sq else float("inf")
+                kb = out.stat().st_size / 1000
+                mark = "  <- default" if (preset, crf) == (s.preset, s.crf) else ""
+                print(f"  {preset:10s} {crf:4d} {1e6 * cpu / n:13.0f} {kb:9.0f} {kb / len(episodes):11.1f} {psnr:8.2f}{mark}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=8)
+    ap.add_argument("--presets", default="ultrafast,superfast,veryfast,faster,fast,medium")
+    ap.add_argument("--crfs", default="18,23,28")
+    ap.add_argument("--only-table", action="store_true", help="print only the encoder table")
     args = ap.parse_args()
+    encoder_table(args.presets.split(","), [int(c) for c in args.crfs.split(",")])
+    if args.only_table:
+        return
     episodes = [make_unit("single-object", i, 0)[0] for i in range(args.episodes)]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"{args.episodes} single-object episodes")

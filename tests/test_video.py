@@ -125,3 +125,77 @@ def test_videos_are_identical_for_any_worker_count(tmp_path):
     va, vb = sorted((a.out / "videos").glob("*.mp4")), sorted((b.out / "videos").glob("*.mp4"))
     assert len(va) == a.episodes >= 3 and [p.name for p in va] == [p.name for p in vb]
     assert all(x.read_bytes() == y.read_bytes() for x, y in zip(va, vb))
+
+
+def _x264_options(path) -> str:
+    """The option string libx264 writes into its SEI."""
+    data = path.read_bytes()
+    start = data.index(b"options: ")
+    return data[start : data.index(b"\x00", start)].decode()
+
+
+def test_preset_and_crf_from_the_spec_and_the_cli_reach_the_encoder(tmp_path, monkeypatch):
+    from bib.cli import main
+
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\n[render]\ncell_px = 8\nvideo = true\npreset = "ultrafast"\ncrf = 30\n'
+                    '[[tasks]]\nid = "single-object"\nn = 1\n')
+    with pytest.raises(SystemExit) as info:
+        main(["generate", str(spec), "--out", str(tmp_path / "a")])
+    assert info.value.code == 0
+    opts = _x264_options(next((tmp_path / "a" / "videos").glob("*.mp4")))
+    assert "crf=30.0" in opts and "subme=0" in opts  # ultrafast: no subpixel refinement
+    with pytest.raises(SystemExit) as info:
+        main(["generate", str(spec), "--out", str(tmp_path / "b"), "--preset", "medium", "--crf", "12"])
+    assert info.value.code == 0
+    opts = _x264_options(next((tmp_path / "b" / "videos").glob("*.mp4")))
+    assert "crf=12.0" in opts and "subme=7" in opts  # medium
+    ep = next((tmp_path / "b" / "episodes").glob("*.json"))
+    with pytest.raises(SystemExit) as info:
+        main(["render", str(ep), "--out", str(tmp_path / "c"), "--preset", "superfast", "--crf", "40"])
+    assert info.value.code == 0
+    opts = _x264_options(next((tmp_path / "c").glob("*.mp4")))
+    assert "crf=40.0" in opts and "subme=1" in opts  # superfast
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--preset", "bogus"], ["'--preset'", "'bogus'", "ultrafast", "veryslow"]),
+    (["--crf", "52"], ["'--crf'", "51"]),
+    (["--crf", "-1"], ["'--crf'", "0"]),
+])
+def test_bad_encoder_options_are_one_line_before_any_work(tmp_path, capsys, args, words):
+    from bib.cli import main
+
+    for command in (["generate", "--task", "single-object", "--n", "1", "--video"], ["render", "nothing.json"]):
+        with pytest.raises(SystemExit) as info:
+            main([*command, "--out", str(tmp_path / "o"), *args])
+        assert info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("bib: error: ") and "\n" not in err and all(w in err for w in words), err
+        assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("render, words", [
+    ({"preset": "placebo"}, ["render.preset", "'placebo'", "ultrafast", "veryslow"]),
+    ({"crf": 52}, ["render.crf", "51", "52"]),
+    ({"pix_fmt": "rgb24"}, ["render.pix_fmt", "'rgb24'", "yuv420p", "yuv444p"]),
+])
+def test_bad_encoder_settings_in_a_spec_name_the_value_and_the_allowed_ones(render, words):
+    from bib.stimuli.spec import parse_spec
+
+    with pytest.raises(BibInputError) as info:
+        parse_spec({"name": "x", "render": render, "tasks": [{"id": "single-object", "n": 1}]}, "x.toml")
+    assert all(w in str(info.value) for w in words) and "\n" not in str(info.value), str(info.value)
+    with pytest.raises(BibInputError, match="allowed"):
+        RenderSettings(**render)
+
+
+def test_render_spec_is_declared_by_render_settings():
+    import dataclasses
+
+    from bib.stimuli.spec import RenderSpec
+
+    fields = [f.name for f in dataclasses.fields(RenderSettings)]
+    assert list(RenderSpec.model_fields)[: len(fields)] == fields
+    assert RenderSpec().settings() == RenderSettings()

@@ -48,6 +48,33 @@ class Codec(str, Enum):
     mp4v = "mp4v"
 
 
+def _render_choices(name: str) -> type[Enum]:
+    """An enum of a render setting's allowed values (:data:`bib.render.frames.RenderSettings.CHOICES`)."""
+    from bib.render.frames import RenderSettings
+
+    return Enum(name, {v: v for v in RenderSettings.CHOICES[name.lower()]}, type=str)  # type: ignore[return-value]
+
+
+Preset = _render_choices("Preset")
+"""libx264 presets for ``--preset``."""
+
+
+def render_options() -> tuple[typer.models.OptionInfo, typer.models.OptionInfo]:
+    """``--preset`` and ``--crf``, with the choices, limits and defaults of :class:`bib.render.frames.RenderSettings`."""
+    from bib.render.frames import RenderSettings
+
+    lo, hi, _ = RenderSettings.LIMITS["crf"]
+    return (
+        typer.Option(None, "--preset", help=f"libx264 speed preset of H.264 videos (default: {RenderSettings.preset}; generate: the spec's).",
+                     show_default=False),
+        typer.Option(None, "--crf", min=int(lo), max=int(hi), help=f"libx264 constant rate factor, {int(lo)}-{int(hi)} "
+                     f"(default: {RenderSettings.crf}; generate: the spec's).", show_default=False),
+    )
+
+
+PRESET, CRF = render_options()
+
+
 def value(choice: Enum | None) -> str | None:
     """The string of an enum option (None stays None)."""
     return None if choice is None else str(choice.value)

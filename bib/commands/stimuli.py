@@ -6,14 +6,15 @@ from pathlib import Path
 
 import typer
 
-from bib.commands._common import FORCE, SCHEDULER, WORKERS, Codec, out_option, value
+from bib.commands._common import CRF, FORCE, PRESET, SCHEDULER, WORKERS, Codec, Preset, out_option, value
 from bib.errors import BibInputError
 
 
-def _settings(cell_px: int, fps: int):
+def _settings(cell_px: int, fps: int, preset: str | None, crf: int | None):
     from bib.render.frames import RenderSettings
 
-    return RenderSettings(cell_px=cell_px, fps=fps)
+    encoder = {k: v for k, v in (("preset", preset), ("crf", crf)) if v is not None}
+    return RenderSettings(cell_px=cell_px, fps=fps, **encoder)
 
 
 def register(app: typer.Typer) -> None:
@@ -31,6 +32,8 @@ def register(app: typer.Typer) -> None:
         codec: Codec = typer.Option(None, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (default: the spec's, or h264).", show_default=False),
         cell_px: int = typer.Option(None, "--cell-px", min=1, help="Pixels per cell (default: the spec's, or BIB's 20).", show_default=False),
         fps: int = typer.Option(None, "--fps", min=1, help="Frames per second (default: the spec's, or BIB's 25).", show_default=False),
+        preset: Preset = PRESET,  # type: ignore[valid-type]
+        crf: int = CRF,
         workers: int = WORKERS,
         limit: int = typer.Option(None, "--limit", min=0, help="Build at most N units of each task (to try a big spec).", show_default=False),
         scheduler: str = SCHEDULER,
@@ -52,7 +55,7 @@ def register(app: typer.Typer) -> None:
         base = load_spec(spec) if spec is not None else task_spec(task, n)
         trials = per_trial and video is not False
         resolved = override(
-            base, str(spec or "--task"), seed=seed, cell_px=cell_px, fps=fps, codec=value(codec),
+            base, str(spec or "--task"), seed=seed, cell_px=cell_px, fps=fps, codec=value(codec), preset=value(preset), crf=crf,
             per_trial=True if trials else None, video=True if trials else None,
         )
         folder = generate_job(resolved, out, force=force, append=append)
@@ -75,6 +78,8 @@ def register(app: typer.Typer) -> None:
         codec: Codec = typer.Option(Codec.h264, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (MP4)."),
         cell_px: int = typer.Option(20, "--cell-px", min=1, help="Pixels per cell."),
         fps: int = typer.Option(25, "--fps", min=1, help="Frames per second."),
+        preset: Preset = PRESET,  # type: ignore[valid-type]
+        crf: int = CRF,
         per_trial: bool = typer.Option(False, "--per-trial", help="Also write one video per trial into trials/."),
         sheet: bool = typer.Option(False, "--contact-sheet", help="Also write contact_sheet.png of the test trial."),
         force: bool = FORCE,
@@ -85,9 +90,10 @@ def register(app: typer.Typer) -> None:
         from bib.stimuli.check import load_checked
 
         ep = load_checked(episode)
-        settings = _settings(cell_px, fps)
+        settings = _settings(cell_px, fps, value(preset), crf)
         folder = OutputFolder(out, {"command": "render", "episode": episode, "codec": codec.value, "cell_px": cell_px,
-                                    "fps": fps, "per_trial": per_trial, "contact_sheet": sheet}, force=force)
+                                    "fps": fps, "preset": settings.preset, "crf": settings.crf, "per_trial": per_trial,
+                                    "contact_sheet": sheet}, force=force)
         name = f"{ep.id}{CODECS[codec.value]}"
         with folder as tmp:
             frames = render_episode(ep, tmp / name, settings, codec.value, tmp / "trials" if per_trial else None)

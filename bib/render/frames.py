@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -26,10 +27,18 @@ from bib.vocabulary import SLOT_COLOR as SLOT
 from bib.vocabulary import WALL_COLOR as WALL
 from bib.world.dynamics import STAY, action_between, action_cost
 
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+"""libx264's speed presets, fastest first (``placebo`` left out)."""
+PIXEL_FORMATS = ("yuv420p", "yuv444p")
+"""Planar formats :mod:`bib.render.yuv` draws and libx264 encodes (``yuv420p``: browser-playable)."""
+
 
 @dataclass(frozen=True)
 class RenderSettings:
-    """How episodes become pictures.
+    """How episodes become pictures and videos: the one declaration of the render settings.
+
+    The stimulus spec's ``[render]`` table (:class:`bib.stimuli.spec.RenderSpec`), the CLI's options
+    and the renderer read these fields, their :data:`LIMITS` and :data:`CHOICES`.
 
     Attributes:
         cell_px: pixels per grid cell (BIB: 20, so a 10 x 10 grid is 200 x 200).
@@ -43,6 +52,9 @@ class RenderSettings:
             the grid's own size.
         background: RGB of free cells.
         letterbox: RGB of the letterbox bars and of the blank between trials.
+        preset: libx264 speed preset of H.264 videos (docs/stimuli.md: measured table, why the default).
+        crf: libx264 constant rate factor (0 lossless .. 51; lower is better quality and bigger files).
+        pix_fmt: pixel format of H.264 videos (``yuv420p`` plays in browsers; ``yuv444p`` does not).
     """
 
     cell_px: int = 20
@@ -55,20 +67,27 @@ class RenderSettings:
     canvas: tuple[int, int] | None = None
     background: tuple[int, int, int] = (255, 255, 255)
     letterbox: tuple[int, int, int] = (0, 0, 0)
+    preset: str = "ultrafast"
+    crf: int = 18
+    pix_fmt: str = "yuv420p"
+
+    LIMITS: ClassVar[dict[str, tuple[float, float, bool]]] = {
+        "cell_px": (4, 256, True), "fps": (1, 240, True), "speed": (0, 100, False), "pause_start": (0, 60, True),
+        "pause_end": (0, 60, True), "unlock_pause": (0, 60, True), "gap": (0, 60, True), "crf": (0, 51, True),
+    }
+    """Field -> ``(low, high, low included)``; ``high`` is always included."""
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"preset": PRESETS, "pix_fmt": PIXEL_FORMATS}
+    """Field -> its allowed values."""
 
     def __post_init__(self) -> None:
-        checks = {
-            "cell_px": self.cell_px >= 4,
-            "fps": self.fps >= 1,
-            "speed": self.speed > 0,
-            "pause_start": self.pause_start >= 0,
-            "pause_end": self.pause_end >= 0,
-            "unlock_pause": self.unlock_pause >= 0,
-            "gap": self.gap >= 0,
-        }
-        for name, ok in checks.items():
-            if not ok:
-                raise BibInputError(f"render setting '{name}' is out of range: {getattr(self, name)}")
+        for name, (lo, hi, closed) in self.LIMITS.items():
+            v = getattr(self, name)
+            if not ((lo <= v) if closed else (lo < v)) or v > hi:
+                raise BibInputError(f"render setting '{name}' is out of range: {v} (allowed: {lo} {'<=' if closed else '<'} "
+                                    f"{name} <= {hi})")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise BibInputError(f"render setting '{name}': unknown value {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
 
     def frame_size(self, width: int, height: int) -> tuple[int, int]:
         """Output ``(width_px, height_px)`` for a grid of ``width x height`` cells."""

@@ -70,8 +70,8 @@ def write_video(
     path: str | os.PathLike[str],
     fps: int,
     codec: str | None = None,
-    crf: int = 18,
-    preset: str = "veryfast",
+    crf: int = RenderSettings.crf,
+    preset: str = RenderSettings.preset,
 ) -> int:
     """Encode ``frames`` (uint8 H x W x 3, RGB, all the same size) to ``path``; return the frame count.
 
@@ -135,7 +135,8 @@ PIPE_CHUNK = 4 << 20
 
 
 def encode_h264(frames: Iterable[np.ndarray], path: str | os.PathLike[str], size: tuple[int, int], fps: int,
-                crf: int = 18, preset: str = "veryfast", pix_fmt: str = "yuv420p") -> int:
+                crf: int = RenderSettings.crf, preset: str = RenderSettings.preset,
+                pix_fmt: str = RenderSettings.pix_fmt) -> int:
     """Encode planar frames (flat buffers of :mod:`bib.render.yuv`; a buffer may be yielded again, and
     may be overwritten once the next is asked for) to an H.264 MP4 at ``path``; return the frame count.
 
@@ -210,13 +211,13 @@ def render_episode(
     """
     s = settings or RenderSettings()
     chosen = codec_for(path, codec)
-    n = _render(episode, episode_frames(episode, s), lambda: episode_yuv(episode, s), Path(path), s, chosen)
+    n = _render(episode, episode_frames(episode, s), lambda: episode_yuv(episode, s, s.pix_fmt), Path(path), s, chosen)
     if per_trial_dir is not None:
         folder = Path(per_trial_dir)
         folder.mkdir(parents=True, exist_ok=True)
         for k, trial in enumerate(episode.trials):
             target = folder / f"{episode.id}-trial{k}{CODECS[chosen]}"
-            _render(episode, trial_frames(trial, s), lambda t=trial: trial_yuv(t, s), target, s, chosen)
+            _render(episode, trial_frames(trial, s), lambda t=trial: trial_yuv(t, s, s.pix_fmt), target, s, chosen)
     return n
 
 
@@ -228,7 +229,7 @@ def _render(episode: Episode, rgb: Iterable[np.ndarray], yuv: Callable[[], Itera
     w, h = s.frame_size(episode.width, episode.height)
     if w % 2 or h % 2:
         raise BibInputError(f"{target}: h264 needs even frame sizes, got {w} x {h}")
-    return _atomically(target, codec, lambda tmp: encode_h264(yuv(), tmp, (w, h), s.fps))
+    return _atomically(target, codec, lambda tmp: encode_h264(yuv(), tmp, (w, h), s.fps, s.crf, s.preset, s.pix_fmt))
 
 
 def contact_sheet(

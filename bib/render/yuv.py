@@ -17,10 +17,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from bib.episode import Episode, Trial
-from bib.render.frames import FrameState, RenderSettings, _Painter, trial_states
+from bib.render.frames import PIXEL_FORMATS, FrameState, RenderSettings, _Painter, trial_states
 
-PIXEL_FORMATS = ("yuv420p", "yuv444p")
-"""Planar formats :func:`episode_yuv` produces (``yuv420p``: browser-playable H.264)."""
+__all__ = ["PIXEL_FORMATS", "episode_yuv", "planes", "rgb_to_yuv", "trial_yuv"]
+
 
 
 def frame_bytes(width: int, height: int, pix_fmt: str) -> int:

@@ -28,9 +28,9 @@ import math
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from bib.errors import BibInputError
 from bib.render.frames import RenderSettings
@@ -48,19 +48,31 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RenderSpec(_Strict):
-    """Render settings of a set (the fields of :class:`RenderSettings` plus video options)."""
+def _render_fields() -> dict[str, Any]:
+    """The pydantic fields of :class:`RenderSettings`: its types, defaults, limits and choices."""
+    import dataclasses
+    import typing
 
-    cell_px: int = Field(20, ge=4, le=256)
-    fps: int = Field(25, ge=1, le=240)
-    speed: float = Field(2.5, gt=0, le=100)
-    pause_start: float = Field(0.6, ge=0, le=60)
-    pause_end: float = Field(0.8, ge=0, le=60)
-    unlock_pause: float = Field(0.8, ge=0, le=60)
-    gap: float = Field(0.4, ge=0, le=60)
-    canvas: tuple[int, int] | None = None
-    background: tuple[int, int, int] = (255, 255, 255)
-    letterbox: tuple[int, int, int] = (0, 0, 0)
+    hints = typing.get_type_hints(RenderSettings)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(RenderSettings):
+        kind: Any = hints[f.name]
+        if f.name in RenderSettings.CHOICES:
+            kind = Literal[RenderSettings.CHOICES[f.name]]  # type: ignore[valid-type]
+        if f.name in RenderSettings.LIMITS:
+            lo, hi, closed = RenderSettings.LIMITS[f.name]
+            out[f.name] = (kind, Field(f.default, **{"ge" if closed else "gt": lo}, le=hi))
+        else:
+            out[f.name] = (kind, f.default)
+    return out
+
+
+_RenderFields = create_model("_RenderFields", __base__=_Strict, **_render_fields())
+
+
+class RenderSpec(_RenderFields):  # type: ignore[misc, valid-type]
+    """Render settings of a set: the fields of :class:`RenderSettings` (declared there once) plus video options."""
+
     codec: str = "h264"
     video: bool = False
     per_trial: bool = False
