@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ from bib.world.grid import Layout
 
 PAD = 15
 CHANNELS = ("wall", "open", "goal", "agent", "key", "door", "padding", "carrying")
-DEFAULT_CHECKPOINT = Path(__file__).with_name("policy_net.pt")
+DEFAULT_CHECKPOINT = Path(str(files("bib.agency").joinpath("policy_net.pt")))
 """The checkpoint shipped with bib (made by ``bib agency train-policy``; see the README)."""
 READOUTS = ("agent_readout", "global_readout", "hidden")
 
