@@ -119,3 +119,31 @@ def test_stimulus_specs_name_registered_tasks_only() -> None:
     for spec in (ROOT / "stimuli").glob("*.toml"):
         for entry in tomllib.loads(spec.read_text(encoding="utf-8")).get("tasks", []):
             assert entry["id"] in REGISTRY, (spec.name, entry["id"])
+
+
+def test_every_command_reads_a_set_with_the_one_reader(tmp_path: Path) -> None:
+    """stats, meg episodes, export and bib.data see the same episodes: what a set's manifest lists
+    (not a stray file in its folder) plus episode files outside any set (the old per-command
+    readers of stats, meg and export also read the strays)."""
+    import shutil
+
+    from bib.data import EpisodeDataset
+    from bib.meg.episodes import meg_of_directory
+    from bib.stimuli.bibjson import export_bib_json
+    from bib.stimuli.build import build
+    from bib.stimuli.sets import find_episodes
+    from bib.stimuli.stats import set_stats
+
+    root = tmp_path / "sets"
+    build([("preference", 1)], 3, root / "a")
+    other = build([("efficiency-path", 2)], 4, tmp_path / "b")
+    (root / "loose").mkdir()
+    for f in sorted((other.out / "episodes").glob("*.json")):  # pair 0: loose files; pair 1: strays in set a
+        shutil.copy(f, root / ("loose" if "-000000" in f.name else "a/episodes"))
+    refs = find_episodes(root).refs
+    want = {r.id for r in refs}
+    assert len(want) == 4 and {r.task for r in refs} == {"preference", "efficiency-path"}
+    assert sum(s.episodes for s in set_stats(root)) == 4
+    assert {Path(row["file"]).stem for row in meg_of_directory(root).rows} == want
+    assert {row["episode_id"] for row in export_bib_json(root, tmp_path / "bib-json")} == want
+    assert len(EpisodeDataset(root)) == 4

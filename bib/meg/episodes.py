@@ -11,7 +11,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bib.errors import BibInputError
 from bib.meg.trajectories import trajectory_meg, trajectory_weights
 from bib.meg.unknown import target_meg
 from bib.results import Result, markdown_table
@@ -114,13 +113,12 @@ class EpisodeMEG(Result):
 
 
 def meg_of_directory(directory: str | os.PathLike[str]) -> EpisodeMEG:
-    """MEG of every trial of every episode file under ``directory`` (see :func:`bib.stimuli.check.episode_files`)."""
+    """MEG of every trial of every episode of the set at ``directory`` (read by :func:`bib.stimuli.sets.find_episodes`)."""
     from bib.progress import track
-    from bib.stimuli.check import episode_files, load_checked
+    from bib.stimuli.check import load_checked
+    from bib.stimuli.sets import find_episodes
 
-    files = episode_files(directory)
-    if not files:
-        raise BibInputError(f"{directory}: no episode files (*.json) found")
+    files = [r.path for r in find_episodes(directory).refs]
     rows: list[dict[str, Any]] = []
     for f in track(files, total=len(files), description="MEG of episodes"):
         for row in episode_meg(load_checked(f)):

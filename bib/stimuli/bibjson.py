@@ -41,12 +41,13 @@ from typing import Any
 import numpy as np
 
 from bib import __version__
-from bib.episode import Episode, Event, Recording, Trial, dumps, load_episode
+from bib.episode import Episode, Event, Recording, Trial, dumps
 from bib.errors import BibInputError
 from bib.io import OutputFolder, atomic_write_text
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, agent_timeline, motion_frames
+from bib.stimuli.sets import find_episodes
 from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
 from bib.tasks import bib_folders, unit_id
 from bib.vocabulary import (
@@ -263,26 +264,6 @@ def _export_one(job: ExportJob) -> str:
     return ";".join(f"{ours}>{bib}" for ours, bib in episode_bib_names(ep).items() if BIB_NAME.get(ours) != bib)
 
 
-def _episodes_of(directory: Path) -> list[tuple[Path, str, str, str, str]]:
-    """``(file, task, unit, outcome, episode id)`` of every episode of a set (manifest first)."""
-    from bib.stimuli.check import episode_files
-    from bib.stimuli.manifest import read_manifest
-
-    if not directory.is_dir():
-        raise BibInputError(f"{directory}: no such folder")
-    rows = read_manifest(directory)
-    if rows:
-        return [(directory / r["episode_path"], r["task"], r["pair_id"] or r["episode_id"], r["outcome"], r["episode_id"])
-                for r in rows]
-    out = []
-    for f in episode_files(directory):
-        ep = load_episode(f)
-        out.append((f, ep.task, ep.pair_id or ep.id, ep.outcome, ep.id))
-    if not out:
-        raise BibInputError(f"{directory}: no episodes found")
-    return out
-
-
 EXPORT_INDEX = "export.csv"
 EXPORT_COLUMNS = ["file", "episode_id", "task", "outcome", "shapes"]
 
@@ -297,7 +278,7 @@ def export_bib_json(
     naming: str = DEFAULT_NAMING,
     force: bool = False,
 ) -> list[dict[str, str]]:
-    """Export every episode of a set (``manifest.csv`` or ``*.json`` below ``directory``) to BIB JSON.
+    """Export every episode of a set (read by :func:`bib.stimuli.sets.find_episodes`) to BIB JSON.
 
     Writes ``out/<folder>/<index:06d>{e,u}.json`` (and ``.mp4`` with ``video``) plus
     ``out/export.csv`` (file, episode id, task, outcome, and ``shapes``: our shapes that BIB lacks
@@ -312,10 +293,9 @@ def export_bib_json(
     if settings.cell_px != CELL_PX or settings.canvas is not None:
         raise BibInputError(f"BIB JSON needs {CELL_PX} px cells and no canvas")
     src = Path(directory)
-    episodes = _episodes_of(src)
     by_task: dict[str, dict[str, dict[str, tuple[Path, str]]]] = {}
-    for path, task, unit, outcome, episode_id in episodes:
-        by_task.setdefault(task, {}).setdefault(unit, {})[outcome] = (path, episode_id)
+    for r in find_episodes(src).refs:
+        by_task.setdefault(r.task, {}).setdefault(r.pair_id or r.id, {})[r.outcome] = (r.path, r.id)
     folders: dict[str, str] = {}
     for task in sorted(by_task):
         name = folder_of(task)

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from bib.episode import Episode, Trial
-from bib.errors import BibInputError
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.world.planning import shortest_cost
@@ -162,18 +161,10 @@ def _aggregate(condition: str, items: Sequence[EpisodeSummary]) -> ConditionStat
 
 
 def episode_paths(directory: str | os.PathLike[str]) -> list[Path]:
-    """Episode files of a set: from its ``manifest.csv`` when there is one, else ``*.json`` below it."""
-    from bib.stimuli.check import episode_files
-    from bib.stimuli.manifest import read_manifest
+    """Episode files of a set, read by :func:`bib.stimuli.sets.find_episodes` (manifests, else episode files)."""
+    from bib.stimuli.sets import find_episodes
 
-    root = Path(directory)
-    if not root.exists():
-        raise BibInputError(f"{root}: no such file or folder")
-    rows = read_manifest(root) if root.is_dir() else []
-    files = [root / r["episode_path"] for r in rows] if rows else episode_files(root)
-    if not files:
-        raise BibInputError(f"{root}: no episode files (*.json) found")
-    return files
+    return [r.path for r in find_episodes(directory).refs]
 
 
 def set_stats(directory: str | os.PathLike[str], workers: int = 1) -> list[ConditionStats]:
