@@ -127,3 +127,35 @@ def test_reflection_measurement_result() -> None:
     table = ReflectionTable([m], "bib reflect table --steps 20 --seeds 2")
     assert "| Random_RC | 20 | +0.200000 |" in table.to_markdown()
     assert json.loads(table.to_json_text())["rows"][0]["label"] == "Random_RC"
+
+
+def test_power_result(tmp_path: Path) -> None:
+    from bib.analysis.pilot import pilot_task
+    from bib.analysis.power import Power
+
+    rows = [{"n": 10, "sims": 4, "power": 0.25, "mc_se": math.sqrt(0.25 * 0.75 / 4), "power_positive": 0.25,
+             "mean_estimate": 0.31, "singular": 1}]
+    result = Power(pilot_task("efficiency-path"), rows, None, "log", 0.05, 0, "t")
+    doc = json.loads(result.to_json_text())
+    assert doc["effect_s"] == 4.5 and doc["power"] == rows and doc["test"] == "t"
+    assert "| 10 | 4 | 0.250 | 0.217 | 0.250 | 0.310 | 1 |" in result.to_markdown()
+    assert result.to_markdown().startswith("efficiency-path: effect as published (beta = 4.5 s), pilot N = 24")
+    assert [p.name for p in result.save(tmp_path)] == ["power.json", "power.md", "power.png", "power.svg"]
+    assert "effect 2 s" in Power(pilot_task("efficiency-path"), rows, 2.0, "raw", 0.05, 0, "z").to_markdown()
+
+
+def test_comparison_result(tmp_path: Path) -> None:
+    from bib.analysis.compare import Comparison
+
+    effect = {"estimate": 0.5, "ci_low": 0.1, "ci_high": 0.9, "p": 0.01}
+    doc = {"alpha": 0.05, "scale": "z within observer and task", "skipped": {"preference": "no model results"},
+           "tasks": {"efficiency-path": {"observers": {"infants": effect, "m": {**effect, "estimate": -0.4, "ci_low": -0.8, "ci_high": 0.0}},
+                                        "differences": {"m": {"estimate": -0.9, "p": 0.002, "differs": True}},
+                                        "converged": True, "warnings": ["w"]}}}
+    result = Comparison(doc)
+    assert result.to_json() is doc
+    md = result.to_markdown()
+    assert "| efficiency-path | infants | 0.5 | 0.1 | 0.9 | - | - | - |" in md
+    assert "| efficiency-path | m | -0.4 | -0.8 | 0 | -0.9 | 0.002 | yes |" in md
+    assert "- warning (efficiency-path): w" in md and "- skipped preference: no model results" in md
+    assert [p.name for p in result.save(tmp_path)] == ["compare.json", "compare.md", "compare.png", "compare.svg"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
@@ -22,6 +23,10 @@ from bib.analysis.schema import OUTCOMES
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
 from bib.evaluation import read_results as read_results_file
+from bib.results import Result, markdown_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 INFANTS = "infants"
 MANIFEST_FIELDS = ("episode_id", "pair_id", "condition", "outcome")
@@ -132,21 +137,6 @@ def compare(infant_rows: pd.DataFrame, model_responses: list[pd.DataFrame], alph
     return {"alpha": alpha, "scale": "z within observer and task", "tasks": tasks, "skipped": skipped}
 
 
-def format_comparison(result: dict[str, Any]) -> str:
-    """Plain-text table: each observer's effect per task and whether it differs from the infants'."""
-    lines = [f"VOE effect (unexpected - expected) in z units, {1 - result['alpha']:.0%} CI; difference from infants (Wald z)"]
-    head = f"{'task':<30}{'observer':<22}{'effect':>9}{'ci_low':>9}{'ci_high':>9}{'diff':>9}{'p_diff':>9}  differs"
-    lines += [head, "-" * len(head)]
-    for task, r in result["tasks"].items():
-        for name, e in r["observers"].items():
-            d = r["differences"].get(name)
-            tail = f"{d['estimate']:>9.3f}{d['p']:>9.4f}  {'yes' if d['differs'] else 'no'}" if d else f"{'':>9}{'':>9}  -"
-            lines.append(f"{task:<30}{name:<22}{e['estimate']:>9.3f}{e['ci_low']:>9.3f}{e['ci_high']:>9.3f}{tail}")
-        lines += [f"    warning: {w}" for w in r["warnings"]]
-    lines += [f"skipped {task}: {why}" for task, why in result["skipped"].items()]
-    return "\n".join(lines)
-
-
 def write_table(result: dict[str, Any], path: str | Path) -> None:
     """Write the comparison as CSV (one row per task and observer), atomically."""
     from bib.io import atomic_open
@@ -159,3 +149,35 @@ def write_table(result: dict[str, Any], path: str | Path) -> None:
                 d = r["differences"].get(name, {})
                 w.writerow([task, name, e["estimate"], e["ci_low"], e["ci_high"], d.get("estimate", math.nan),
                             d.get("p", math.nan), d.get("differs", "")])
+
+
+@dataclass
+class Comparison(Result):
+    """``bib compare``'s result: the dict of :func:`compare` (``to_json()``, what ``--json`` prints),
+    one Markdown table of effects and differences, and the forest plot."""
+
+    name: ClassVar[str] = "compare"
+    result: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.result
+
+    def to_markdown(self) -> str:
+        r = self.result
+        rows = []
+        for task, t in r["tasks"].items():
+            for name, e in t["observers"].items():
+                d = t["differences"].get(name)
+                rows.append([task, name, e["estimate"], e["ci_low"], e["ci_high"], d["estimate"] if d else None,
+                             d["p"] if d else None, ("yes" if d["differs"] else "no") if d else "-"])
+        text = [f"VOE effect (unexpected - expected) in z units, {1 - r['alpha']:.0%} CI; difference from infants (Wald z)",
+                "", markdown_table(["task", "observer", "effect", "ci_low", "ci_high", "diff", "p_diff", "differs"], rows,
+                                   align="llrrrrrl")]
+        notes = [f"- warning ({task}): {w}" for task, t in r["tasks"].items() for w in t["warnings"]]
+        notes += [f"- skipped {task}: {why}" for task, why in r["skipped"].items()]
+        return "\n".join(text + ([""] + notes if notes else []))
+
+    def plot(self) -> Figure:
+        from bib.analysis.plots import forest_figure
+
+        return forest_figure(self.result)

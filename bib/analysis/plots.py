@@ -120,13 +120,13 @@ def analysis_plots(data: pd.DataFrame, report: dict[str, Any], scale: str, out: 
     return paths
 
 
-def forest_plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
-    """Forest plot of the comparison: per task, the infants' and every model's effect (z) with CI."""
-    plt = _pyplot()
-    stem = Path(stem)
-    ensure_dir(stem.parent)
+def forest_figure(result: dict[str, Any]) -> Any:
+    """The forest plot of a comparison (a matplotlib Figure): per task, the infants' and every model's effect (z) with CI."""
+    from matplotlib.figure import Figure
+
     rows = [(task, name, e) for task, r in result["tasks"].items() for name, e in r["observers"].items()]
-    fig, ax = plt.subplots(figsize=(6.5, 0.42 * len(rows) + 1.2))
+    fig = Figure(figsize=(6.5, 0.42 * len(rows) + 1.2))
+    ax = fig.subplots()
     ys = np.arange(len(rows))[::-1]
     for y, (task, name, e) in zip(ys, rows, strict=True):
         color = "black" if name == "infants" else "#d62728"
@@ -136,6 +136,12 @@ def forest_plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
     ax.set_yticks(ys, [f"{task} · {name}" for task, name, _ in rows], fontsize=8)
     ax.set_xlabel(f"VOE effect, unexpected − expected (z), {1 - result['alpha']:.0%} CI")
     fig.tight_layout()
-    paths = _save(fig, stem)
-    plt.close(fig)
-    return paths
+    return fig
+
+
+def forest_plot(result: dict[str, Any], stem: str | Path) -> list[Path]:
+    """Write the forest plot of the comparison (:func:`forest_figure`) to ``stem``.png and ``stem``.svg."""
+    _pyplot()  # the SVG settings
+    stem = Path(stem)
+    ensure_dir(stem.parent)
+    return _save(forest_figure(result), stem)

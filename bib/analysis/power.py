@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -36,6 +37,10 @@ from bib.analysis.analyze import EFFECT
 from bib.analysis.pilot import PilotTask
 from bib.errors import BibInputError
 from bib.parallel import map_ordered
+from bib.results import Result, markdown_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CHUNK = 25
 
@@ -182,3 +187,55 @@ def parse_ns(text: str) -> list[int]:
     if not ns:
         raise BibInputError("--n: no sample sizes given")
     return ns
+
+
+CLOSED_FORM_PATH = ("closed form: a balanced paired design with a participant intercept, where REML is the paired t "
+                    "(participant variance > 0) or OLS (variance 0, a singular fit; counted in 'singular')")
+"""How every simulated study is analysed (see the module docstring)."""
+
+
+@dataclass
+class Power(Result):
+    """``bib power``'s result: power per sample size (rows of :func:`summarize_power`) and the settings.
+
+    ``to_json()`` is what ``bib power --json`` prints; ``plot()`` draws power against N with its
+    Monte Carlo error.
+    """
+
+    name: ClassVar[str] = "power"
+    pilot: PilotTask
+    rows: list[dict[str, float]]
+    effect_s: float | None
+    scale: str
+    alpha: float
+    seed: int
+    test: str
+
+    def to_json(self) -> dict[str, Any]:
+        effect = self.pilot.beta if self.effect_s is None else self.effect_s
+        return {"task": self.pilot.task, "effect_s": effect, "scale": self.scale, "alpha": self.alpha,
+                "seed": self.seed, "test": self.test, "path": CLOSED_FORM_PATH, "power": self.rows}
+
+    def to_markdown(self) -> str:
+        effect = (f"as published (beta = {self.pilot.beta:g} s)" if self.effect_s is None else f"{self.effect_s:g} s")
+        label = "Satterthwaite t" if self.test == "t" else "Wald z"
+        head = (f"{self.pilot.task}: effect {effect}, pilot N = {self.pilot.n}, d_z = {self.pilot.dz:.3f}; analysis: "
+                f"LMM on {self.scale} scale, {label}, alpha = {self.alpha:g}; seed {self.seed}\n\npath: {CLOSED_FORM_PATH}\n\n")
+        rows = [[r["n"], r["sims"], f"{r['power']:.3f}", f"{r['mc_se']:.3f}", f"{r['power_positive']:.3f}",
+                 f"{r['mean_estimate']:.3f}", r["singular"]] for r in self.rows]
+        return head + markdown_table(["N", "sims", "power", "mc_se", "power+", "mean est", "singular"], rows)
+
+    def plot(self) -> Figure:
+        """Power against N with 95% Monte Carlo error bars; 0.8 dashed."""
+        from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
+
+        fig = Figure(figsize=(5, 3.2))
+        ax = fig.subplots()
+        ns = [r["n"] for r in self.rows]
+        ax.errorbar(ns, [r["power"] for r in self.rows], yerr=[1.96 * r["mc_se"] for r in self.rows], fmt="o-", capsize=3)
+        ax.axhline(0.8, color="0.6", lw=0.8, ls="--")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("infants (N)")
+        ax.set_ylabel(f"power (p < {self.alpha:g}), 95% MC error")
+        ax.set_title(f"{self.pilot.task}, {self.scale} scale", fontsize=9)
+        return fig

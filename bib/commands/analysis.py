@@ -101,15 +101,15 @@ def register(app: typer.Typer) -> None:
         clash = sorted({n for n in names if names.count(n) > 1 or n == cmp.INFANTS})
         if clash:
             raise BibInputError(f"--results: model names (file stems) must be unique and not {cmp.INFANTS!r}: {', '.join(clash)}")
-        out = cmp.compare(analysis.data, [cmp.read_results(r, index) for r in results], spec_obj.alpha)
+        result = cmp.Comparison(cmp.compare(analysis.data, [cmp.read_results(r, index) for r in results], spec_obj.alpha))
         if plots is not None:
             from bib.analysis.plots import forest_plot
             from bib.io import ensure_dir
 
             ensure_dir(plots)
-            forest_plot(out, plots / "forest")
-            cmp.write_table(out, plots / "compare.csv")
-        typer.echo(_dump(out) if as_json else cmp.format_comparison(out))
+            forest_plot(result.result, plots / "forest")
+            cmp.write_table(result.result, plots / "compare.csv")
+        typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
 
     power_app = typer.Typer(help="Power of a VOE study simulated from the published pilot; `simulate` writes the example data.",
                             invoke_without_command=True, no_args_is_help=False)
@@ -136,27 +136,14 @@ def register(app: typer.Typer) -> None:
         if task is None:
             raise BibInputError("bib power: --task is required (or use `bib power simulate`)")
         from bib.analysis.pilot import pilot_task
-        from bib.analysis.power import parse_effect, parse_ns, simulate_studies, summarize_power
+        from bib.analysis.power import Power, parse_effect, parse_ns, simulate_studies, summarize_power
 
         p = pilot_task(task, pilot)
         eff = parse_effect(effect)
         studies = simulate_studies(p, parse_ns(n), sims, seed, effect_s=eff, scale=_scale(scale) or "log",
                                    alpha=alpha, workers=workers, progress=True, test=test.value)
-        rows = summarize_power(studies, alpha)
-        path = ("closed form: a balanced paired design with a participant intercept, where REML is the paired t "
-                "(participant variance > 0) or OLS (variance 0, a singular fit; counted in 'singular')")
-        if as_json:
-            typer.echo(_dump({"task": task, "effect_s": p.beta if eff is None else eff, "scale": scale, "alpha": alpha,
-                              "seed": seed, "test": test.value, "path": path, "power": rows}))
-            return
-        label = "Satterthwaite t" if test == Test.t else "Wald z"
-        typer.echo(f"{task}: effect {f'as published (beta = {p.beta:g} s)' if eff is None else f'{eff:g} s'}, "
-                   f"pilot N = {p.n}, d_z = {p.dz:.3f}; analysis: LMM on {scale} scale, {label}, alpha = {alpha:g}; seed {seed}")
-        typer.echo(f"path: {path}")
-        typer.echo(f"{'N':>5}{'sims':>7}{'power':>8}{'mc_se':>8}{'power+':>8}{'mean est':>10}{'singular':>9}")
-        for r in rows:
-            typer.echo(f"{r['n']:>5}{r['sims']:>7}{r['power']:>8.3f}{r['mc_se']:>8.3f}{r['power_positive']:>8.3f}"
-                       f"{r['mean_estimate']:>10.3f}{r['singular']:>9}")
+        result = Power(p, summarize_power(studies, alpha), eff, scale, alpha, seed, test.value)
+        typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
 
     @power_app.command("simulate")
     def simulate(
