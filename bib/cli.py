@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except _click.exceptions.UsageError as exc:
         where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
-        print(f"bib: error: {exc.format_message()}{where}", file=sys.stderr)
+        message = exc.format_message().replace("Value error, ", "")
+        print(f"bib: error: {message}{where}", file=sys.stderr)
         sys.exit(2)
     except (KeyboardInterrupt, _click.exceptions.Abort):
         code = 130

@@ -167,8 +167,12 @@ def test_cli_episodes(tmp_path) -> None:
     rows = json.loads(res.output)["trials"]
     assert len(rows) == len(ep.trials) and rows[0]["episode"] == ep.id
     assert all(0 <= r["meg"]["A"] <= r["upper_bound"] + 1e-9 for r in rows)
-    table = runner.invoke(app, ["meg", "episodes", str(tmp_path)], env={"BIB_NO_PROGRESS": "1"})
+    table = runner.invoke(app, ["meg", "episodes", str(tmp_path), "--workers", "2", "--out", str(tmp_path / "m")],
+                          env={"BIB_NO_PROGRESS": "1"})
     assert table.exit_code == 0 and ep.id in table.output
+    assert json.loads((tmp_path / "m" / "meg-episodes.json").read_text()) == {"trials": rows}
+    assert (tmp_path / "m" / "meg-episodes.md").read_text().rstrip("\n") == table.output.rstrip("\n")
+    assert (tmp_path / "m" / "provenance.json").exists()
 
 
 def test_cli_cliffworld_json_and_bad_input(tmp_path) -> None:

@@ -67,7 +67,7 @@ def test_cli_json_and_errors():
     direct = measure("naive-learner", steps=40, seeds=2, progress=False)
     assert doc["mean"] == pytest.approx(direct.mean) and doc["environments"] == pytest.approx(direct.environments)
     res = runner.invoke(app, ["reflect", "--agent", "random", "--reality-check", "--steps", "20", "--seeds", "1"])
-    assert res.exit_code == 0 and "Random_RC: 20 steps, 1 seeds" in res.output
+    assert res.exit_code == 0 and "Random_RC: 20 steps, 1 seeds from 0" in res.output
     assert "opposite(IgnoreRewards2)" in res.output
 
 
@@ -75,8 +75,8 @@ def test_cli_bad_input_is_one_line_exit_2(capsys):
     from bib.cli import main
 
     for argv, message in (
-        (["reflect", "--agent", "nope"], "unknown agent 'nope'"),
-        (["reflect", "--agent", "random", "--seeds", "0"], "--seeds must be >= 1"),
+        (["reflect", "--agent", "nope"], "Invalid value for '--agent': 'nope' is not one of 'random', 'constant'"),
+        (["reflect", "--agent", "random", "--seeds", "0"], "Invalid value for '--seeds': Input should be greater than or equal to 1"),
         (["reflect"], "--agent is required"),
     ):
         with pytest.raises(SystemExit) as exc:
@@ -90,6 +90,8 @@ def test_measure_is_deterministic_and_workers_do_not_change_it():
     a = measure("random", reality_check=True, steps=30, seeds=2, progress=False)
     b = measure("random", reality_check=True, steps=30, seeds=2, workers=2, progress=False)
     assert a.seed_means == b.seed_means and a.environments == b.environments
+    c = measure("random", reality_check=True, steps=30, seeds=1, seed=1, progress=False)  # --seed is the first seed
+    assert c.seed_means == a.seed_means[1:]
 
 
 def test_constant_agent_is_within_0_001_of_zero_over_the_battery():

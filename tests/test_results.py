@@ -121,7 +121,7 @@ def test_reflection_measurement_result() -> None:
     from bib.reflection.harness import Measurement, ReflectionTable
 
     m = Measurement("random", True, 20, 2, [0.1, 0.3], {"IgnoreRewards": 0.2, "DejaVu": None}, {"DejaVu": "boom"})
-    assert m.to_markdown().splitlines()[0] == "Random_RC: 20 steps, 2 seeds"
+    assert m.to_markdown().splitlines()[0] == "Random_RC: 20 steps, 2 seeds from 0"
     assert "| DejaVu | FAILED: boom |" in m.to_markdown()
     assert json.loads(m.to_json_text())["mean"] == pytest.approx(0.2)
     table = ReflectionTable([m], "bib reflect table --steps 20 --seeds 2")

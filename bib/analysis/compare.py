@@ -45,7 +45,7 @@ def read_episode_index(root: str | Path) -> pd.DataFrame:
                         columns=[*MANIFEST_FIELDS, "source"])
 
 
-def read_results(path: str | Path, episodes: pd.DataFrame) -> pd.DataFrame:
+def read_results(path: str | Path, episodes: pd.DataFrame, name: str | None = None) -> pd.DataFrame:
     """A model's results file (``episode_id,surprise``) joined with the episode index.
 
     The file is read by :func:`bib.evaluation.read_results` (the one results-file reader); it may
@@ -64,7 +64,7 @@ def read_results(path: str | Path, episodes: pd.DataFrame) -> pd.DataFrame:
     raw = pd.DataFrame({"episode_id": list(scores), "surprise": list(scores.values())})
     df = raw.merge(episodes, on="episode_id", how="left")
     df = df[df["outcome"].isin(OUTCOMES)]
-    return _responses(p.stem, df["condition"], df["pair_id"], df["outcome"], df["surprise"])
+    return _responses(name or p.stem, df["condition"], df["pair_id"], df["outcome"], df["surprise"])
 
 
 def infant_responses(rows: pd.DataFrame) -> pd.DataFrame:

@@ -78,3 +78,14 @@ PRESET, CRF = render_options()
 def value(choice: Enum | None) -> str | None:
     """The string of an enum option (None stays None)."""
     return None if choice is None else str(choice.value)
+
+
+def open_interval(lo: float, hi: float):  # noqa: ANN201 - a Typer callback
+    """A Typer callback refusing values outside the open interval (lo, hi) (Typer's min/max are closed)."""
+
+    def check(x: float | None) -> float | None:
+        if x is not None and not lo < x < hi:
+            raise typer.BadParameter(f"{x:g} is not in the open interval ({lo:g}, {hi:g})")
+        return x
+
+    return check

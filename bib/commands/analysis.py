@@ -8,11 +8,29 @@ from pathlib import Path
 
 import typer
 
+from bib.commands._common import FORCE, WORKERS, open_interval, optional_out, out_option, value
 from bib.errors import BibInputError
 
-FormatOpt = typer.Option(None, "--format", help="csv (canonical or mapped by the spec) or pyhab; default: the spec's")
-SpecOpt = typer.Option(None, "--spec", help="analysis spec (TOML), e.g. analysis/infant-pilot.toml")
-ScaleOpt = typer.Option(None, "--scale", help="log (default) or raw seconds; overrides the spec")
+SIMULATED = "looking_times.csv"
+"""The file `bib power simulate` writes into its --out folder."""
+
+class Format(str, Enum):
+    """Looking-time file formats (:data:`bib.analysis.importers.FORMATS`; a test keeps them equal)."""
+
+    csv = "csv"
+    pyhab = "pyhab"
+
+
+class Scale(str, Enum):
+    """The analysis scale: log seconds or raw seconds."""
+
+    log = "log"
+    raw = "raw"
+
+
+FormatOpt = typer.Option(None, "--format", help="csv (canonical or mapped by the spec) or pyhab (default: the spec's).", show_default=False)
+SpecOpt = typer.Option(None, "--spec", help="Analysis spec (TOML), e.g. analysis/infant-pilot.toml (default: the built-in one).", show_default=False)
+ScaleOpt = typer.Option(None, "--scale", help="log or raw seconds (default: the spec's, or log).", show_default=False)
 
 
 class Test(str, Enum):
@@ -22,19 +40,13 @@ class Test(str, Enum):
     z = "z"
 
 
-def _scale(value: str | None) -> str | None:
-    if value not in (None, "log", "raw"):
-        raise BibInputError(f"--scale must be log or raw, got {value!r}")
-    return value
-
-
-def _load(data: Path, fmt: str | None, spec_path: Path | None, scale: str | None):  # noqa: ANN202
+def _load(data: Path, fmt: Format | None, spec_path: Path | None, scale: Scale | None):  # noqa: ANN202
     from bib.analysis.analyze import analyze
     from bib.analysis.importers import read_looking_times
     from bib.analysis.spec import load_spec
 
     spec = load_spec(spec_path)
-    return analyze(read_looking_times(data, fmt, spec), spec, _scale(scale)), spec
+    return analyze(read_looking_times(data, value(fmt), spec), spec, value(scale)), spec
 
 
 def _dump(obj: object) -> str:
@@ -48,15 +60,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def analyze(
-        data: Path = typer.Argument(..., help="looking-time data: a CSV, or a PyHab file or folder"),
-        fmt: str | None = FormatOpt,  # noqa: UP007 (typer needs Optional)
+        data: Path = typer.Argument(..., help="Looking-time data: a CSV, or a PyHab file or folder."),
+        fmt: Format | None = FormatOpt,  # noqa: UP007 (typer needs Optional)
         spec: Path | None = SpecOpt,  # noqa: UP007
-        scale: str | None = ScaleOpt,  # noqa: UP007
-        as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-        out: Path | None = typer.Option(  # noqa: UP007
-            None, "--out", help="output folder: report.json, report.md, exclusions.csv, paired-<task>.png/.svg, provenance.json"),
-        force: bool = typer.Option(False, "--force", help="replace an --out folder holding another job's output"),
-        plots: Path | None = typer.Option(None, "--plots", help="write only the paired plots (PNG, SVG) here"),  # noqa: UP007
+        scale: Scale | None = ScaleOpt,  # noqa: UP007
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+        out: Path | None = optional_out("report.json, report.md, exclusions.csv, paired-<task>.png/.svg and provenance.json"),  # noqa: UP007
+        force: bool = FORCE,
     ) -> None:
         """Row filter, exclusions and per-task mixed models (lme4-style formula; default
         log_lt ~ outcome + (1 | participant) [+ (1 | item)]), Satterthwaite df, the model kept."""
@@ -64,51 +74,55 @@ def register(app: typer.Typer) -> None:
 
         folder = None
         if out is not None:
-            import os
-
             from bib.io import OutputFolder
 
-            folder = OutputFolder(out, {"command": "analyze", "data": os.path.abspath(data),
-                                        "spec": os.path.abspath(spec) if spec else None, "format": fmt, "scale": scale},
-                                  force=force)
-        result, spec_obj = _load(data, fmt, spec, scale)
+            folder = OutputFolder(out, {"command": "analyze", "data": data, "spec": spec, "format": value(fmt),
+                                        "scale": value(scale)}, force=force)
+        result, _ = _load(data, fmt, spec, scale)
         if folder is not None:
             with folder as tmp:
                 result.write(tmp)
-        if plots is not None:
-            from bib.analysis.plots import analysis_plots
-
-            analysis_plots(result.data, result.report, scale or spec_obj.scale, plots)
         typer.echo(_dump(result.report) if as_json else format_report(result.report))
 
     @app.command()
     def compare(
-        infants: Path = typer.Option(..., "--infants", help="infant looking-time data (as for bib analyze)"),
-        results: list[Path] = typer.Option(..., "--results", help="a model's results CSV (episode_id,surprise); repeat per model"),
-        episodes: Path = typer.Option(..., "--episodes", help="episode set: a folder with manifest.csv or episode JSON files"),
-        fmt: str | None = FormatOpt,  # noqa: UP007
+        infants: Path = typer.Argument(..., help="Infant looking-time data (as for bib analyze)."),
+        episodes: Path = typer.Argument(..., help="The episode set the models scored: a folder with manifest.csv or episode JSON files."),
+        results: list[Path] = typer.Argument(..., help="Each model's `bib score` folder (named by the folder) or results CSV episode_id,surprise (named by the file stem)."),
+        fmt: Format | None = FormatOpt,  # noqa: UP007
         spec: Path | None = SpecOpt,  # noqa: UP007
-        scale: str | None = ScaleOpt,  # noqa: UP007
-        as_json: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
-        plots: Path | None = typer.Option(None, "--plots", help="write forest.{png,svg} and compare.csv here"),  # noqa: UP007
+        scale: Scale | None = ScaleOpt,  # noqa: UP007
+        as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+        out: Path | None = optional_out("compare.json, compare.csv, forest.{png,svg} and provenance.json"),  # noqa: UP007
+        force: bool = FORCE,
     ) -> None:
         """Models vs infants: z-scored responses, response_z ~ outcome * observer + (1 | unit) per task."""
         from bib.analysis import compare as cmp
+        from bib.commands.observers import RESULTS, results_file
 
-        analysis, spec_obj = _load(infants, fmt, spec, scale)
-        index = cmp.read_episode_index(episodes)
-        names = [r.stem for r in results]
+        files = [results_file(r) for r in results]
+        names = [f.parent.name if f.name == RESULTS and Path(r).is_dir() else f.stem for f, r in zip(files, results)]
         clash = sorted({n for n in names if names.count(n) > 1 or n == cmp.INFANTS})
         if clash:
-            raise BibInputError(f"--results: model names (file stems) must be unique and not {cmp.INFANTS!r}: {', '.join(clash)}")
-        result = cmp.Comparison(cmp.compare(analysis.data, [cmp.read_results(r, index) for r in results], spec_obj.alpha))
-        if plots is not None:
-            from bib.analysis.plots import forest_plot
-            from bib.io import ensure_dir
+            raise BibInputError(f"RESULTS: model names (folder names or file stems) must be unique and not {cmp.INFANTS!r}: {', '.join(clash)}")
+        folder = None
+        if out is not None:
+            from bib.io import OutputFolder
 
-            ensure_dir(plots)
-            forest_plot(result.result, plots / "forest")
-            cmp.write_table(result.result, plots / "compare.csv")
+            folder = OutputFolder(out, {"command": "compare", "infants": infants, "episodes": episodes, "results": files,
+                                        "spec": spec, "format": value(fmt), "scale": value(scale)}, force=force)
+        analysis, spec_obj = _load(infants, fmt, spec, scale)
+        index = cmp.read_episode_index(episodes)
+        result = cmp.Comparison(cmp.compare(analysis.data, [cmp.read_results(f, index, n) for f, n in zip(files, names)],
+                                            spec_obj.alpha))
+        if folder is not None:
+            from bib.analysis.plots import forest_plot
+            from bib.io import atomic_write_text
+
+            with folder as tmp:
+                forest_plot(result.result, tmp / "forest")
+                cmp.write_table(result.result, tmp / "compare.csv")
+                atomic_write_text(tmp / "compare.json", result.to_json_text())
         typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
 
     power_app = typer.Typer(help="Power of a VOE study simulated from the published pilot; `simulate` writes the example data.",
@@ -117,18 +131,18 @@ def register(app: typer.Typer) -> None:
     @power_app.callback()
     def power(
         ctx: typer.Context,
-        task: str | None = typer.Option(None, "--task", help="a pilot task: preference or efficiency-path"),  # noqa: UP007
-        n: str = typer.Option("16,24,32,48", "--n", help="comma-separated numbers of infants"),
-        sims: int = typer.Option(1000, "--sims", help="simulated studies per N"),
-        effect: str = typer.Option("pilot", "--effect", help="'pilot' (as published) or an effect in seconds"),
-        seed: int = typer.Option(0, "--seed"),
-        scale: str = typer.Option("log", "--scale", help="analysis scale: log or raw"),
-        alpha: float = typer.Option(0.05, "--alpha"),
-        workers: int = typer.Option(1, "--workers", help="worker processes"),
-        test: Test = typer.Option(Test.t, "--test", show_default=True,  # noqa: B008
-                                  help="t: Satterthwaite t as bib analyze reports; z: Wald z (bib power before issue 14)"),
-        pilot: Path | None = typer.Option(None, "--pilot", help="pilot summaries CSV (default data/published/infant_pilot.csv)"),  # noqa: UP007
-        as_json: bool = typer.Option(False, "--json"),
+        task: str | None = typer.Option(None, "--task", help="A pilot task: preference or efficiency-path (those of --pilot).", show_default=False),  # noqa: UP007
+        n: list[int] = typer.Option([16, 24, 32, 48], "--n", min=2, help="Numbers of infants, repeatable: --n 16 --n 24."),
+        sims: int = typer.Option(1000, "--sims", min=1, help="Simulated studies per N."),
+        effect: str = typer.Option("pilot", "--effect", help="'pilot' (as published) or an effect in seconds."),
+        seed: int = typer.Option(0, "--seed", help="Base seed of the simulated studies."),
+        scale: Scale = typer.Option(Scale.log, "--scale", help="Analysis scale: log or raw seconds."),
+        alpha: float = typer.Option(0.05, "--alpha", callback=open_interval(0, 1), help="Significance level, in (0, 1)."),
+        workers: int = WORKERS,
+        test: Test = typer.Option(Test.t, "--test",  # noqa: B008
+                                  help="t: Satterthwaite t as bib analyze reports; z: Wald z (bib power before issue 14)."),
+        pilot: Path | None = typer.Option(None, "--pilot", help="Pilot summaries CSV (default: the published data/published/infant_pilot.csv).", show_default=False),  # noqa: UP007
+        as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
         """Monte Carlo power (with its MC error) of the LMM analysis at each N."""
         if ctx.invoked_subcommand is not None:
@@ -136,29 +150,31 @@ def register(app: typer.Typer) -> None:
         if task is None:
             raise BibInputError("bib power: --task is required (or use `bib power simulate`)")
         from bib.analysis.pilot import pilot_task
-        from bib.analysis.power import Power, parse_effect, parse_ns, simulate_studies, summarize_power
+        from bib.analysis.power import Power, parse_effect, simulate_studies, summarize_power
 
         p = pilot_task(task, pilot)
         eff = parse_effect(effect)
-        studies = simulate_studies(p, parse_ns(n), sims, seed, effect_s=eff, scale=_scale(scale) or "log",
+        studies = simulate_studies(p, list(n), sims, seed, effect_s=eff, scale=scale.value,
                                    alpha=alpha, workers=workers, progress=True, test=test.value)
-        result = Power(p, summarize_power(studies, alpha), eff, scale, alpha, seed, test.value)
+        result = Power(p, summarize_power(studies, alpha), eff, scale.value, alpha, seed, test.value)
         typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
 
     @power_app.command("simulate")
     def simulate(
-        out: Path = typer.Option(Path("data/looking_times/example.csv"), "--out", help="CSV to write"),
-        seed: int = typer.Option(2022, "--seed"),
-        pilot: Path | None = typer.Option(None, "--pilot", help="pilot summaries CSV"),  # noqa: UP007
+        out: Path = out_option(f"{SIMULATED} (synthetic per-infant looking times in bib analyze's columns) and provenance.json"),
+        seed: int = typer.Option(2022, "--seed", help="Seed of the synthetic infants (2022 made data/looking_times/example.csv)."),
+        pilot: Path | None = typer.Option(None, "--pilot", help="Pilot summaries CSV (default: the published one).", show_default=False),  # noqa: UP007
+        force: bool = FORCE,
     ) -> None:
         """Write a synthetic per-infant data set drawn from the pilot summaries (flagged synthetic)."""
         from bib.analysis.example import simulate_example
         from bib.analysis.pilot import load_pilot
-        from bib.io import atomic_write_text, ensure_dir
+        from bib.io import OutputFolder, atomic_write_text
 
+        folder = OutputFolder(out, {"command": "power simulate", "seed": seed, "pilot": pilot}, force=force)
         df = simulate_example(load_pilot(pilot), seed)
-        ensure_dir(out.parent)
-        atomic_write_text(out, df.to_csv(index=False, lineterminator="\n"))
-        typer.echo(f"wrote {out}: {df['participant_id'].nunique()} synthetic infants, {len(df)} trials (seed {seed})")
+        with folder as tmp:
+            atomic_write_text(tmp / SIMULATED, df.to_csv(index=False, lineterminator="\n"))
+        typer.echo(f"wrote {out / SIMULATED}: {df['participant_id'].nunique()} synthetic infants, {len(df)} trials (seed {seed})")
 
     app.add_typer(power_app, name="power")

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 import typer
 
+from bib.commands._common import FORCE, WORKERS, optional_out, value
 from bib.errors import BibInputError
+
+
+class Policy(str, Enum):
+    """CliffWorld policies `bib meg cliffworld --policy` measures."""
+
+    optimal = "optimal"
+    eps_greedy = "eps-greedy"
 
 
 def register(app: typer.Typer) -> None:
@@ -15,19 +24,30 @@ def register(app: typer.Typer) -> None:
 
     @sub.command()
     def cliffworld(
-        width: int = typer.Option(7, "--width", help="Grid width (seals: >= 3)."),
-        height: int = typer.Option(4, "--height", help="Grid height (seals: >= 2)."),
-        horizon: int = typer.Option(40, "--horizon", help="Number of decisions H."),
-        wind: float = typer.Option(0.3, "--wind", help="Probability of being blown one extra row up."),
-        policy: str = typer.Option(None, "--policy", help="Measure one policy: optimal or eps-greedy (default: both experiments)."),
-        epsilon: float = typer.Option(0.1, "--epsilon", help="With --policy eps-greedy: the exploration rate."),
-        goal_length: int = typer.Option(None, "--goal-length", help="Rightmost top-row cells rewarded +10 (default 1); alone: measure the optimal policy for it."),
+        width: int = typer.Option(7, "--width", min=3, help="Grid width."),
+        height: int = typer.Option(4, "--height", min=2, help="Grid height."),
+        horizon: int = typer.Option(40, "--horizon", min=1, help="Number of decisions H."),
+        wind: float = typer.Option(0.3, "--wind", min=0.0, max=1.0, help="Probability of being blown one extra row up."),
+        policy: Policy | None = typer.Option(None, "--policy", help="Measure one policy (default: both experiments).", show_default=False),  # noqa: UP007
+        epsilon: float = typer.Option(0.1, "--epsilon", min=0.0, max=1.0, help="With --policy eps-greedy: the exploration rate."),
+        goal_length: int = typer.Option(None, "--goal-length", min=1, help="Rightmost top-row cells rewarded +10 (default 1); alone: measure the optimal policy for it.", show_default=False),
         mlp_restarts: int = typer.Option(0, "--mlp-restarts", min=0, help="Also unknown-utility MEG over an MLP (256 hidden units), this many seeds."),
         seed: int = typer.Option(0, "--seed", help="Base seed of the MLP restarts."),
-        out: Path = typer.Option(None, "--out", help="Write cliffworld.json, cliffworld.md and, for both experiments, cliffworld.png and cliffworld.svg here."),
+        out: Path | None = optional_out("cliffworld.json, cliffworld.md, for both experiments cliffworld.png and .svg, and provenance.json"),  # noqa: UP007
+        force: bool = FORCE,
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     ) -> None:
         """MEG of CliffWorld policies: known utility (exact beta) and unknown utility (tabular, optionally MLP)."""
+        if goal_length is not None and goal_length > width:
+            raise BibInputError(f"--goal-length {goal_length}: at most --width ({width}) cells")
+        folder = None
+        if out is not None:
+            from bib.io import OutputFolder
+
+            folder = OutputFolder(out, {"command": "meg cliffworld", "width": width, "height": height, "horizon": horizon,
+                                        "wind": wind, "policy": value(policy), "epsilon": epsilon,
+                                        "goal_length": goal_length, "mlp_restarts": mlp_restarts, "seed": seed}, force=force)
+        policy = value(policy)  # type: ignore[assignment]
         from bib.meg import cliffworld as cw
 
         if policy is None and goal_length is not None:
@@ -36,8 +56,6 @@ def register(app: typer.Typer) -> None:
         if policy is None:
             rows = cw.run_experiments(width, height, horizon, wind, mlp_restarts=mlp_restarts, seed=seed)
         else:
-            if policy not in ("optimal", "eps-greedy"):
-                raise BibInputError(f"--policy: expected optimal or eps-greedy, got {policy!r}")
             mdp = cw.cliffworld(width, height, horizon, wind, goal_length=goal_length)
             if policy == "optimal":
                 pol, experiment, param = cw.greedy_policy(mdp), "goal-length", goal_length
@@ -55,19 +73,31 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             command += f" --out {out}"
         result = cw.CliffWorldMEG(rows, {"width": width, "height": height, "horizon": horizon, "wind": wind}, command)
-        if out is not None:
-            result.save(out)
+        if folder is not None:
+            with folder as tmp:
+                result.save(tmp)
         typer.echo(result.to_json_text() if as_json else cw.format_tables(rows).rstrip(), nl=not as_json)
 
     @sub.command()
     def episodes(
-        directory: Path = typer.Argument(..., help="Folder of episode JSON files (searched recursively)."),
+        directory: Path = typer.Argument(..., help="A set or folder of episode JSON files (searched recursively)."),
+        workers: int = WORKERS,
+        out: Path | None = optional_out("meg-episodes.json (one row per trial), meg-episodes.md (the table) and provenance.json"),  # noqa: UP007
+        force: bool = FORCE,
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     ) -> None:
         """MEG of the agent in every trial: towards each object (known utility) and over all object utilities."""
         from bib.meg.episodes import meg_of_directory
 
-        result = meg_of_directory(directory)
+        folder = None
+        if out is not None:
+            from bib.io import OutputFolder
+
+            folder = OutputFolder(out, {"command": "meg episodes", "episodes": directory}, force=force)
+        result = meg_of_directory(directory, workers=workers, progress=not as_json)
+        if folder is not None:
+            with folder as tmp:
+                result.save(tmp)
         typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
 
     app.add_typer(sub, name="meg")

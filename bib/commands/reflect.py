@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 import typer
+
+from bib.commands._common import FORCE, WORKERS, optional_out
+
+
+class Agent(str, Enum):
+    """Agents of the extended-environments battery (a2c, dqn and ppo need the rl extra)."""
+
+    random = "random"
+    constant = "constant"
+    naive_learner = "naive-learner"
+    a2c = "a2c"
+    dqn = "dqn"
+    ppo = "ppo"
 
 
 def register(app: typer.Typer) -> None:
@@ -18,13 +32,14 @@ def register(app: typer.Typer) -> None:
     @sub.callback()
     def reflect(
         ctx: typer.Context,
-        agent: str | None = typer.Option(None, "--agent", help="random, constant, naive-learner, a2c, dqn, ppo"),
-        reality_check: bool = typer.Option(False, "--reality-check", help="measure RC(agent) instead"),
-        steps: int = typer.Option(1000, "--steps", help="percepts per environment"),
-        seeds: int = typer.Option(10, "--seeds", help="seeds 0..K-1"),
-        workers: int = typer.Option(1, "--workers", help="worker processes"),
-        slow: bool = typer.Option(False, "--slow", help="add the runtime and determinism inspectors"),
-        as_json: bool = typer.Option(False, "--json", help="print one JSON document"),
+        agent: Agent | None = typer.Option(None, "--agent", help="The agent to measure.", show_default=False),  # noqa: UP007
+        reality_check: bool = typer.Option(False, "--reality-check", help="Measure RC(agent) instead."),
+        steps: int = typer.Option(1000, "--steps", min=1, help="Percepts per environment."),
+        seeds: int = typer.Option(10, "--seeds", min=1, help="Number of seeds: --seed .. --seed + N - 1."),
+        seed: int = typer.Option(0, "--seed", min=0, help="First seed."),
+        workers: int = WORKERS,
+        slow: bool = typer.Option(False, "--slow", help="Add the runtime and determinism inspectors."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
     ) -> None:
         """Score one agent on the 50 environments: mean over seeds of the battery mean of reward/steps."""
         if ctx.invoked_subcommand is not None:
@@ -35,31 +50,32 @@ def register(app: typer.Typer) -> None:
         if agent is None:
             raise BibInputError("--agent is required (or use `bib reflect table`)")
         m = measure(
-            agent, reality_check=reality_check, steps=steps, seeds=seeds, workers=workers, include_slow=slow,
-            progress=not as_json,
+            agent.value, reality_check=reality_check, steps=steps, seeds=seeds, workers=workers, include_slow=slow,
+            progress=not as_json, seed=seed,
         )
         typer.echo(m.to_json_text() if as_json else m.to_markdown(), nl=not as_json)
 
     @sub.command("table")
     def table_cmd(
-        steps: list[int] = typer.Option([500, 1000], "--steps", help="lengths (repeatable)"),
-        seeds: int = typer.Option(10, "--seeds"),
-        workers: int = typer.Option(1, "--workers"),
-        out: Path | None = typer.Option(None, "--out", help="also write the Markdown table here"),
+        steps: list[int] = typer.Option([500, 1000], "--steps", min=1, help="Lengths, repeatable: --steps 500 --steps 1000."),
+        seeds: int = typer.Option(10, "--seeds", min=1, help="Number of seeds: --seed .. --seed + N - 1."),
+        seed: int = typer.Option(0, "--seed", min=0, help="First seed."),
+        workers: int = WORKERS,
+        out: Path | None = optional_out("table1.json, table1.md (Table 1 beside the published values) and provenance.json"),  # noqa: UP007
+        force: bool = FORCE,
     ) -> None:
         """Reproduce Table 1 for Random, Constant, NaiveLearner and their reality checks."""
-        from bib.io import atomic_write_text
-        from bib.reflection.harness import format_table, table
+        from bib.io import OutputFolder
+        from bib.reflection.harness import ReflectionTable, format_table, table
 
-        rows = table(lengths=steps, seeds=seeds, workers=workers)
-        text = format_table(rows)
-        typer.echo(text)
-        if out is not None:
-            command = f"bib reflect table {' '.join(f'--steps {n}' for n in steps)} --seeds {seeds}"
-            atomic_write_text(
-                out,
-                f"# Table 1 reproduced (extended environments)\n\nMade by: `{command}`\n\n{text}\n\n"
-                "Diff / SE = (ours - published) / our sd/sqrt(seeds).\n",
-            )
+        folder = None if out is None else OutputFolder(
+            out, {"command": "reflect table", "steps": steps, "seeds": seeds, "seed": seed}, force=force)
+        rows = table(lengths=steps, seeds=seeds, workers=workers, seed=seed)
+        typer.echo(format_table(rows))
+        if folder is not None:
+            command = f"bib reflect table {' '.join(f'--steps {n}' for n in steps)} --seeds {seeds}" + (
+                f" --seed {seed}" if seed else "")
+            with folder as tmp:
+                ReflectionTable(rows, command).save(tmp)
 
     app.add_typer(sub, name="reflect")

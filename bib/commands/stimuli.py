@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         sheet: bool = typer.Option(False, "--contact-sheet", help="Also write contact_sheet.png of the test trial."),
         force: bool = FORCE,
     ) -> None:
-        """Render one episode to a video (the episode is checked as `bib validate` checks it)."""
+        """Render one episode to a video (the episode is checked against the schema and the world rules)."""
         from bib.io import OutputFolder
         from bib.render.video import CODECS, contact_sheet, render_episode
         from bib.stimuli.check import load_checked

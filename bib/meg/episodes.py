@@ -112,16 +112,26 @@ class EpisodeMEG(Result):
                                "unknown (objects)"], table, align="lrllrll")
 
 
-def meg_of_directory(directory: str | os.PathLike[str]) -> EpisodeMEG:
-    """MEG of every trial of every episode of the set at ``directory`` (read by :func:`bib.stimuli.sets.find_episodes`)."""
-    from bib.progress import track
+def _file_meg(path: str) -> list[dict[str, Any]]:
+    """Worker: the MEG rows of one episode file (checked as every reader checks episodes)."""
     from bib.stimuli.check import load_checked
+
+    rows = episode_meg(load_checked(path))
+    for row in rows:
+        row["file"] = path
+    return rows
+
+
+def meg_of_directory(directory: str | os.PathLike[str], workers: int = 1, progress: bool = True) -> EpisodeMEG:
+    """MEG of every trial of every episode of the set at ``directory`` (read by
+    :func:`bib.stimuli.sets.find_episodes`), in set order for any number of worker processes."""
+    from bib.parallel import map_ordered
     from bib.stimuli.sets import find_episodes
 
-    files = [r.path for r in find_episodes(directory).refs]
-    rows: list[dict[str, Any]] = []
-    for f in track(files, total=len(files), description="MEG of episodes"):
-        for row in episode_meg(load_checked(f)):
-            row["file"] = str(Path(f))
-            rows.append(row)
-    return EpisodeMEG(rows)
+    files = [str(Path(r.path)) for r in find_episodes(directory).refs]
+    results = map_ordered(_file_meg, files, workers=workers)
+    if progress:
+        from bib.progress import track
+
+        results = track(results, total=len(files), description="MEG of episodes")
+    return EpisodeMEG([row for rows in results for row in rows])

@@ -140,6 +140,7 @@ class Measurement(Result):
     seed_means: list[float]
     environments: dict[str, float | None]
     failures: dict[str, str] = field(default_factory=dict)
+    first_seed: int = 0
 
     @property
     def mean(self) -> float:
@@ -176,6 +177,7 @@ class Measurement(Result):
             "reality_check": self.reality_check,
             "steps": self.steps,
             "seeds": self.seeds,
+            "first_seed": self.first_seed,
             "mean": self.mean,
             "stderr": self.stderr,
             "stderr_paper": self.stderr_paper,
@@ -186,12 +188,12 @@ class Measurement(Result):
     def to_markdown(self) -> str:
         """The agent, its mean and standard errors, then the mean of every environment (or why it failed)."""
         rows = [[env, f"{v:+.4f}" if v is not None else f"FAILED: {self.failures[env]}"] for env, v in self.environments.items()]
-        return (f"{self.label}: {self.steps} steps, {self.seeds} seeds\n\n"
+        return (f"{self.label}: {self.steps} steps, {self.seeds} seeds from {self.first_seed}\n\n"
                 f"mean {self.mean:+.6f}, stderr {self.stderr:.6f} (sd/sqrt n), paper convention {self.stderr_paper:.6f} (sd/n)"
                 f"\n\n{markdown_table(['environment', 'mean'], rows)}")
 
 
-def summarise(agent: str, reality_check: bool, steps: int, runs: list[list[Cell]]) -> Measurement:
+def summarise(agent: str, reality_check: bool, steps: int, runs: list[list[Cell]], first_seed: int = 0) -> Measurement:
     """Reduce per-seed cell lists (same environment order) to a :class:`Measurement`."""
     seed_means: list[float] = []
     per_env: dict[str, list[float]] = {}
@@ -209,7 +211,7 @@ def summarise(agent: str, reality_check: bool, steps: int, runs: list[list[Cell]
     environments = {
         name: (None if name in failures else float(statistics.fmean(v))) for name, v in per_env.items()
     }
-    return Measurement(agent, reality_check, steps, len(runs), seed_means, environments, failures)
+    return Measurement(agent, reality_check, steps, len(runs), seed_means, environments, failures, first_seed)
 
 
 def measure(
@@ -221,8 +223,9 @@ def measure(
     workers: int = 1,
     include_slow: bool = False,
     progress: bool = True,
+    seed: int = 0,
 ) -> Measurement:
-    """``bib reflect``: one agent (or its reality check) on the battery over seeds ``0..seeds-1``."""
+    """``bib reflect``: one agent (or its reality check) on the battery over seeds ``seed..seed+seeds-1``."""
     if seeds < 1:
         raise BibInputError(f"--seeds must be >= 1, got {seeds}")
     if steps < 1:
@@ -230,11 +233,11 @@ def measure(
     make_agent(agent, 0)  # validate the name (and the rl extra) before starting workers
     tasks = [
         Task(agent, s, steps, plain=not reality_check, reality_check=reality_check, include_slow=include_slow)
-        for s in range(seeds)
+        for s in range(seed, seed + seeds)
     ]
     key = "rc" if reality_check else "plain"
     runs = [out[key] for out in _map(tasks, workers, progress, f"reflect {agent}")]
-    return summarise(agent, reality_check, steps, runs)
+    return summarise(agent, reality_check, steps, runs, seed)
 
 
 #: Table 1 of the paper (draft at fd7b005^), average measure; PPO at 500 steps per the CSV.
@@ -263,17 +266,20 @@ def table(
     seeds: int = 10,
     workers: int = 1,
     progress: bool = True,
+    seed: int = 0,
 ) -> list[Measurement]:
-    """Table 1: each agent then its reality check (same instance, V1 order), per length, over seeds."""
+    """Table 1: each agent then its reality check (same instance, V1 order), per length, over seeds
+    ``seed..seed+seeds-1``."""
     agents, lengths = list(agents), list(lengths)
-    tasks = [Task(a, s, n, plain=True, reality_check=True) for a in agents for n in lengths for s in range(seeds)]
+    tasks = [Task(a, s, n, plain=True, reality_check=True) for a in agents for n in lengths
+             for s in range(seed, seed + seeds)]
     results = iter(_map(tasks, workers, progress, "reflect table"))
     rows: list[Measurement] = []
     for a in agents:
         for n in lengths:
             outs = [next(results) for _ in range(seeds)]
-            rows.append(summarise(a, False, n, [o["plain"] for o in outs]))
-            rows.append(summarise(a, True, n, [o["rc"] for o in outs]))
+            rows.append(summarise(a, False, n, [o["plain"] for o in outs], seed))
+            rows.append(summarise(a, True, n, [o["rc"] for o in outs], seed))
     return rows
 
 

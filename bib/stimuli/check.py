@@ -8,7 +8,7 @@ no leftover temporary file, every pair is complete (one expected and one unexpec
 every twin names a pair of the set that names it back with the same test trials, labels swapped.
 
 Every reader of episodes (score, train, render, export, stats, meg episodes) applies the same
-per-episode checks through :func:`load_checked`.
+schema and world-rule checks through :func:`load_checked`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bib.episode import Episode, load_episode, loads
+from bib.episode import Episode, load_episode, loads, validate
 from bib.errors import BibInputError
 from bib.tasks import validate_episode, validate_pair
 
@@ -47,16 +47,21 @@ class CheckReport:
 
 
 def load_checked(path: str | os.PathLike[str]) -> Episode:
-    """Load an episode and apply the checks of `bib validate` (schema, world rules, its condition's rule).
+    """Load an episode and apply the per-episode checks every reader shares: the schema and the world
+    rules (cells on the grid, paths through free cells, adjacent steps, key and lock events), as
+    `bib validate` applies them.
 
     Every command that reads episodes (score, train, render, export, stats, meg episodes) reads them
-    through this function, so an episode `bib validate` rejects is refused everywhere.
+    through this function, so an episode that breaks the world's rules (e.g. a path through a wall)
+    is refused everywhere. The rules of an episode's condition (e.g. "the unexpected agent takes the
+    longer path") are `bib validate`'s and the generator's business: imported recordings may break
+    them and can still be scored.
 
     Raises:
         BibInputError: ``<file>: <first problem>`` (episode, trial, step and cell where known).
     """
     ep = load_episode(path)
-    problems = validate_episode(ep)
+    problems = validate(ep)
     if problems:
         raise BibInputError(f"{path}: {problems[0]}")
     return ep
