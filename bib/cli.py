@@ -17,6 +17,7 @@ import sys
 
 import typer
 from typer import _click
+from typer.exceptions import Abort
 
 from bib import __version__
 from bib.errors import BibInputError
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         message = exc.format_message().replace("Value error, ", "")
         print(f"bib: error: {message}{where}", file=sys.stderr)
         sys.exit(2)
-    except (KeyboardInterrupt, _click.exceptions.Abort):
+    except (KeyboardInterrupt, Abort):  # Abort: typer's end of a prompt by Ctrl-C / Ctrl-D
         code = 130
     finally:
         if previous is not None:
