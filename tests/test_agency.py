@@ -220,7 +220,6 @@ def test_cli_run_report_and_bad_input(tmp_path, monkeypatch) -> None:
     for args, msg in [
         (["--agent", "optimal", "--endpoint", "http://127.0.0.1:9/v1"], "exactly one"),
         (["--endpoint", "http://127.0.0.1:9/v1"], "--model"),
-        (["--agent", "optimal", "--suite", "mazes"], "--suite"),
         (["--agent", "policy-net", "--checkpoint", str(tmp_path / "none.pt")], "--checkpoint"),
     ]:
         full = ["agency", "run", "--suite", "keys", "--out", str(tmp_path / "x"), *args]
@@ -228,5 +227,11 @@ def test_cli_run_report_and_bad_input(tmp_path, monkeypatch) -> None:
             full = ["agency", "run", "--out", str(tmp_path / "x"), *args]
         with pytest.raises(BibInputError, match=msg.replace("-", r"\-")):
             runner.invoke(app, full, catch_exceptions=False)
+    res = runner.invoke(app, ["agency", "run", "--out", str(tmp_path / "x"), "--agent", "optimal", "--suite", "mazes"])
+    assert res.exit_code == 2 and "Invalid value for '--suite'" in res.output and not (tmp_path / "x").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(BibInputError, match="must be a folder"):
+        runner.invoke(app, ["agency", "run", "--out", str(tmp_path / "file"), "--agent", "optimal", "--suite", "keys"],
+                      catch_exceptions=False)
     with pytest.raises(BibInputError, match="grids.csv"):
         runner.invoke(app, ["agency", "report", str(tmp_path)], catch_exceptions=False)

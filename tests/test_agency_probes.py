@@ -16,6 +16,7 @@ from bib.agency.policy_net import (
     READOUTS,
     PolicyNet,
     PolicyNetAgent,
+    checkpoint_meta,
     encode,
     load,
     save,
@@ -147,8 +148,8 @@ def test_probe_cli_writes_probes_json_and_report(tmp_path, monkeypatch, tiny_mod
     res = CliRunner().invoke(app, ["agency", "report", str(tmp_path / "p")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "p" / "plots" / "probes.png").is_file() and "map-mlp" in res.output
-    with pytest.raises(BibInputError, match="--layers"):
-        CliRunner().invoke(app, ["agency", "probe", "--out", str(tmp_path), "--layers", "9"], catch_exceptions=False)
+    res = CliRunner().invoke(app, ["agency", "probe", "--out", str(tmp_path / "q"), "--layers", "9"])
+    assert res.exit_code == 2 and "Invalid value for '--layers'" in res.output and not (tmp_path / "q").exists()
 
 
 def test_shipped_checkpoint_loads_safely_and_navigates_open_rooms() -> None:
@@ -163,3 +164,19 @@ def test_shipped_checkpoint_loads_safely_and_navigates_open_rooms() -> None:
         ros = run_rollouts([PolicyNetAgent(model, np.random.default_rng(0), temperature=0)], grid)
         row = grid_metrics(grid, ros, meg=False)
         assert row["accuracy"] == 1.0 and row["success"] == 1.0
+
+
+def test_train_policy_writes_into_an_out_folder_and_checks_it_first(tmp_path, monkeypatch) -> None:
+    from bib.cli import main
+
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    res = CliRunner().invoke(app, ["agency", "train-policy", "--out", str(tmp_path / "net"), "--grids", "1", "--epochs", "1"])
+    assert res.exit_code == 0, res.output
+    assert {p.name for p in (tmp_path / "net").iterdir()} == {"policy_net.pt", "provenance.json"}
+    assert "bib agency train-policy" in checkpoint_meta(tmp_path / "net" / "policy_net.pt")["command"]
+    load(tmp_path / "net" / "policy_net.pt")
+    blocker = tmp_path / "net.pt"
+    blocker.write_text("not a folder")
+    with pytest.raises(SystemExit) as exc:
+        main(["agency", "train-policy", "--out", str(blocker), "--grids", "1", "--epochs", "1"])
+    assert exc.value.code == 2 and blocker.read_text() == "not a folder"

@@ -175,7 +175,7 @@ def load(path: str | Path) -> PolicyNet:
     """Load a checkpoint with ``weights_only=True``; BibInputError names the file on any problem."""
     p = Path(path)
     if not p.is_file():
-        raise BibInputError(f"{p}: no such checkpoint (train one with `bib agency train-policy --out {p}`)")
+        raise BibInputError(f"{p}: no such checkpoint (train one with `bib agency train-policy --out DIR`, which writes DIR/policy_net.pt)")
     from bib.io import load_weights
 
     blob = load_weights(p)

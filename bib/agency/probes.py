@@ -84,7 +84,9 @@ def collect(model: PolicyNet, indices: Sequence[int], rollouts: int = 5, seed: i
     acts: dict[str, list[np.ndarray]] = {n: [] for n in READOUTS}
     gidx, ridx, cells, actions, optimal, future, grids = [], [], [], [], [], [], []
     r_global = 0
-    for gi, index in enumerate(indices):
+    from bib.progress import track
+
+    for gi, index in enumerate(track(list(indices), description="agency probe: rollouts")):
         grid = load_grid("navigation", index, seed)
         grids.append(grid)
         agent = PolicyNetAgent(model, np.random.default_rng([seed, index]))
@@ -351,11 +353,13 @@ def run_probes(model: PolicyNet, out, *, grids: int = 2, rollouts: int = 5, laye
     from pathlib import Path
 
     from bib.io import atomic_write_text, ensure_dir
+    from bib.progress import track
 
     with torch_threads(1):
         steps = collect(model, range(30 * grids), rollouts=rollouts, seed=seed)
         rows = run_map_probes(steps, queries=queries, epochs=map_epochs, seed=seed)
-        rows += [run_plan_probe(steps, layers=n, hidden=plan_hidden, epochs=plan_epochs, seed=seed) for n in layers]
+        rows += [run_plan_probe(steps, layers=n, hidden=plan_hidden, epochs=plan_epochs, seed=seed)
+                 for n in track(list(layers), description="agency probe: plan probes")]
     payload = {"command": command, "steps": int(len(steps.actions)), "grids": len(steps.grids), "rows": rows}
     folder = ensure_dir(Path(out))
     atomic_write_text(folder / "probes.json", json.dumps(payload, indent=2) + "\n")

@@ -36,7 +36,7 @@ def checkpoint_file(path: Path | None, name: str) -> Path | None:
     if p.is_dir():
         p = p / name
     if not p.is_file():
-        raise BibInputError(f"{path}: checkpoint not found")
+        raise BibInputError(f"--checkpoint {path}: checkpoint not found")
     return p
 
 
