@@ -14,7 +14,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from bib.reflection.gridworld import (
     goal_of,
     grid_battery,
     history_agent,
+    own_episode,
     reality_checked,
     run_grid_battery,
 )
@@ -158,7 +159,7 @@ def act_episode(base: Episode, agent: Checked, max_moves: int = MAX_MOVES) -> Ep
         agent.where = f"{base.id} trial {k}"
         path, events = rollout(agent, trial.layout, max_steps=max_moves)
         trials.append(Trial(trial.phase, trial.layout, tuple(path), events, goal_at(trial.layout, path[-1])))
-    return replace(base, id=f"{base.id}-actor", pair_id=None, condition="actor", outcome="none", trials=tuple(trials))
+    return own_episode(base, f"{base.id}-actor", "actor", trials)
 
 
 def trial_goal(trial: Trial) -> str | None:

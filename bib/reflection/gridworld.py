@@ -319,9 +319,15 @@ class World:
                 trials.append(make_trial(rec.layout, rec.path, goal_at(rec.layout, rec.path[-1]), rec.phase))
             if len(trials) < len(base.trials):
                 break  # an unfinished run: only whole episodes are returned
-            out.append(replace(base, id=f"{base.id}-{label}", pair_id=None, condition=condition, outcome="none",
-                               trials=tuple(trials)))
+            out.append(own_episode(base, f"{base.id}-{label}", condition, trials))
         return out
+
+
+def own_episode(base: Episode, episode_id: str, condition: str, trials: Sequence[Any]) -> Episode:
+    """An agent's own episode on a stimulus episode's layouts: its trials, no pair, outcome ``none``, and none
+    of the stimulus pair's design fields (variant, twin, difficulty, the stimulus agent's beta)."""
+    return replace(base, id=episode_id, pair_id=None, condition=condition, outcome="none", trials=tuple(trials),
+                   variant="", twin_id=None, difficulty=None, beta=None)
 
 
 def goal_at(layout: Layout, cell: GridCell) -> str | None:
