@@ -3,7 +3,8 @@
 Usage: ``python docs/screenshots.py SET/ [--out docs/img]`` where SET is a generated set with
 videos, per-trial videos and orders (e.g. ``bib generate demo-study.toml --out SET``; the
 docs used 2 preference + 2 efficiency-path pairs at 32 px cells). It scores SET with the inverse
-planner, evaluates it (`bib evaluate --out`), audits it (`bib audit`), analyses the synthetic example looking times, builds the site and a study
+planner, evaluates it (`bib evaluate --out`), audits it (`bib audit`), analyses the synthetic example looking times, adds the
+committed profiles of the built-in agents (``baselines/profiles``, `bib profile`), builds the site and a study
 into a temporary folder and photographs them in headless Chromium (1200 x 900).
 """
 
@@ -42,7 +43,13 @@ def inputs(root: Path, work: Path) -> list[Path]:
     (analysis / "report.json").write_text(json.dumps(jsonable(result.report)), encoding="utf-8")
     analysis_plots(result.data, result.report, spec.scale, analysis)
     table = Path(__file__).resolve().parent.parent / "baselines" / "results.csv"
-    return [root, work / "inverse-planner", work / "audit", table, analysis]
+    return [root, work / "inverse-planner", work / "audit", table, analysis, PROFILES]
+
+
+#: The committed `bib profile` table of the built-in agents (docs/profile.md).
+PROFILES = Path(__file__).resolve().parent.parent / "baselines" / "profiles"
+#: The agent whose own profile page is photographed.
+PROFILE_AGENT = "learner"
 
 
 def main() -> None:
@@ -62,7 +69,8 @@ def main() -> None:
     slug = next(site.glob("set-*-manifest.html")).name[len("set-"):-len("-manifest.html")]
     pages = {"report-set": f"set-{slug}.html", "report-condition": f"set-{slug}-preference.html",
              "report-evaluation": "evaluation.html", "report-audit": "evaluation.html#audit-1", "report-analysis": next(site.glob("analysis-*.html")).name,
-             "report-manifest": f"set-{slug}-manifest.html", "report-orders": f"set-{slug}-orders.html"}
+             "report-manifest": f"set-{slug}-manifest.html", "report-orders": f"set-{slug}-orders.html",
+             "report-profiles": "profiles-profiles.html", "report-profile": f"profiles-profiles-{PROFILE_AGENT}.html"}
     with browser.chromium(1200, 900) as d:
         for name, page in pages.items():
             file, _, fragment = page.partition("#")

@@ -8,6 +8,7 @@ import pytest
 
 from bib.episode import Episode, Trial
 from bib.reflection import gridworld as G
+from bib.reflection.agents import Agent as HistoryAgent
 from bib.reflection.agents import NaiveLearner, RandomAgent
 from bib.reflection.gridworld import (
     MAX_MOVES,
@@ -21,7 +22,7 @@ from bib.reflection.gridworld import (
     run_grid_battery,
     run_grid_environment,
 )
-from bib.reflection.policy import IllegalActionError, Uniforms
+from bib.reflection.policy import IllegalActionError, Policy, Uniforms
 from bib.reflection.reality_check import RealityCheck
 from bib.tasks import make_unit, validate_episode
 from bib.tasks.agents import RationalAgent
@@ -184,6 +185,85 @@ def test_tempting_key_episodes_show_the_button_and_its_pickup():
     shown = [t for ep in eps for t in ep.trials if t.layout.key is not None]
     assert shown and all(t.pickup_step() == 1 and t.goal == "key" for t in shown)
     assert all(validate_episode(ep) == [] for ep in eps)
+
+
+class _HandPolicy(Policy):
+    """State: (percepts seen, last reward seen or None); the action is ``choose(state)``."""
+
+    def __init__(self, choose) -> None:  # noqa: ANN001
+        self.num_actions, self.num_observations, self.choose = 9, G.OBSERVATIONS, choose
+
+    def empty(self):  # noqa: ANN201
+        return (0, None)
+
+    def percept(self, state, reward, obs):  # noqa: ANN001, ANN201
+        return (state[0] + 1, reward)
+
+    def record(self, state, action):  # noqa: ANN001, ANN201
+        return state
+
+    def act(self, state):  # noqa: ANN001, ANN201
+        return self.choose(state)
+
+
+def reader_action(last_reward) -> int:  # noqa: ANN001
+    """RewardReader: W after no reward or 0, N after a positive reward, E after a negative one."""
+    return W if not last_reward else (N if last_reward > 0 else E)
+
+
+class RewardReader(HistoryAgent):
+    """Hand-made history agent that reads only the last reward (blind to observations)."""
+
+    def _make_policy(self, num_actions, num_observations, **options):  # noqa: ANN001, ANN201
+        return _HandPolicy(lambda s: reader_action(s[1]))
+
+
+class Counter(HistoryAgent):
+    """Hand-made history agent that counts its percepts: N, E, W by the count mod 3."""
+
+    def _make_policy(self, num_actions, num_observations, **options):  # noqa: ANN001, ANN201
+        return _HandPolicy(lambda s: (N, E, W)[s[0] % 3])
+
+
+def run_history(cls, agent, sign=1):
+    codec = Codec()
+    return run_grid_environment(GridEnvSpec(cls, sign), agent, World(BASES, codec), Uniforms(np.random.default_rng(0)))
+
+
+def _delayed(rewards):  # noqa: ANN001, ANN202
+    k = len(rewards) - 1
+    return rewards[0] if k == 0 else 0 if k % 2 else rewards[k] + rewards[k - 1]
+
+
+# the last reward each rule shows the simulated agent, from the delivered rewards r_0 (= 0), r_1, ..., r_k
+SHOWN = {
+    G.GridIgnoreRewards: lambda rewards: 0,  # every reward 0
+    G.GridIgnoreRewards2: lambda rewards: [r for r in rewards if r <= 0][-1],  # rewarded steps deleted
+    G.GridDelayedRewards: _delayed,  # every other reward one step late: 1,1,1,1 -> 1,0,2,0
+    G.GridBackwardConsciousness: lambda rewards: rewards[0],  # the reversed history ends at the first percept
+}
+
+
+@pytest.mark.parametrize("cls", list(SHOWN))
+@pytest.mark.parametrize("sign", [1, -1])
+def test_reward_rewriting_rules_pay_a_reward_reading_agent_exactly(cls, sign):
+    res = run_history(cls, RewardReader(), sign)
+    assert res.steps == 2 * MAX_MOVES  # it never stays: both trials run to the move limit
+    rewards, paid = [0], []
+    for _ in range(res.steps):
+        r = sign * (1 if reader_action(rewards[-1]) == reader_action(SHOWN[cls](rewards)) else -1)
+        paid.append(r)
+        rewards.append(r)
+    assert res.total == sum(paid)
+    assert len(set(paid)) == 2 or sign == -1  # both verdicts occur: the rule is not the constant +1 of a blind agent
+
+
+@pytest.mark.parametrize(("cls", "expected"), [(G.GridFalseMemories, -1.0), (G.GridIgnoreRewards, 1.0),
+                                               (G.GridBackwardConsciousness, 1.0), (G.GridDelayedRewards, 1.0)])
+def test_a_percept_counting_agent_sees_the_false_prehistory_and_nothing_else(cls, expected):
+    # FalseMemories prepends two percepts: the count mod 3 always differs; the other rules keep the count
+    assert run_history(cls, Counter()).score == expected
+    assert run_history(cls, Counter(), sign=-1).score == -expected
 
 
 # ---------------------------------------------------------------- independent replay of the view rules

@@ -49,12 +49,18 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     with pytest.raises(SystemExit) as done:
         main(["evaluate", str(root), str(folder / "oracle.csv"), "--out", str(folder / "oracle-eval")])
     assert done.value.code in (None, 0)
+    profiles = folder / "profiles"
+    with pytest.raises(SystemExit) as done:
+        main(["profile", "rational", "random", "--seeds", "1", "--condition", "preference", "--agency-grids", "1",
+              "--observer", "closest-object", "--no-episodes", "--out", str(profiles)])
+    assert done.value.code in (None, 0)
     return {"set": root, "evaluation": evaluation, "analysis": analysis, "folder": folder, "audit": audit,
-            "evaluation_dir": folder / "oracle-eval"}
+            "evaluation_dir": folder / "oracle-eval", "profiles": profiles}
 
 
 def build(inputs: dict[str, Path], out: Path, *extra: str) -> None:
-    args = ["report", str(inputs["set"]), str(inputs["evaluation"]), str(TABLE), str(inputs["analysis"]), "--out", str(out), *extra]
+    args = ["report", str(inputs["set"]), str(inputs["evaluation"]), str(TABLE), str(inputs["analysis"]),
+            str(inputs["profiles"]), str(inputs["profiles"] / "rational" / "profile.json"), "--out", str(out), *extra]
     with pytest.raises(SystemExit) as done:
         main(args)
     assert done.value.code in (None, 0)
@@ -69,9 +75,10 @@ def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: P
     out = tmp_path / "site"
     build(inputs, out)
     pages = sorted(p.name for p in out.glob("*.html"))
-    assert pages == ["analysis-analysis.html", "evaluation.html", "index.html", "set-tiny-study-efficiency-path.html",
-                     "set-tiny-study-manifest.html", "set-tiny-study-orders.html", "set-tiny-study-preference.html",
-                     "set-tiny-study.html"]
+    assert pages == ["analysis-analysis.html", "evaluation.html", "index.html", "profile-rational.html",
+                     "profiles-profiles-random.html", "profiles-profiles-rational.html", "profiles-profiles.html",
+                     "set-tiny-study-efficiency-path.html", "set-tiny-study-manifest.html", "set-tiny-study-orders.html",
+                     "set-tiny-study-preference.html", "set-tiny-study.html"]
     for page in out.glob("*.html"):
         html = page.read_text(encoding="utf-8")
         assert "Made by <code class=\"command\">bib report " in html, page.name
@@ -92,6 +99,59 @@ def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: P
     assert "0.397" in analysis and "trial error: fussiness" in analysis  # the estimate and an exclusion reason
     orders = (out / "set-tiny-study-orders.html").read_text(encoding="utf-8")
     assert orders.count("<h2>Order ") == 4
+
+
+def test_profile_pages_show_the_profiles_numbers_figure_and_command(inputs: dict[str, Path], tmp_path: Path) -> None:
+    from bib.profile.result import HEADLINE_COLUMNS, fmt_summary, fmt_value
+
+    out = tmp_path / "site"
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(inputs["profiles"]), "--out", str(out)])
+    assert done.value.code in (None, 0)
+    assert sorted(p.name for p in out.glob("*.html")) == ["index.html", "profiles-profiles-random.html",
+                                                         "profiles-profiles-rational.html", "profiles-profiles.html"]
+    table = json.loads((inputs["profiles"] / "profiles.json").read_text(encoding="utf-8"))
+    html = (out / "profiles-profiles.html").read_text(encoding="utf-8")
+    for agent in table["agents"]:
+        cells = "".join(f'<td class="num">{fmt_summary(agent[k], d, sg)}</td>' for k, _, d, sg in HEADLINE_COLUMNS)
+        assert f'<a href="profiles-profiles-{agent["agent"]}.html">{agent["agent"]}</a></td>{cells}</tr>' in html
+    assert f"Input made by <code>{table['command']}</code>" in html  # the command that made the profiles
+    svg = out / "figures" / "profiles-profiles.svg"
+    assert svg.read_bytes() == (inputs["profiles"] / "profiles.svg").read_bytes()
+    doc = json.loads((inputs["profiles"] / "random" / "profile.json").read_text(encoding="utf-8"))
+    page = (out / "profiles-profiles-random.html").read_text(encoding="utf-8")
+    sr = doc["self_reflection"]
+    assert f"<b>{fmt_summary(sr['plain']['score'], 4, True)}</b>; its reality check RC(agent): " \
+           f"<b>{fmt_summary(sr['reality_check']['score'], 4, True)}</b>" in page
+    mirror = sr["plain"]["environments"]
+    assert (f"<tr><td>MirrorWorld</td><td class=\"num\">{fmt_value(mirror['MirrorWorld'], 3, True)}</td>"
+            f"<td class=\"num\">{fmt_value(mirror['opposite(MirrorWorld)'], 3, True)}</td>") in page
+    meg, act = doc["meg"]["per_condition"]["preference"], doc["actor"]["per_condition"]["preference"]
+    cells = [fmt_value(act["steps"], 1), fmt_value(act["reached_goal"], 2), fmt_value(act["optimal"], 2),
+             fmt_value(meg["known"], 2), fmt_value(meg["unknown"], 2)]
+    assert "<tr><td>preference</td>" + "".join(f'<td class="num">{c}</td>' for c in cells) + "</tr>" in page
+    assert "Classic integer battery: no adapter" in page and "closest-object" in page
+    assert f"Input made by <code>{doc['command']}</code>" in page
+    assert (out / "figures" / "profiles-profiles-random.svg").read_bytes() == (inputs["profiles"] / "random" / "profile.svg").read_bytes()
+    for p in out.glob("*.html"):
+        for link in links(p):
+            assert (out / link).exists(), (p.name, link)
+
+
+def test_a_profile_without_its_figure_or_agent_folders_still_has_a_page(inputs: dict[str, Path], tmp_path: Path) -> None:
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copyfile(inputs["profiles"] / "profiles.json", alone / "profiles.json")  # no svg, no agent folders
+    one = tmp_path / "one.json"
+    shutil.copyfile(inputs["profiles"] / "rational" / "profile.json", one)  # no svg: the figure is drawn
+    out = tmp_path / "site"
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(alone), str(one), "--out", str(out)])
+    assert done.value.code in (None, 0)
+    assert sorted(p.name for p in out.glob("*.html")) == ["index.html", "profile-one.html", "profiles-alone.html"]
+    html = (out / "profiles-alone.html").read_text(encoding="utf-8")
+    assert "<td>rational</td>" in html and "<td>random</td>" in html and "<img" not in html
+    assert (out / "figures" / "profile-one.svg").read_text(encoding="utf-8").startswith("<?xml")
 
 
 def test_audit_and_difficulty_on_the_evaluation_page(inputs: dict[str, Path], tmp_path: Path) -> None:
@@ -151,6 +211,13 @@ def test_bad_inputs_exit_2_with_no_site(inputs: dict[str, Path], tmp_path: Path,
     stray.write_text('{"hello": 1}', encoding="utf-8")
     assert str(stray) in _fails(["report", str(stray), "--out", str(out)], capsys)
     assert str(tmp_path) in _fails(["report", str(tmp_path), "--out", str(out)], capsys)  # an empty folder
+    cut = tmp_path / "cut" / "profile.json"
+    cut.parent.mkdir()
+    doc = json.loads((inputs["profiles"] / "rational" / "profile.json").read_text(encoding="utf-8"))
+    del doc["meg"]
+    cut.write_text(json.dumps(doc), encoding="utf-8")
+    err = _fails(["report", str(cut.parent), "--out", str(out)], capsys)
+    assert str(cut) in err and "incomplete bib.profile/1 document (missing 'meg')" in err
     broken = tmp_path / "broken"
     shutil.copytree(inputs["set"], broken)
     video = next((broken / "videos").glob("*.mp4"))

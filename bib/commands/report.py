@@ -23,15 +23,15 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def report(
-        inputs: list[Path] = typer.Argument(..., help="Stimulus set folders, evaluation JSON/tables, analysis reports (kinds are detected)."),
-        out: Path = typer.Option(..., "--out", help="Site folder: index.html, set-*.html, evaluation.html, analysis-*.html, "
+        inputs: list[Path] = typer.Argument(..., help="Stimulus set folders, evaluation JSON/tables, audits, analysis reports, `bib profile` outputs (kinds are detected)."),
+        out: Path = typer.Option(..., "--out", help="Site folder: index.html, set-*.html, evaluation.html, analysis-*.html, profile(s)-*.html, "
                                  "figures/, sheets/, style.css, table.js."),
         pairs: int = typer.Option(100, "--pairs-per-condition", min=0, show_default=True,
                                   help="Pairs shown side by side per condition (0 = all); the manifest page lists every episode."),
         workers: int = typer.Option(1, "--workers", min=1, show_default=True, help="Worker processes drawing contact sheets."),
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something other than a report."),
     ) -> None:
-        """Build a static site (opens from file://) from stimulus sets, evaluation results and analyses."""
+        """Build a static site (opens from file://) from stimulus sets, evaluation results, analyses and agent profiles."""
         from bib.report import build_report
 
         command = command_line("report", inputs, {"--out": out, "--pairs-per-condition": pairs, "--workers": workers, "--force": force},

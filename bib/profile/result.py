@@ -37,7 +37,8 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
-def _fmt(summary: dict[str, Any] | None, digits: int = 3, signed: bool = False) -> str:
+def fmt_summary(summary: dict[str, Any] | None, digits: int = 3, signed: bool = False) -> str:
+    """``mean ± se`` of a summary (the mean alone when se is 0, ``-`` when nothing was measured)."""
     if not summary or summary.get("mean") is None:
         return "-"
     m, se = summary["mean"], summary.get("se")
@@ -45,7 +46,8 @@ def _fmt(summary: dict[str, Any] | None, digits: int = 3, signed: bool = False) 
     return text if not se else f"{text} ± {se:.{digits}f}"
 
 
-def _num(value: float | None, digits: int = 3, signed: bool = False) -> str:
+def fmt_value(value: float | None, digits: int = 3, signed: bool = False) -> str:
+    """A number as profile tables show it (``-`` for None)."""
     if value is None:
         return "-"
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
@@ -135,32 +137,32 @@ class Profile(Result):
         for cond in s["conditions"]:
             c = self.actor["per_condition"].get(cond, {})
             m = self.meg["per_condition"].get(cond, {})
-            lines.append(f"| {cond} | {_num(c.get('steps'), 1)} | {_num(c.get('reached_goal'), 2)} | "
-                         f"{_num(c.get('optimal'), 2)} | {_num(m.get('known'), 2)} | {_num(m.get('unknown'), 2)} |")
-        lines.append(f"| **all** | {_fmt(self.actor['steps'], 1)} | {_fmt(self.actor['reached_goal'], 2)} | "
-                     f"{_fmt(self.actor['optimal'], 2)} | {_fmt(self.meg['known'], 2)} | {_fmt(self.meg['unknown'], 2)} |")
+            lines.append(f"| {cond} | {fmt_value(c.get('steps'), 1)} | {fmt_value(c.get('reached_goal'), 2)} | "
+                         f"{fmt_value(c.get('optimal'), 2)} | {fmt_value(m.get('known'), 2)} | {fmt_value(m.get('unknown'), 2)} |")
+        lines.append(f"| **all** | {fmt_summary(self.actor['steps'], 1)} | {fmt_summary(self.actor['reached_goal'], 2)} | "
+                     f"{fmt_summary(self.actor['optimal'], 2)} | {fmt_summary(self.meg['known'], 2)} | {fmt_summary(self.meg['unknown'], 2)} |")
         sr = self.self_reflection
         lines += [
             "",
             "## Self-reflection (extended gridworld battery)",
             "",
             f"Mean reward per step over the {len(s['battery'])} environments (each rule and its opposite): "
-            f"**{_fmt(sr['plain']['score'], 4, True)}**; its reality check RC(agent): "
-            f"**{_fmt(sr['reality_check']['score'], 4, True)}** (paper's SE convention sd/n: "
-            f"{_num(sr['plain']['stderr_paper'], 4)} and {_num(sr['reality_check']['stderr_paper'], 4)}).",
+            f"**{fmt_summary(sr['plain']['score'], 4, True)}**; its reality check RC(agent): "
+            f"**{fmt_summary(sr['reality_check']['score'], 4, True)}** (paper's SE convention sd/n: "
+            f"{fmt_value(sr['plain']['stderr_paper'], 4)} and {fmt_value(sr['reality_check']['stderr_paper'], 4)}).",
             "",
             "| environment | agent | RC(agent) |",
             "|---|---|---|",
         ]
         for name in s["battery"]:
-            lines.append(f"| {name} | {_num(sr['plain']['environments'].get(name), 3, True)} | "
-                         f"{_num(sr['reality_check']['environments'].get(name), 3, True)} |")
+            lines.append(f"| {name} | {fmt_value(sr['plain']['environments'].get(name), 3, True)} | "
+                         f"{fmt_value(sr['reality_check']['environments'].get(name), 3, True)} |")
         classic = sr.get("classic")
         lines.append("")
         if classic:
             lines.append(f"Classic integer battery (V1's 50 environments, {s.get('classic_steps', 1000)} steps, the "
-                         f"agent's integer face): **{_fmt(classic['plain']['score'], 4, True)}**, RC(agent) "
-                         f"**{_fmt(classic['reality_check']['score'], 4, True)}**.")
+                         f"agent's integer face): **{fmt_summary(classic['plain']['score'], 4, True)}**, RC(agent) "
+                         f"**{fmt_summary(classic['reality_check']['score'], 4, True)}**.")
         else:
             lines.append("Classic integer battery: no adapter (an agent without history answers from the layout "
                          "alone, and the integer environments have none).")
@@ -174,7 +176,7 @@ class Profile(Result):
             "",
             "| accuracy | success | SPL | entropy (bits) | JSD (bits) | MEG (nats) | bumps | invalid |",
             "|---|---|---|---|---|---|---|---|",
-            "| " + " | ".join(_fmt(ag[k], 3) for k in ("accuracy", "success", "spl", "entropy", "jsd", "meg",
+            "| " + " | ".join(fmt_summary(ag[k], 3) for k in ("accuracy", "success", "spl", "entropy", "jsd", "meg",
                                                         "bumps", "invalid")) + " |",
             "",
             "## Surprise of VOE observers at the agent's own test trials",
@@ -187,8 +189,8 @@ class Profile(Result):
             "|---|---|---|---|---|",
         ]
         for name, sp in self.surprise.items():
-            lines.append(f"| {name} | {_fmt(sp['agent'], 2)} | {_fmt(sp['expected'], 2)} | {_fmt(sp['unexpected'], 2)} | "
-                         f"{_num(sp['below_unexpected'], 2)} |")
+            lines.append(f"| {name} | {fmt_summary(sp['agent'], 2)} | {fmt_summary(sp['expected'], 2)} | {fmt_summary(sp['unexpected'], 2)} | "
+                         f"{fmt_value(sp['below_unexpected'], 2)} |")
         return "\n".join(lines) + "\n"
 
     def plot(self) -> Figure:
@@ -223,7 +225,7 @@ class Profile(Result):
         ax.axvline(0, color="black", lw=0.5)
         ax.set_xlim(-1.05, 1.05)
         sr = self.self_reflection
-        ax.set_title(f"self-reflection {_fmt(sr['plain']['score'], 3, True)} (RC {_fmt(sr['reality_check']['score'], 3, True)})",
+        ax.set_title(f"self-reflection {fmt_summary(sr['plain']['score'], 3, True)} (RC {fmt_summary(sr['reality_check']['score'], 3, True)})",
                      fontsize=10)
         ax.legend(fontsize=8)
         ax = axes[1, 0]
@@ -232,7 +234,7 @@ class Profile(Result):
         errs = [self.agency[k]["se"] or 0.0 for k in keys]
         ax.bar(keys, vals, yerr=errs, color="tab:green")
         ax.set_ylim(0, 1)
-        ax.set_title(f"agency suite (MEG {_fmt(self.agency['meg'], 2)} nats)")
+        ax.set_title(f"agency suite (MEG {fmt_summary(self.agency['meg'], 2)} nats)")
         ax = axes[1, 1]
         obs = list(self.surprise)
         x = range(len(obs))
@@ -289,7 +291,7 @@ class ProfileTable(Result):
         lines += [head, "|---" * (len(HEADLINE_COLUMNS) + 1) + "|"]
         for p in self.profiles:
             h = p.headline()
-            lines.append(f"| {h['agent']} | " + " | ".join(_fmt(h[k], d, sg) for k, _, d, sg in HEADLINE_COLUMNS) + " |")
+            lines.append(f"| {h['agent']} | " + " | ".join(fmt_summary(h[k], d, sg) for k, _, d, sg in HEADLINE_COLUMNS) + " |")
         return "\n".join(lines) + "\n"
 
     def plot(self) -> Figure:

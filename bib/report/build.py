@@ -9,7 +9,10 @@ Layout of ``SITE/`` (flat, so every page reaches ``style.css`` and ``table.js`` 
   ``sheets/<slug>/``;
 * ``evaluation.html`` (every evaluation input together, with the published anchors) and
   ``figures/evaluation.svg``;
-* per analysis report ``<slug>``: ``analysis-<slug>.html`` and ``figures/analysis-<slug>-*.svg``.
+* per analysis report ``<slug>``: ``analysis-<slug>.html`` and ``figures/analysis-<slug>-*.svg``;
+* per ``bib profile`` output ``<slug>``: one agent's ``profile-<slug>.html``, or a table of agents'
+  ``profiles-<slug>.html`` with each agent's ``profile-<slug>-<agent>.html``; figures
+  ``figures/profile-*.svg``.
 
 Pages hold no dates, so the same inputs give the same site; ``provenance.json`` records the command
 line, version and times.
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bib.report import figures
-from bib.report.inputs import AnalysisReport, AuditReport, Evaluation, Input, StimulusSet, read_inputs
+from bib.report.inputs import AnalysisReport, AuditReport, Evaluation, Input, ProfileReport, StimulusSet, read_inputs
 from bib.report.site import Site, building, is_site, output_folder
 
 #: Contact sheets: frames of the test trial, in one row, at this many pixels per cell.
@@ -125,6 +128,16 @@ class ReportBuilder:
                 slug = self.slug(inp.label)
                 inp.slug = slug  # type: ignore[attr-defined]
                 self.pages[k] = [Page(f"analysis {inp.label}", f"analysis-{slug}.html")]
+            elif inp.kind == "profile":
+                data = inp.data
+                assert isinstance(data, ProfileReport)
+                slug = self.slug(f"{'profiles' if data.is_table else 'profile'} {inp.label}")
+                if data.is_table:
+                    self.pages[k] = [Page(f"profiles {inp.label}", f"{slug}.html")]
+                    self.pages[k] += [Page(a.doc["agent"]["name"], f"{slug}-{slugify(a.doc['agent']['name'])}.html")
+                                      for a in data.agents]
+                else:
+                    self.pages[k] = [Page(f"profile {inp.label}", f"{slug}.html")]
             else:
                 self.pages[k] = [Page("evaluation" if inp.kind == "evaluation" else "shortcut audit", "evaluation.html")]
         self.nav = [self.pages[k][0] for k in range(len(self.inputs))
@@ -141,6 +154,8 @@ class ReportBuilder:
                 self.stimulus_pages(inp, previous)
             elif inp.kind == "analysis":
                 self.analysis_page(inp)
+            elif inp.kind == "profile":
+                self.profile_pages(k, inp)
             elif not done_eval:
                 self.evaluation_page([i for i in self.inputs if i.kind == "evaluation"],
                                      [i for i in self.inputs if i.kind == "audit"])
@@ -438,6 +453,90 @@ class ReportBuilder:
                     n_dropped=len(ex.get("import_dropped", [])), n_excluded=len(ex.get("excluded", [])),
                     n_capped=len(ex.get("capped", [])), reasons=reasons, dropped=dropped, exclusions_figure=ex_fig,
                     plots=plots)
+
+    # ------------------------------------------------------------ profiles
+
+    def profile_pages(self, k: int, inp: Input) -> None:
+        """One agent's profile page, or a table of agents with one page per agent found beside it."""
+        data = inp.data
+        assert isinstance(data, ProfileReport)
+        pages = self.pages[k]
+        if not data.is_table:
+            self._profile_page(data, pages[0].page, pages[0].page.removesuffix(".html"))
+            return
+        from bib.profile.result import HEADLINE_COLUMNS, Profile, ProfileTable, fmt_summary
+
+        agent_pages = {a.doc["agent"]["name"]: page.page for a, page in zip(data.agents, pages[1:])}
+        rows = [{"agent": a["agent"], "page": agent_pages.get(a["agent"], ""),
+                 "cells": [fmt_summary(a.get(key), digits, signed) for key, _, digits, signed in HEADLINE_COLUMNS]}
+                for a in data.doc["agents"]]
+        stem = pages[0].page.removesuffix(".html")
+        figure = f"figures/{stem}.svg"
+        if data.figure is not None:
+            shutil.copyfile(data.figure, self.site.path(figure))
+        elif len(data.agents) == len(rows):
+            figures.save_svg(ProfileTable([Profile.from_json(a.doc) for a in data.agents]).plot(), self.site.path(figure))
+        else:
+            figure = ""
+        settings = data.doc.get("settings") or {}
+        self.render(pages[0].page, "profiles.html", f"Profiles {inp.label}", path=str(data.path), rows=rows,
+                    header=[h for _, h, _, _ in HEADLINE_COLUMNS], figure=figure, settings=_profile_settings(settings),
+                    made_by=data.doc.get("command", ""))
+        for agent, page in zip(data.agents, pages[1:]):
+            self._profile_page(agent, page.page, page.page.removesuffix(".html"), table=pages[0])
+
+    def _profile_page(self, data: ProfileReport, page: str, stem: str, table: Page | None = None) -> None:
+        from bib.profile.result import Profile, fmt_summary, fmt_value
+
+        p = Profile.from_json(data.doc)
+        s = p.settings
+        figure = f"figures/{stem}.svg"
+        if data.figure is not None:
+            shutil.copyfile(data.figure, self.site.path(figure))
+        else:
+            figures.save_svg(p.plot(), self.site.path(figure))
+        actor = [{"condition": c, "steps": fmt_value(p.actor["per_condition"].get(c, {}).get("steps"), 1),
+                  "reached": fmt_value(p.actor["per_condition"].get(c, {}).get("reached_goal"), 2),
+                  "optimal": fmt_value(p.actor["per_condition"].get(c, {}).get("optimal"), 2),
+                  "known": fmt_value(p.meg["per_condition"].get(c, {}).get("known"), 2),
+                  "unknown": fmt_value(p.meg["per_condition"].get(c, {}).get("unknown"), 2)} for c in s["conditions"]]
+        actor_all = {"steps": fmt_summary(p.actor["steps"], 1), "reached": fmt_summary(p.actor["reached_goal"], 2),
+                     "optimal": fmt_summary(p.actor["optimal"], 2), "known": fmt_summary(p.meg["known"], 2),
+                     "unknown": fmt_summary(p.meg["unknown"], 2)}
+        sr = p.self_reflection
+        rules = [n for n in s["battery"] if not n.startswith("opposite(")]
+        battery = [{"rule": n, **{f"{which}{'_opp' if opp else ''}": fmt_value(
+            sr[which]["environments"].get(f"opposite({n})" if opp else n), 3, True)
+            for which in ("plain", "reality_check") for opp in (False, True)}} for n in rules]
+
+        def arm(d: dict[str, Any]) -> dict[str, str]:
+            return {"score": fmt_summary(d["score"], 4, True), "paper": fmt_value(d.get("stderr_paper"), 4),
+                    "steps": str(d.get("steps_per_environment", ""))}
+
+        classic = sr.get("classic")
+        agency_keys = ("accuracy", "success", "spl", "entropy", "jsd", "meg", "bumps", "invalid")
+        surprise = [{"observer": name, "agent": fmt_summary(v["agent"], 2), "expected": fmt_summary(v["expected"], 2),
+                     "unexpected": fmt_summary(v["unexpected"], 2), "below": fmt_value(v.get("below_unexpected"), 2)}
+                    for name, v in p.surprise.items()]
+        self.render(page, "profile.html", f"Profile of {p.agent['name']}", path=str(data.path), agent=p.agent,
+                    settings=_profile_settings(s), figure=figure, actor=actor, actor_all=actor_all,
+                    upper_bound=fmt_summary(p.meg.get("upper_bound"), 2), n_envs=len(s["battery"]),
+                    plain=arm(sr["plain"]), rc=arm(sr["reality_check"]), battery=battery,
+                    classic={"plain": arm(classic["plain"]), "rc": arm(classic["reality_check"])} if classic else None,
+                    classic_steps=s.get("classic_steps", ""), agency_grids=p.agency.get("grids", ""),
+                    agency=[(key, fmt_summary(p.agency.get(key), 3)) for key in agency_keys], surprise=surprise,
+                    table=table, made_by=p.command)
+
+
+def _profile_settings(s: dict[str, Any]) -> str:
+    """One line of a profile's settings."""
+    if not s:
+        return ""
+    agency = s.get("agency") or {}
+    return (f"seeds {', '.join(map(str, s.get('seeds', [])))}; {s.get('units', '')} unit(s) per condition per seed in "
+            f"{len(s.get('conditions', []))} condition(s), at most {s.get('max_moves', '')} moves per trial; "
+            f"{len(s.get('battery', []))} extended environments; agency: {agency.get('navigation_grids', '')} navigation "
+            f"grids and {agency.get('key_grids', '')} per key task per seed; observers: {', '.join(s.get('observers', []))}")
 
 
 def _float(x: Any) -> float:

@@ -8,7 +8,9 @@ Kinds (first match wins):
   ``evaluation.json``, or an "ours" table (``baselines/results.csv``: observer, condition, accuracy);
 * ``audit``: a ``bib audit`` output (``audit.json``, schema ``bib.audit/1``) or its folder;
 * ``analysis``: a ``bib analyze --json`` report (``*.json`` with ``tasks`` and ``exclusions``) or a
-  folder holding ``report.json``.
+  folder holding ``report.json``;
+* ``profile``: a ``bib profile`` output: one agent's ``profile.json`` (schema ``bib.profile/1``) or several
+  agents' ``profiles.json`` (``bib.profiles/1``, with each agent's folder beside it), or their folder.
 
 Anything else is refused with one line naming the path.
 """
@@ -23,10 +25,12 @@ from typing import Any
 
 from bib.errors import BibInputError
 
-KINDS = ("stimuli", "evaluation", "audit", "analysis")
+KINDS = ("stimuli", "evaluation", "audit", "analysis", "profile")
 #: Fixed file names inside an output folder, per kind.
 FOLDER_FILES = {"audit": "audit.json", "evaluation": "evaluation.json", "analysis": "report.json"}
 AUDIT_SCHEMA = "bib.audit/1"
+#: ``bib profile`` outputs: schema -> file name (one agent, several agents).
+PROFILE_FILES = {"bib.profile/1": "profile.json", "bib.profiles/1": "profiles.json"}
 
 
 @dataclass
@@ -67,13 +71,34 @@ class AnalysisReport:
 
 
 @dataclass
+class ProfileReport:
+    """A ``bib profile`` output: one agent's profile or a table of agents, and its figure (the SVG beside it).
+
+    Attributes:
+        path: ``profile.json`` or ``profiles.json``.
+        doc: its JSON document.
+        figure: ``profile.svg`` / ``profiles.svg`` beside it, when there.
+        agents: for a table, each agent's own profile found in the folders beside it (table order).
+    """
+
+    path: Path
+    doc: dict[str, Any]
+    figure: Path | None = None
+    agents: list[ProfileReport] = field(default_factory=list)
+
+    @property
+    def is_table(self) -> bool:
+        return self.doc.get("schema") == "bib.profiles/1"
+
+
+@dataclass
 class Input:
     """One command-line input: its kind, path, a short label and the data read from it."""
 
     kind: str
     path: Path
     label: str
-    data: StimulusSet | Evaluation | AuditReport | AnalysisReport
+    data: StimulusSet | Evaluation | AuditReport | AnalysisReport | ProfileReport
 
 
 def _json_keys(path: Path) -> tuple[set[str], object]:
@@ -106,10 +131,15 @@ def detect(path: Path) -> tuple[str, Path]:
         for kind, name in FOLDER_FILES.items():
             if (path / name).is_file():
                 return kind, path / name
+        for name in PROFILE_FILES.values():
+            if (path / name).is_file():
+                return "profile", path / name
     elif path.suffix == ".json":
         keys, schema = _json_keys(path)
         if schema == AUDIT_SCHEMA:
             return "audit", path
+        if schema in PROFILE_FILES:
+            return "profile", path
         if "conditions" in keys:
             return "evaluation", path
         if {"tasks", "exclusions"} <= keys:
@@ -122,7 +152,8 @@ def detect(path: Path) -> tuple[str, Path]:
             return "evaluation", path
     raise BibInputError(
         f"{path}: not a report input (expected a stimulus set folder with manifest.csv, "
-        "`bib evaluate` output or an observer table, `bib audit` output, or a `bib analyze --json` report)"
+        "`bib evaluate` output or an observer table, `bib audit` output, a `bib analyze --json` report, "
+        "or a `bib profile` output)"
     )
 
 
@@ -189,6 +220,42 @@ def read_analysis_input(path: Path) -> AnalysisReport:
     return AnalysisReport(path, doc, plots)
 
 
+def _read_profile_doc(path: Path) -> dict[str, Any]:
+    from bib.profile.result import Profile
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{path}: cannot read the profile ({exc})") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema not in PROFILE_FILES:
+        raise BibInputError(f"{path}: not a `bib profile` output (schema {schema!r})")
+    try:
+        if schema == "bib.profile/1":
+            Profile.from_json(doc).headline()
+        elif not isinstance(doc.get("agents"), list) or not all(isinstance(a, dict) and "agent" in a for a in doc["agents"]):
+            raise KeyError("agents")
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise BibInputError(f"{path}: incomplete {schema} document (missing {exc})") from None
+    return doc
+
+
+def read_profile_input(path: Path) -> ProfileReport:
+    """A profile (``profile.json``) or a table of profiles (``profiles.json``, with the agents' own
+    ``<agent>/profile.json`` read from the folders beside it, when there) and the figure beside it."""
+    doc = _read_profile_doc(path)
+    figure = path.with_suffix(".svg")
+    report = ProfileReport(path, doc, figure if figure.is_file() else None)
+    if report.is_table:
+        found: dict[str, ProfileReport] = {}
+        for sub in sorted(p for p in path.parent.glob("*/profile.json") if p.is_file()):
+            one = read_profile_input(sub)
+            if not one.is_table:
+                found.setdefault(one.doc["agent"]["name"], one)
+        report.agents = [found[a["agent"]] for a in doc["agents"] if a["agent"] in found]
+    return report
+
+
 def read_inputs(paths: list[Path]) -> list[Input]:
     """Detect and read every input (all are checked before the site is built)."""
     out: list[Input] = []
@@ -200,7 +267,7 @@ def read_inputs(paths: list[Path]) -> list[Input]:
             raise BibInputError(f"{given}: given twice")
         seen.add(key)
         if kind == "stimuli":
-            data: StimulusSet | Evaluation | AuditReport | AnalysisReport = read_stimulus_set(path)
+            data: StimulusSet | Evaluation | AuditReport | AnalysisReport | ProfileReport = read_stimulus_set(path)
             label = data.spec.name if data.spec is not None else path.resolve().name
         elif kind == "evaluation":
             data = read_evaluation_input(path)
@@ -208,8 +275,11 @@ def read_inputs(paths: list[Path]) -> list[Input]:
         elif kind == "audit":
             data = read_audit_input(path)
             label = path.resolve().parent.name if path.name == FOLDER_FILES["audit"] else path.stem
-        else:
+        elif kind == "analysis":
             data = read_analysis_input(path)
             label = path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem
+        else:
+            data = read_profile_input(path)
+            label = path.resolve().parent.name if path.name in PROFILE_FILES.values() else path.stem
         out.append(Input(kind, path, label, data))
     return out
