@@ -438,3 +438,15 @@ def test_the_learner_has_an_integer_face_on_the_classic_battery():
     assert all(c.error is None for c in plain + rc) and len(plain) == 50
     p, r = summarise("l", False, 300, [plain]).mean, summarise("l", True, 300, [rc]).mean
     assert 0.1 < p < r  # V1's NaiveLearner, and its reality check above it (Table 1: 0.22 and 0.55)
+
+
+def test_the_planner_stays_in_a_state_without_an_optimal_move():
+    # holding the key below the lock of instrumental-blocking unit 0: the key/lock values give a finite cost,
+    # yet no legal move lies on an optimal path (a learner's exploration and the views reach such states)
+    from bib.world.keylock import optimal_cost, optimal_moves
+
+    lay = make_unit("instrumental-blocking", 0, 0)[0].trials[0].layout
+    s = AgentState((3, 3), True, False)
+    goal = lay.goal_cell("A")
+    assert optimal_cost(lay, goal, s) < np.inf and optimal_moves(lay, s, goal) == []
+    assert RationalAgent(["A", "B"]).act(lay, s) == STAY

@@ -75,6 +75,8 @@ class RationalAgent:
         if g is None:
             return STAY
         options = optimal_moves(layout, state, layout.goal_cell(g))
+        if not options:  # a state no path of its own reaches (e.g. a counterfactual view's): no optimal move
+            return STAY
         if len(options) > 1 and self.rng is not None:
             return options[int(self.rng.integers(len(options)))]
         return options[0]
