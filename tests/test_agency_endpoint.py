@@ -174,15 +174,23 @@ def test_text_agent_through_the_endpoint_follows_the_grid_and_caches(tmp_path) -
 ])
 def test_endpoint_failures_are_invalid_steps_and_bounded(behaviour: str, reason: str) -> None:
     grid = _short_grid()
-    with Server(behaviour) as srv:
-        client = ChatClient(srv.url, "m", timeout=0.3, retries=1, backoff=0.01)
-        agent = TextGridAgent(client.complete, sample="s", retries=1)
-        (ro,) = run_rollouts([agent], grid)
-    assert ro.kinds == ["invalid"] * grid.max_steps and ro.actions == [INVALID] * grid.max_steps
-    assert ro.reasons == [reason] * grid.max_steps and not ro.success
     # bounded: (1 + agent retries) asks per step; transport failures also get (1 + client retries) requests
     per_ask = 2 if reason in ("timeout", "http-500", "bad-response") else 1
-    assert srv.requests == grid.max_steps * 2 * per_ask
+    expected = grid.max_steps * 2 * per_ask
+    with Server(behaviour) as srv:
+        # only the stalling server is meant to time out; the others answer at once, so a loaded machine
+        # must not turn their slow answers into timeouts (and retries)
+        client = ChatClient(srv.url, "m", timeout=0.3 if behaviour == "stall" else 30.0, retries=1, backoff=0.01)
+        agent = TextGridAgent(client.complete, sample="s", retries=1)
+        (ro,) = run_rollouts([agent], grid)
+        # a timed-out request is counted when the server's thread reads it, which can be after the
+        # client gave up: wait for the count (a missing request still fails, after the deadline)
+        deadline = time.monotonic() + 20
+        while srv.requests < expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert ro.kinds == ["invalid"] * grid.max_steps and ro.actions == [INVALID] * grid.max_steps
+    assert ro.reasons == [reason] * grid.max_steps and not ro.success
+    assert srv.requests == expected
 
 
 def _short_grid() -> Grid:
