@@ -73,6 +73,10 @@ def register(app: typer.Typer) -> None:
                              temperature=0.7 if temperature is None else temperature)
         else:
             ckpt = checkpoint_file(checkpoint, POLICY_FILE)
+            if agent == AgencyAgent.policy_net:  # refuse a bad checkpoint before the output folder is made
+                from bib.agency.policy_net import DEFAULT_CHECKPOINT, load
+
+                load(ckpt or DEFAULT_CHECKPOINT)
             spec = AgentSpec(agent.value, epsilon=epsilon, checkpoint=str(ckpt) if ckpt else None,
                              temperature=1.0 if temperature is None else temperature)
         command = "bib " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["agency"] else ""
