@@ -105,7 +105,13 @@ def run_trial(driver, base_ms: float, schedule: list[tuple[float, str]]) -> floa
 
 
 def open_study(driver, study: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.support.ui import WebDriverWait
+
     driver.get(study.joinpath("index.html").as_uri() + "?clock=manual")
+    # driver.get can return while the previous session's page (which just downloaded its CSVs) is still
+    # being replaced (seen once in seven runs on an idle machine): wait for the new page's script, bounded
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script(
+        "return document.readyState === 'complete' && window.bibExperiment !== undefined"))
     assert driver.execute_script("return window.bibExperiment.state()") == "setup"
 
 
