@@ -1,6 +1,6 @@
 """Benchmark: one built-in agent's whole profile (every instrument, 3 seeds) and the time per instrument.
 
-Run: ``.venv/bin/python benchmarks/profile.py [AGENT ...] [--seeds 3] [--workers 2]`` (default agent:
+Run: ``.venv/bin/python benchmarks/profile_agent.py [AGENT ...] [--seeds 3] [--workers 2]`` (default agent:
 rational; the issue's target is one built-in agent, every instrument, 3 seeds, in < 60 s on 2 cores).
 Prints the load average, the wall time of each profile, the CPU seconds of each instrument summed over
 the worker processes, the extended battery's policy calls (every real and counterfactual question, answered
@@ -14,12 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import sys
 import time
-from pathlib import Path
-
-# this file's folder is sys.path[0]; its name would shadow the standard library's `profile` in the workers
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 
 def main() -> None:
