@@ -290,18 +290,11 @@ def _lines(path: Path, span: tuple[int, int], plan: Plan) -> Iterator[tuple[tupl
     """``(key, line)`` of the manifest rows in the byte range ``span`` of ``path``."""
     import csv
 
-    start, end = span
-    with open(path, "rb") as fh:
-        fh.seek(start)
-        while fh.tell() < end:
-            raw = fh.readline()
-            if not raw:
-                return
-            line = raw.decode("utf-8")
-            values = next(csv.reader([line]))
-            key = plan.key(dict(zip(COLUMNS, values)))
-            assert key is not None
-            yield key, line
+    for line in _span_lines(path, span):
+        values = next(csv.reader([line]))
+        key = plan.key(dict(zip(COLUMNS, values)))
+        assert key is not None
+        yield key, line
 
 
 def _merged(path: Path, spans: Sequence[tuple[int, int]], plan: Plan) -> Iterator[tuple[tuple[int, int], str]]:
@@ -404,13 +397,14 @@ def build(
     if len(runs) > 1:  # kept units and new ones interleave: list them in unit order
         with atomic_open(manifest_path, "w", encoding="utf-8", newline="") as fh:
             fh.write(format_rows([], header=True))
-            fh.writelines(line for _, line in _copy_span(manifest_path, kept.others))
+            fh.writelines(_span_lines(manifest_path, kept.others))
             fh.writelines(line for _, line in _merged(manifest_path, runs, plan))
     return BuildSummary(out=root, built=n_todo, kept=kept.n_units,
                         episodes=kept.n_other_rows + kept.n_rows + built_rows)
 
 
-def _copy_span(path: Path, span: tuple[int, int]) -> Iterator[tuple[None, str]]:
+def _span_lines(path: Path, span: tuple[int, int]) -> Iterator[str]:
+    """The lines of ``path`` that start in the byte range ``span``, decoded."""
     start, end = span
     with open(path, "rb") as fh:
         fh.seek(start)
@@ -418,7 +412,7 @@ def _copy_span(path: Path, span: tuple[int, int]) -> Iterator[tuple[None, str]]:
             raw = fh.readline()
             if not raw:
                 return
-            yield None, raw.decode("utf-8")
+            yield raw.decode("utf-8")
 
 
 PROBE_ATTEMPTS = 60
