@@ -27,7 +27,7 @@ CHOICE_OPTIONS = {"--format", "--scale", "--agent", "--policy", "--codec", "--re
 COUNT_OPTIONS = {"--workers", "--seeds", "--sims", "--n", "--steps", "--epochs", "--grids", "--rollouts", "--units",
                  "--limit", "--max-episodes", "--concurrency", "--retries", "--map-epochs", "--plan-epochs",
                  "--layers", "--cell-px", "--fps", "--mlp-restarts", "--horizon", "--width", "--height",
-                 "--pairs-per-condition", "--practice-trials", "--agency-grids", "--plan-hidden"}
+                 "--pairs-per-condition", "--pairs-per-page", "--practice-trials", "--agency-grids", "--plan-hidden"}
 # Jobs that run over many units take --workers; seeded jobs take --seed.
 WORKERS = {"generate", "validate", "stats", "export", "import", "score", "audit", "report", "profile", "power",
            "reflect", "reflect table", "meg episodes", "agency run"}

@@ -291,3 +291,39 @@ def test_looking_time_rule(events: list[tuple[float, str]], expected: tuple[floa
 def test_criteria_are_checked() -> None:
     with pytest.raises(BibInputError):
         Criteria(0.0, 10.0, 1.0)
+
+
+def test_long_conditions_continue_on_further_pages(tmp_path: Path) -> None:
+    """A condition's pairs are split into pages of --pairs-per-page (every pair once, in pair order),
+    linked by a pager; --pairs-per-condition still bounds how many are shown in all."""
+    from bib.stimuli.build import build_spec
+    from bib.stimuli.manifest import read_manifest
+    from bib.stimuli.spec import load_spec
+
+    spec = tmp_path / "five.toml"
+    spec.write_text('name = "five"\nseed = 3\n[[tasks]]\nid = "preference"\nn = 5\n', encoding="utf-8")
+    root = tmp_path / "five"
+    build_spec(load_spec(spec), root, video=False, workers=1)
+    pairs = sorted({r["pair_id"] for r in read_manifest(root)})
+    assert len(pairs) == 5
+    out = tmp_path / "site"
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(root), "--out", str(out), "--pairs-per-condition", "4", "--pairs-per-page", "2"])
+    assert done.value.code in (None, 0)
+    names = ["set-five-preference.html", "set-five-preference-page2.html"]
+    assert sorted(p.name for p in out.glob("set-five-preference*.html")) == sorted(names)
+    shown = []
+    for k, name in enumerate(names):
+        html = (out / name).read_text(encoding="utf-8")
+        shown += re.findall(r'<section class="pair" id="([^"]+)">', html)
+        assert f"{2 * k + 1}-{2 * k + 2} of 4:" in html and "Showing 4 of 5" in html
+        other = names[1 - k]
+        assert html.count(f'href="{other}"') == 4  # the page number and previous/next, above and below the pairs
+        assert html.count(f"<b>{k + 1}</b>") == 2  # this page, not linked
+        for link in links(out / name):
+            assert (out / link).exists(), f"{name}: {link}"
+    assert shown == pairs[:4]
+    with pytest.raises(SystemExit) as done:  # one page: no pager
+        main(["report", str(root), "--out", str(out), "--pairs-per-page", "5"])
+    assert sorted(p.name for p in out.glob("set-five-preference*.html")) == names[:1]
+    assert 'class="pager"' not in (out / names[0]).read_text(encoding="utf-8")

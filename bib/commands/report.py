@@ -28,15 +28,18 @@ def register(app: typer.Typer) -> None:
                                  "figures/, sheets/, style.css, table.js."),
         pairs: int = typer.Option(100, "--pairs-per-condition", min=0, show_default=True,
                                   help="Pairs shown side by side per condition (0 = all); the manifest page lists every episode."),
+        per_page: int = typer.Option(20, "--pairs-per-page", min=1, show_default=True,
+                                     help="Pairs per condition page; longer conditions continue on further pages (each pair is two videos)."),
         workers: int = typer.Option(1, "--workers", min=1, show_default=True, help="Worker processes drawing contact sheets."),
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something other than a report."),
     ) -> None:
         """Build a static site (opens from file://) from stimulus sets, evaluation results, analyses and agent profiles."""
         from bib.report import build_report
 
-        command = command_line("report", inputs, {"--out": out, "--pairs-per-condition": pairs, "--workers": workers, "--force": force},
-                               {"--pairs-per-condition": 100, "--workers": 1, "--force": False})
-        summary = build_report(inputs, out, command=command, pairs=pairs, workers=workers, force=force)
+        command = command_line("report", inputs, {"--out": out, "--pairs-per-condition": pairs, "--pairs-per-page": per_page,
+                                                  "--workers": workers, "--force": force},
+                               {"--pairs-per-condition": 100, "--pairs-per-page": 20, "--workers": 1, "--force": False})
+        summary = build_report(inputs, out, command=command, pairs=pairs, workers=workers, force=force, pairs_per_page=per_page)
         kinds = ", ".join(f"{k} {p}" for k, p in summary.inputs)
         typer.echo(f"{summary.out}/index.html: {summary.pages} pages, {summary.sheets} contact sheets ({kinds})")
 

@@ -4,7 +4,8 @@ Layout of ``SITE/`` (flat, so every page reaches ``style.css`` and ``table.js`` 
 
 * ``index.html``: the inputs and their pages;
 * per stimulus set ``<slug>``: ``set-<slug>.html`` (overview), ``set-<slug>-<condition>.html``
-  (expected and unexpected side by side: linked videos and contact sheets),
+  (expected and unexpected side by side: linked videos and contact sheets; a condition with more
+  than ``pairs_per_page`` pairs continues on ``set-<slug>-<condition>-page<k>.html``),
   ``set-<slug>-manifest.html`` (filterable) and ``set-<slug>-orders.html``; contact sheets under
   ``sheets/<slug>/``;
 * ``evaluation.html`` (every evaluation input together, with the published anchors) and
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bib.errors import BibInputError
 from bib.report import figures
 from bib.report.inputs import AnalysisReport, AuditReport, Evaluation, Input, ProfileReport, StimulusSet, read_inputs
 from bib.report.site import Site, building, is_site, output_folder
@@ -38,6 +40,10 @@ from bib.report.site import Site, building, is_site, output_folder
 SHEET_FRAMES = 6
 SHEET_CELL_PX = 12
 DEFAULT_PAIRS = 100
+#: Pairs per condition page: a page holds two ``<video>`` elements per pair, and Chromium takes about
+#: 5 ms to set each one up even with ``preload="none"`` (200 videos kept a 100-pair page's load event
+#: waiting 1.0-1.6 s), so longer conditions continue on further pages.
+DEFAULT_PAIRS_PER_PAGE = 20
 FIGURE_WIDTH = 760
 
 
@@ -89,10 +95,12 @@ class Page:
 class ReportBuilder:
     """Builds the pages of every input into a :class:`Site`."""
 
-    def __init__(self, site: Site, inputs: list[Input], *, pairs: int, workers: int, version: str) -> None:
+    def __init__(self, site: Site, inputs: list[Input], *, pairs: int, workers: int, version: str,
+                 pairs_per_page: int = DEFAULT_PAIRS_PER_PAGE) -> None:
         self.site = site
         self.inputs = inputs
         self.pairs = pairs
+        self.pairs_per_page = pairs_per_page
         self.workers = workers
         self.version = version
         self.nav: list[Page] = []
@@ -206,8 +214,15 @@ class ReportBuilder:
                      if c["n_pairs"] else
                      f"{c['n_episodes']} episodes of {c['condition']} (no pairs: a background task), each with a contact sheet "
                      f"of {SHEET_FRAMES} evenly spaced frames of its test trial.")
-            self._condition_pages.append((c["page"], f"{inp.label}: {c['condition']}", c["cards"], intro,
-                                          c["total"], manifest_page, made_by))
+            cards, per = c["cards"], self.pairs_per_page
+            chunks = [cards[k:k + per] for k in range(0, len(cards), per)] or [[]]
+            pages = [c["page"]] + [c["page"].removesuffix(".html") + f"-page{k}.html" for k in range(2, len(chunks) + 1)]
+            for k, (page, chunk) in enumerate(zip(pages, chunks)):
+                first = k * per + 1
+                pager = {"pages": pages, "current": k, "first": first, "last": first + len(chunk) - 1,
+                         "shown": len(cards)} if len(pages) > 1 else None
+                self._condition_pages.append((page, f"{inp.label}: {c['condition']}", chunk, intro,
+                                              c["total"], manifest_page, made_by, pager))
         render = ""
         if data.spec is not None:
             r = data.spec.render
@@ -286,12 +301,13 @@ class ReportBuilder:
             results = map_ordered(draw_sheet, [self.sheet_jobs[k][0] for k in todo], workers=min(self.workers, len(todo)))
             for size, k in zip(track(results, total=len(todo), description="contact sheets"), todo):
                 sizes[k] = size
-        for page, title, cards, intro, total, manifest_page, made_by in self._condition_pages:
+        for page, title, cards, intro, total, manifest_page, made_by, pager in self._condition_pages:
             for card in cards:
                 for ep in card["episodes"]:
                     ep["sheet_w"], ep["sheet_h"] = sizes[ep["job"]]
-            self.render(page, "condition.html", title, items=cards, intro=intro, truncated=len(cards) < total,
-                        total=total, manifest_page=manifest_page, made_by=made_by)
+            shown = pager["shown"] if pager else len(cards)
+            self.render(page, "condition.html", title, items=cards, intro=intro, truncated=shown < total, shown=shown,
+                        total=total, manifest_page=manifest_page, made_by=made_by, pager=pager)
 
     # ------------------------------------------------------------ evaluation
 
@@ -573,7 +589,7 @@ class ReportSummary:
 
 
 def build_report(paths: list[Path], out: Path, *, command: str, pairs: int = DEFAULT_PAIRS, workers: int = 1,
-                 force: bool = False) -> ReportSummary:
+                 force: bool = False, pairs_per_page: int = DEFAULT_PAIRS_PER_PAGE) -> ReportSummary:
     """Read and check every input, then build the site into a temporary folder and move it to ``out``.
 
     Raises:
@@ -582,12 +598,14 @@ def build_report(paths: list[Path], out: Path, *, command: str, pairs: int = DEF
     """
     from bib import __version__
 
+    if pairs_per_page < 1:
+        raise BibInputError(f"pairs_per_page must be at least 1, got {pairs_per_page}")
     out = Path(out)
     folder = output_folder(out, "report", force)
     inputs = read_inputs(paths)
     previous = out.resolve() if is_site(out, "report") else None
     with building(folder, command, "bib.report") as site:
-        builder = ReportBuilder(site, inputs, pairs=pairs, workers=workers, version=__version__)
+        builder = ReportBuilder(site, inputs, pairs=pairs, workers=workers, version=__version__, pairs_per_page=pairs_per_page)
         builder.build(previous)
         n_pages = sum(1 for _ in site.tmp.glob("*.html"))
     return ReportSummary(out, n_pages, len(builder.sheet_jobs), [(i.kind, str(i.path)) for i in inputs])
