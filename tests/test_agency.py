@@ -230,8 +230,18 @@ def test_cli_run_report_and_bad_input(tmp_path, monkeypatch) -> None:
     res = runner.invoke(app, ["agency", "run", "--out", str(tmp_path / "x"), "--agent", "optimal", "--suite", "mazes"])
     assert res.exit_code == 2 and "Invalid value for '--suite'" in res.output and not (tmp_path / "x").exists()
     (tmp_path / "file").write_text("x")
-    with pytest.raises(BibInputError, match="must be a folder"):
+    with pytest.raises(BibInputError, match="exists and is a file; --out names a folder"):
         runner.invoke(app, ["agency", "run", "--out", str(tmp_path / "file"), "--agent", "optimal", "--suite", "keys"],
                       catch_exceptions=False)
+    # another job's output is refused before the run and left as it was; --force replaces it
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    keys = ["agency", "run", "--agent", "optimal", "--suite", "keys", "--grids", "1", "--no-meg", "--out", str(out)]
+    with pytest.raises(BibInputError, match="folder holds the output of .*; use --force to replace it"):
+        runner.invoke(app, keys, catch_exceptions=False)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    res = runner.invoke(app, [*keys, "--force"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "run.json").read_text())["suite"] == "keys" and not (out / "plots").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temporary folder left
     with pytest.raises(BibInputError, match="grids.csv"):
         runner.invoke(app, ["agency", "report", str(tmp_path)], catch_exceptions=False)

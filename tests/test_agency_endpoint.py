@@ -239,17 +239,42 @@ def test_sampling_labels_separate_rollouts_and_revisits() -> None:
     np.testing.assert_equal(len(set(calls)), 2)
 
 
-def test_cli_endpoint_run_caches_under_out(tmp_path, monkeypatch) -> None:
+def test_cli_endpoint_run_caches_outside_out_and_a_failed_run_keeps_the_answers(tmp_path, monkeypatch) -> None:
+    """--out is written atomically (a temporary sibling renamed at the end), so the answer cache lives
+    outside it (default: $XDG_CACHE_HOME/bib/endpoint/<endpoint+model>): a run that fails leaves no
+    --out and no temporary folder, and its rerun replays every answer from the cache."""
     from typer.testing import CliRunner
 
+    import bib.agency.tables
+    from bib.agency.endpoint import _client, default_cache_dir
     from bib.cli import app
 
     monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    out = tmp_path / "runs" / "llm"
     with Server("oracle") as srv:
-        res = CliRunner().invoke(app, ["agency", "run", "--endpoint", srv.url, "--model", "tiny", "--suite", "keys",
-                                       "--grids", "1", "--no-meg", "--timeout", "5", "--retries", "0",
-                                       "--workers", "2", "--out", str(tmp_path / "llm")])
-    assert res.exit_code == 0, res.output
+        args = ["agency", "run", "--endpoint", srv.url, "--model", "tiny", "--suite", "keys", "--grids", "1", "--no-meg",
+                "--timeout", "5", "--retries", "0", "--workers", "2", "--out", str(out)]
+        cache = default_cache_dir(srv.url, "tiny")
+        assert cache == tmp_path / "xdg" / "bib" / "endpoint" / cache.name and len(cache.name) == 16
+        write_tables = bib.agency.tables.write_tables
+
+        def fail(folder):  # noqa: ANN001, ANN202
+            raise RuntimeError("disk full")
+
+        monkeypatch.setattr(bib.agency.tables, "write_tables", fail)
+        _client.cache_clear()
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code != 0 and isinstance(res.exception, RuntimeError)
+        assert not out.exists() and list((tmp_path / "runs").iterdir()) == []  # nothing half-written
+        asked = srv.requests
+        assert asked > 0 and len(list(cache.glob("*.json"))) == asked
+        monkeypatch.setattr(bib.agency.tables, "write_tables", write_tables)
+        _client.cache_clear()  # a new process: answers come from the folder, not memory
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert srv.requests == asked  # replayed: not one new request
     assert "| key-door | base | 1 | 1 | 1.000 | 1.000 | 1.000 |" in res.output
-    assert len(list((tmp_path / "llm" / "cache").glob("*.json"))) == srv.requests > 0
+    assert f"endpoint answers cached in {cache}" in res.output
+    assert not (out / "cache").exists() and (out / "provenance.json").is_file()
     assert srv.bodies[0]["temperature"] == 0.7 and srv.bodies[0]["top_p"] == 0.95

@@ -175,6 +175,22 @@ class ChatClient:
         return content
 
 
+def default_cache_dir(endpoint: str, model: str) -> Path:
+    """Where `bib agency run --endpoint` keeps answers unless ``--cache`` says otherwise.
+
+    ``$XDG_CACHE_HOME/bib/endpoint/<16 hex digits of sha256(endpoint, model)>`` (``~/.cache`` when
+    the variable is unset): outside the run's ``--out``, which is written into a temporary folder
+    and renamed at the end, so the answers of a failed or interrupted run are kept and a rerun
+    replays them instead of asking again. One folder per endpoint and model, so two servers that
+    call different models by the same name never share answers.
+    """
+    import os
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    tag = hashlib.sha256(f"{endpoint.rstrip('/')}\n{model}".encode()).hexdigest()[:16]
+    return base / "bib" / "endpoint" / tag
+
+
 @lru_cache(maxsize=16)
 def _client(endpoint: str, model: str, frozen: tuple) -> ChatClient:
     return ChatClient(endpoint, model, **dict(frozen))

@@ -55,20 +55,24 @@ def register(app: typer.Typer) -> None:
         timeout: float = typer.Option(60.0, "--timeout", min=0.001, help="Endpoint: seconds per request attempt."),
         retries: int = typer.Option(2, "--retries", min=0, help="Endpoint: retries of a failed request, and re-asks after a bad answer."),
         concurrency: int = typer.Option(4, "--concurrency", min=1, help="Endpoint: requests in flight at most."),
-        cache: Path = typer.Option(None, "--cache", help="Endpoint: answer cache folder (default: OUT/cache).", show_default=False),
+        cache: Path = typer.Option(None, "--cache", help="Endpoint: answer cache folder (default: $XDG_CACHE_HOME/bib/endpoint/<endpoint+model hash>, kept when a run fails).", show_default=False),
         no_meg: bool = typer.Option(False, "--no-meg", help="Skip MEG (the slowest metric)."),
+        force: bool = FORCE,
     ) -> None:
         """Run a suite for one agent and write grids.csv, rollouts.jsonl, run.json and tables."""
-        from bib.agency.agents import AgentSpec
+        from bib.agency.agents import AgentSpec, check_spec
         from bib.agency.suite import run_suite
+        from bib.io import OutputFolder
 
         if (agent is None) == (endpoint is None):
             raise BibInputError("give exactly one of --agent NAME or --endpoint URL --model NAME")
-        if out.exists() and not out.is_dir():
-            raise BibInputError(f"{out}: --out must be a folder, not a file")
         if endpoint is not None:
-            options = {"timeout": timeout, "retries": retries, "concurrency": concurrency,
-                       "cache_dir": str(cache or out / "cache")}
+            from bib.agency.endpoint import default_cache_dir
+
+            cache_dir = cache or default_cache_dir(endpoint, model or "")
+            if cache_dir.exists() and not cache_dir.is_dir():
+                raise BibInputError(f"{cache_dir}: --cache must be a folder, not a file")
+            options = {"timeout": timeout, "retries": retries, "concurrency": concurrency, "cache_dir": str(cache_dir)}
             spec = AgentSpec("endpoint", endpoint=endpoint, model=model, options=options,
                              temperature=0.7 if temperature is None else temperature)
         else:
@@ -79,9 +83,16 @@ def register(app: typer.Typer) -> None:
                 load(ckpt or DEFAULT_CHECKPOINT)
             spec = AgentSpec(agent.value, epsilon=epsilon, checkpoint=str(ckpt) if ckpt else None,
                              temperature=1.0 if temperature is None else temperature)
+        check_spec(spec)
         command = "bib " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["agency"] else ""
-        run_suite(suite.value, spec, out, grids=grids, rollouts=rollouts, seed=seed, workers=workers,
-                  meg=not no_meg, command=command)
+        job = {"command": "agency run", "suite": suite.value, "agent": spec.label, "grids": grids, "rollouts": rollouts,
+               "seed": seed, "meg": not no_meg}
+        folder = OutputFolder(out, job, force=force)  # checked before the run; written into a temporary sibling
+        if endpoint is not None:
+            typer.echo(f"endpoint answers cached in {options['cache_dir']}", err=True)
+        with folder as tmp:
+            run_suite(suite.value, spec, tmp, grids=grids, rollouts=rollouts, seed=seed, workers=workers,
+                      meg=not no_meg, command=command)
         typer.echo((out / "tables.md").read_text(encoding="utf-8").rstrip())
 
     @sub.command()
