@@ -150,6 +150,24 @@ def test_probe_cli_writes_probes_json_and_report(tmp_path, monkeypatch, tiny_mod
     assert (tmp_path / "p" / "plots" / "probes.png").is_file() and "map-mlp" in res.output
     res = CliRunner().invoke(app, ["agency", "probe", "--out", str(tmp_path / "q"), "--layers", "9"])
     assert res.exit_code == 2 and "Invalid value for '--layers'" in res.output and not (tmp_path / "q").exists()
+    # beside a run: probes.json is added and the run's own files stay; another job's folder is refused
+    run = tmp_path / "run"
+    res = CliRunner().invoke(app, ["agency", "run", "--agent", "optimal", "--suite", "keys", "--grids", "1", "--no-meg",
+                                   "--out", str(run)])
+    assert res.exit_code == 0, res.output
+    kept = {f: (run / f).read_bytes() for f in ("grids.csv", "rollouts.jsonl", "run.json", "provenance.json")}
+    probe = ["agency", "probe", "--checkpoint", str(ckpt), "--grids", "1", "--rollouts", "1", "--layers", "1",
+             "--map-epochs", "1", "--plan-epochs", "1", "--plan-hidden", "32", "--out"]
+    res = CliRunner().invoke(app, [*probe, str(run)])
+    assert res.exit_code == 0, res.output
+    assert {f: (run / f).read_bytes() for f in kept} == kept and (run / "probes.json").is_file()
+    assert "key-door" in (run / "tables.md").read_text() and "map-mlp" in (run / "tables.md").read_text()
+    res = CliRunner().invoke(app, ["agency", "train-policy", "--grids", "1", "--epochs", "1",
+                                   "--out", str(tmp_path / "net")])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(app, [*probe, str(tmp_path / "net")])
+    assert isinstance(res.exception, BibInputError) and "folder holds the output of" in str(res.exception)
+    assert not (tmp_path / "net" / "probes.json").exists()
 
 
 def test_shipped_checkpoint_loads_safely_and_navigates_open_rooms() -> None:

@@ -132,7 +132,7 @@ def register(app: typer.Typer) -> None:
 
     @sub.command()
     def probe(
-        out: Path = out_option("probes.json (may be a `bib agency run` folder: the report shows both)"),
+        out: Path = out_option("probes.json and tables (may be a `bib agency run` folder: probes.json is added beside the run)"),
         checkpoint: Path = typer.Option(None, "--checkpoint", help=f"policy-net checkpoint: a `bib agency train-policy` folder or its {POLICY_FILE} (default: the shipped one).", show_default=False),
         grids: int = typer.Option(2, "--grids", min=1, help="Navigation grids per size x density cell."),
         rollouts: int = typer.Option(5, "--rollouts", min=1, help="Rollouts per grid."),
@@ -141,19 +141,33 @@ def register(app: typer.Typer) -> None:
         plan_epochs: int = typer.Option(20, "--plan-epochs", min=1, help="Plan probe epochs."),
         plan_hidden: int = typer.Option(128, "--plan-hidden", min=8, help="Plan probe width (the paper: 1024; 128 keeps CPU training short)."),
         seed: int = typer.Option(0, "--seed", help="Seed of grids, rollouts, split and training."),
+        force: bool = FORCE,
     ) -> None:
         """Cognitive-map, decoded-map consistency and plan probes on the policy network's activations."""
+        import os
+
         from bib.agency.policy_net import DEFAULT_CHECKPOINT, load
         from bib.agency.probes import run_probes
         from bib.agency.tables import write_tables
+        from bib.io import OutputFolder, read_provenance
 
-        if out.exists() and not out.is_dir():
-            raise BibInputError(f"{out}: --out must be a folder, not a file")
-        depths = tuple(layers)
-        model = load(checkpoint_file(checkpoint, POLICY_FILE) or DEFAULT_CHECKPOINT)
+        ckpt = checkpoint_file(checkpoint, POLICY_FILE) or DEFAULT_CHECKPOINT
+        model = load(ckpt)
         command = "bib " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["agency"] else ""
-        run_probes(model, out, grids=grids, rollouts=rollouts, layers=depths, map_epochs=map_epochs,
-                   plan_epochs=plan_epochs, plan_hidden=plan_hidden, seed=seed, command=command)
-        typer.echo(write_tables(out).rstrip())
+        settings = {"grids": grids, "rollouts": rollouts, "layers": tuple(layers), "map_epochs": map_epochs,
+                    "plan_epochs": plan_epochs, "plan_hidden": plan_hidden, "seed": seed}
+        run = read_provenance(out) if out.is_dir() else None
+        if not force and run is not None and (run.get("job") or {}).get("command") == "agency run":
+            # beside a run's results: probes.json is written atomically and the tables are redone from both
+            if not os.access(out, os.W_OK | os.X_OK):
+                raise BibInputError(f"{out}: output folder is not writable")
+            run_probes(model, out, **settings, command=command)
+            typer.echo(write_tables(out).rstrip())
+            return
+        folder = OutputFolder(out, {"command": "agency probe", "checkpoint": ckpt, **settings}, force=force)
+        with folder as tmp:
+            run_probes(model, tmp, **settings, command=command)
+            text = write_tables(tmp)
+        typer.echo(text.rstrip())
 
     app.add_typer(sub, name="agency")
