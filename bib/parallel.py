@@ -71,6 +71,7 @@ def map_ordered(
     workers: int = 1,
     scheduler: str | None = None,
     in_flight: int | None = None,
+    local: bool = False,
 ) -> Iterator[R]:
     """Apply ``fn`` to every item, yielding results in the order of ``items``.
 
@@ -82,6 +83,10 @@ def map_ordered(
             ``workers`` only bounds the number of tasks in flight.
         in_flight: tasks submitted ahead of the one being yielded (default ``4 * workers``), which
             bounds memory whatever the number of items.
+        local: with ``workers > 1``, this process works through items too, beside ``workers - 1``
+            pool processes: whenever the next result to yield is not ready it runs the next item
+            itself. For jobs whose workers pay a long start-up (a torch import and a model load)
+            that this process has already paid, so its share starts at once.
 
     Raises:
         BibInputError: for ``workers < 1`` or a scheduler that cannot be used.
@@ -96,9 +101,10 @@ def map_ordered(
         for item in items:
             yield fn(item)
         return
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_context(), initializer=_worker_init)
+    pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=_context(), initializer=_worker_init)
     try:
-        yield from _drain(pool.submit, fn, items, limit)
+        yield from (_drain_local(pool.submit, fn, items, limit, 2 * (workers - 1)) if local
+                    else _drain(pool.submit, fn, items, limit))
     except BaseException:
         # An error, Ctrl-C or an abandoned generator: stop now instead of finishing the tasks in flight.
         _stop(pool)
@@ -123,6 +129,48 @@ def _drain(submit: Callable[..., Any], fn: Callable[[T], R], items: Iterable[T],
         if len(pending) >= limit:
             yield pending.popleft().result()
     while pending:
+        yield pending.popleft().result()
+
+
+class _Ready:
+    """A result computed in this process, queued beside the pool's futures."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> Any:
+        return self.value
+
+
+def _drain_local(submit: Callable[..., Any], fn: Callable[[T], R], items: Iterable[T], limit: int,
+                 pool_limit: int) -> Iterator[R]:
+    """:func:`_drain` where this process also runs items: up to ``pool_limit`` pool tasks in flight;
+    while the oldest result is not ready, the next item runs here. Results are yielded in order."""
+    pending: deque[Any] = deque()
+    it = iter(items)
+    more = True
+
+    def take() -> bool:
+        nonlocal more, item
+        if more:
+            try:
+                item = next(it)
+            except StopIteration:
+                more = False
+        return more
+
+    item: Any = None
+    while True:
+        while len(pending) < limit and sum(not isinstance(p, _Ready) for p in pending) < pool_limit and take():
+            pending.append(submit(fn, item))
+        if not pending:
+            return
+        if not pending[0].done() and len(pending) < limit and take():
+            pending.append(_Ready(fn(item)))
+            continue
         yield pending.popleft().result()
 
 

@@ -354,3 +354,31 @@ def test_cli_train_then_score(tmp_path, episodes, capsys):
     capsys.readouterr()
     assert cli(["score", "bc-rnn", str(evals), "--out", str(run)]) == 2
     assert "needs --checkpoint" in capsys.readouterr().err
+
+
+def test_frame_scoring_is_the_same_for_any_worker_count_and_chunk(tmp_path):
+    """Frame input through score_refs: 1 worker, 2 workers (this process scoring chunks beside a pool
+    process) and other chunk / batch sizes give the same surprise (identical for the same chunks,
+    within 1e-5 when batches differ), in the order of the refs."""
+    from bib.evaluation import find_episodes
+    from bib.observers import scoring
+
+    for task, i in [("preference", 0), ("inaccessible-goal", 1), ("efficiency-path", 2)]:
+        for ep in make_unit(task, i, 3):
+            save_episode(ep, tmp_path / f"{ep.id}.json")
+    refs = find_episodes(tmp_path).refs
+    ckpt = tmp_path / "frames.pt"
+    tiny(BCRNNObserver, input="frames").save(ckpt)
+
+    def run(workers, chunk):
+        return list(scoring.score_refs("bc-rnn", refs, checkpoint=ckpt, workers=workers, chunk=chunk))
+
+    base = run(1, 2)
+    assert [eid for eid, _ in base] == [r.id for r in refs]
+    for eid, s in run(2, 2):  # the same chunks, some scored here, some in the pool process
+        assert np.array_equal(s, dict(base)[eid])
+    for workers, chunk in [(1, 32), (2, 1), (1, 3)]:
+        got = run(workers, chunk)
+        assert [eid for eid, _ in got] == [r.id for r in refs]
+        for (_, g), (_, w) in zip(got, base):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -196,7 +196,7 @@ class LearnedObserver(BaseObserver):
         self.net.eval()
         out: list[np.ndarray] = []
         size = self.score_batch
-        with torch.no_grad(), torch_threads(self.threads):
+        with torch.inference_mode(), torch_threads(self.threads):
             for start in range(0, len(episodes), size):
                 cache: dict[Any, np.ndarray] = {}
                 batch = collate([self.encode(ep, cache) for ep in episodes[start : start + size]])

@@ -68,6 +68,9 @@ def score_refs(
     """Per-step surprise of every episode, in the order of ``refs`` (streamed, any worker count).
 
     The observer is built once per worker process (learned observers load their checkpoint once).
+    This process, which has built it already (to check it), scores chunks too beside ``workers - 1``
+    pool processes, so its share does not wait for a worker's start-up (a torch import and a
+    checkpoint load: 2-3 s of CPU each).
     """
     from bib.parallel import map_ordered
 
@@ -77,7 +80,7 @@ def score_refs(
     items = (
         (name, ckpt, cfg, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
     )
-    for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler):
+    for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True):
         yield from results
 
 
