@@ -51,7 +51,7 @@ def test_checkpoint_rules() -> None:
         with pytest.raises(ValueError, match="registered twice"):
             register_observer("dummy-learned", "x:y")
     finally:
-        registry._REGISTRY.pop("dummy-learned")
+        registry.OBSERVERS.unregister("dummy-learned")
 
 
 def test_random_is_seeded_per_episode() -> None:

@@ -215,8 +215,8 @@ def test_several_agents_write_a_table(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("agent,message", [
-    ("nosuchagent", "unknown; built-ins: rational"),
-    ("no_such_module_xyz:Agent", "cannot import no_such_module_xyz"),
+    ("nosuchagent", "unknown agent 'nosuchagent'; known: rational"),
+    ("no_such_module_xyz:Agent", "cannot import 'no_such_module_xyz'"),
     ("profile_agents:Missing", "has no attribute 'Missing'"),
     ("profile_agents:NoAct", "does not implement act(layout, state)"),
     ("profile_agents:BadInit", "constructing it failed (RuntimeError: missing weights)"),

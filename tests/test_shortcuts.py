@@ -75,7 +75,7 @@ def episode(fam: list[Trial], test: Trial, eid: str = "x-expected", condition: s
 
 
 def test_battery_is_registered() -> None:
-    assert set(SHORTCUTS) <= set(observer_names(load_plugins=False))
+    assert set(SHORTCUTS) <= set(observer_names())
     with pytest.raises(BibInputError, match="needs --checkpoint .*single-feature.json that `bib audit"):
         make_observer("single-feature")
     with pytest.raises(BibInputError, match="takes no --checkpoint"):

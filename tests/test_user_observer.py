@@ -79,7 +79,7 @@ def test_make_observer_builds_the_class_with_its_options(user_module: Path) -> N
     ("toy_models:Missing", "has no attribute 'Missing'"),
     ("no_such_module_xyz:Thing", "cannot import 'no_such_module_xyz'"),
     ("toy_models:no_surprise_method", "without a surprise"),
-    (":Thing", "expected a registered name or package.module:Class"),
+    (":Thing", "expected a registered name or package.module:attr"),
 ])
 def test_bad_user_observers_are_one_line_errors(user_module: Path, name: str, message: str) -> None:
     with pytest.raises(BibInputError, match=message):

@@ -7,6 +7,7 @@ goal is the layout's object ``G``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,11 +15,10 @@ import numpy as np
 
 from bib.agency.env import MOVES, optimal_set
 from bib.errors import BibInputError
+from bib.registry import Registry
 from bib.tasks.agent_grids import GOAL
 from bib.world.dynamics import AgentState
 from bib.world.grid import Layout
-
-AGENT_NAMES = ("optimal", "noisy", "random", "policy-net")
 
 
 class OptimalAgent:
@@ -54,7 +54,7 @@ class AgentSpec:
     """A picklable recipe for an agent (workers rebuild agents from it).
 
     Attributes:
-        name: one of :data:`AGENT_NAMES`, or ``endpoint``.
+        name: a name of :data:`AGENTS` (:data:`AGENT_NAMES` or ``endpoint``).
         epsilon: for ``noisy``.
         checkpoint: for ``policy-net`` (a file saved by :func:`bib.agency.policy_net.save`).
         temperature: sampling temperature of ``policy-net`` (0: greedy) and of the endpoint model.
@@ -81,6 +81,47 @@ class AgentSpec:
         return self.name
 
 
+Maker = Callable[[AgentSpec, np.random.Generator, list[np.random.Generator], str], list]
+"""``maker(spec, rng, children, tag) -> agents``: one agent per child generator, or one shared batched agent."""
+
+AGENTS: Registry[Maker] = Registry("agent")
+"""Agent name -> maker (a :class:`bib.registry.Registry`); ``endpoint`` is chosen with ``--endpoint``."""
+
+
+@AGENTS.register("optimal")
+def _optimal(spec: AgentSpec, rng: np.random.Generator, children: list, tag: str) -> list:
+    return [OptimalAgent(r) for r in children]
+
+
+@AGENTS.register("noisy")
+def _noisy(spec: AgentSpec, rng: np.random.Generator, children: list, tag: str) -> list:
+    return [NoisyAgent(r, spec.epsilon) for r in children]
+
+
+@AGENTS.register("random")
+def _random(spec: AgentSpec, rng: np.random.Generator, children: list, tag: str) -> list:
+    return [NoisyAgent(r, 1.0) for r in children]
+
+
+@AGENTS.register("policy-net")
+def _policy_net(spec: AgentSpec, rng: np.random.Generator, children: list, tag: str) -> list:
+    from bib.agency.policy_net import PolicyNetAgent, load_cached
+
+    return [PolicyNetAgent(load_cached(spec.checkpoint), rng, temperature=spec.temperature)] * len(children)
+
+
+@AGENTS.register("endpoint")
+def _endpoint(spec: AgentSpec, rng: np.random.Generator, children: list, tag: str) -> list:
+    from bib.agency.text import TextGridAgent, shared_client
+
+    client = shared_client(spec)
+    return [TextGridAgent(client.complete, sample=f"{tag}/{i}") for i in range(len(children))]
+
+
+AGENT_NAMES = tuple(n for n in AGENTS if n != "endpoint")
+"""The local agents (``--agent`` choices): :data:`AGENTS` but ``endpoint``."""
+
+
 def make_agents(spec: AgentSpec, n: int, rng: np.random.Generator, tag: str = "") -> list:
     """``n`` agents (one per rollout) built from ``spec``; batched agents are one shared object.
 
@@ -91,29 +132,12 @@ def make_agents(spec: AgentSpec, n: int, rng: np.random.Generator, tag: str = ""
         tag: a label of the grid, used by the endpoint agent's response cache.
     """
     children = rng.spawn(n)
-    if spec.name == "optimal":
-        return [OptimalAgent(r) for r in children]
-    if spec.name == "noisy":
-        return [NoisyAgent(r, spec.epsilon) for r in children]
-    if spec.name == "random":
-        return [NoisyAgent(r, 1.0) for r in children]
-    if spec.name == "policy-net":
-        from bib.agency.policy_net import PolicyNetAgent, load_cached
-
-        model = load_cached(spec.checkpoint)
-        return [PolicyNetAgent(model, rng, temperature=spec.temperature)] * n
-    if spec.name == "endpoint":
-        from bib.agency.text import TextGridAgent, shared_client
-
-        client = shared_client(spec)
-        return [TextGridAgent(client.complete, sample=f"{tag}/{i}") for i in range(n)]
-    raise BibInputError(f"--agent: unknown agent {spec.name!r}; known: {', '.join(AGENT_NAMES)} (or --endpoint)")
+    return AGENTS[spec.name](spec, rng, children, tag)
 
 
 def check_spec(spec: AgentSpec) -> None:
     """Fail early (BibInputError) on a recipe that cannot work: unknown name, missing checkpoint or model."""
-    if spec.name not in (*AGENT_NAMES, "endpoint"):
-        raise BibInputError(f"--agent: unknown agent {spec.name!r}; known: {', '.join(AGENT_NAMES)} (or --endpoint)")
+    AGENTS.lookup(spec.name)  # unknown: BibInputError listing the known names
     if spec.name == "policy-net" and spec.checkpoint and not Path(spec.checkpoint).is_file():
         raise BibInputError(f"--checkpoint: no such file {spec.checkpoint}")
     if spec.name == "endpoint" and not spec.model:

@@ -31,10 +31,13 @@ from bib.errors import BibInputError
 from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
+from bib.registry import Registry
 
-SUITES = ("navigation", "perturbations", "keys")
-DEFAULTS = {"navigation": (10, 10), "perturbations": (10, 10), "keys": (100, 1)}
-"""Suite -> (grids, rollouts): grids per (size, density) cell for navigation suites, per task for keys."""
+SUITES: Registry[tuple[int, int]] = Registry("suite")
+"""Suite -> default (grids, rollouts): grids per (size, density) cell for navigation suites, per task for keys."""
+SUITES.register("navigation", (10, 10))
+SUITES.register("perturbations", (10, 10))
+SUITES.register("keys", (100, 1))
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,8 @@ class Job:
 
 def jobs_for(suite: str, spec: AgentSpec, grids: int | None = None, rollouts: int | None = None,
              seed: int = 0, meg: bool = True) -> list[Job]:
-    """The jobs of a suite (``grids``/``rollouts`` default to :data:`DEFAULTS`)."""
-    if suite not in SUITES:
-        raise BibInputError(f"--suite: expected one of {', '.join(SUITES)}, got {suite!r}")
-    g, r = DEFAULTS[suite]
+    """The jobs of a suite (``grids``/``rollouts`` default to the suite's entry in :data:`SUITES`)."""
+    g, r = SUITES[suite]
     g, r = grids or g, rollouts or r
     if g < 1 or r < 1:
         raise BibInputError(f"--grids and --rollouts must be >= 1, got {g} and {r}")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from bib.analysis.formats import IMPORTERS
 from bib.analysis.schema import OUTCOMES, ROW, rows_text, split_missing_ids, validate
 from bib.analysis.spec import AnalysisSpec, Mapping, PyHab, RowFilter
 from bib.errors import BibInputError
 
-FORMATS: tuple[str, ...] = ("csv", "pyhab")
 #: PyHab writes these summary files beside the per-infant trial files; they are not trial tables.
 PYHAB_SIDE_FILES: tuple[str, ...] = ("_Stats", "_BlockSumm_", "_HabSumm_", "_trialTiming", "_VERBOSE")
 #: Days per month used to turn PyHab's ``months``/``days`` into an age in days (an approximation).
@@ -227,9 +227,14 @@ def read_pyhab(path: str | Path, settings: PyHab, rules: RowFilter | None = None
 def read_looking_times(path: str | Path, fmt: str | None = None, spec: AnalysisSpec | None = None) -> ImportResult:
     """Import looking-time data in ``fmt`` (default: the spec's format) using the spec's mappings."""
     spec = spec or AnalysisSpec()
-    fmt = fmt or spec.format
-    if fmt == "csv":
-        return read_csv_table(path, spec.mapping, spec.filter, spec.outcomes)
-    if fmt == "pyhab":
-        return read_pyhab(path, spec.pyhab, spec.filter, spec.outcomes)
-    raise BibInputError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    return IMPORTERS[fmt or spec.format](Path(path), spec)
+
+
+def read_csv_format(path: Path, spec: AnalysisSpec) -> ImportResult:
+    """The ``csv`` entry of :data:`bib.analysis.formats.IMPORTERS`."""
+    return read_csv_table(path, spec.mapping, spec.filter, spec.outcomes)
+
+
+def read_pyhab_format(path: Path, spec: AnalysisSpec) -> ImportResult:
+    """The ``pyhab`` entry of :data:`bib.analysis.formats.IMPORTERS`."""
+    return read_pyhab(path, spec.pyhab, spec.filter, spec.outcomes)

@@ -40,12 +40,14 @@ def checkpoint_file(path: Path | None, name: str) -> Path | None:
     return p
 
 
-class Codec(str, Enum):
-    """Video codecs (the keys of :data:`bib.render.video.CODECS`; a test keeps the two equal)."""
+def _codec_choices() -> type[Enum]:
+    from bib.render.video import CODECS
 
-    h264 = "h264"
-    vp9 = "vp9"
-    mp4v = "mp4v"
+    return CODECS.choices("Codec")
+
+
+Codec = _codec_choices()
+"""Video codecs for ``--codec``: the names of :data:`bib.render.video.CODECS`."""
 
 
 def _render_choices(name: str) -> type[Enum]:

@@ -16,21 +16,16 @@ POLICY_FILE = "policy_net.pt"
 """The checkpoint `bib agency train-policy` writes into its --out folder."""
 
 
-class Suite(str, Enum):
-    """Agency suites (the keys of :data:`bib.agency.suite.SUITES`; a test keeps the two equal)."""
+def _choices() -> tuple[type[Enum], type[Enum]]:
+    from bib.agency.agents import AGENT_NAMES, AGENTS
+    from bib.agency.suite import SUITES
 
-    navigation = "navigation"
-    perturbations = "perturbations"
-    keys = "keys"
+    return SUITES.choices("Suite"), AGENTS.choices("AgencyAgent", AGENT_NAMES)
 
 
-class AgencyAgent(str, Enum):
-    """Local agents of `bib agency run` (:data:`bib.agency.agents.AGENT_NAMES`; a test keeps the two equal)."""
-
-    optimal = "optimal"
-    noisy = "noisy"
-    random = "random"
-    policy_net = "policy-net"
+Suite, AgencyAgent = _choices()
+"""``--suite`` and ``--agent`` choices: the names of :data:`bib.agency.suite.SUITES` and the local agents of
+:data:`bib.agency.agents.AGENTS`."""
 
 
 def register(app: typer.Typer) -> None:
@@ -77,7 +72,7 @@ def register(app: typer.Typer) -> None:
                              temperature=0.7 if temperature is None else temperature)
         else:
             ckpt = checkpoint_file(checkpoint, POLICY_FILE)
-            if agent == AgencyAgent.policy_net:  # refuse a bad checkpoint before the output folder is made
+            if agent.value == "policy-net":  # refuse a bad checkpoint before the output folder is made
                 from bib.agency.policy_net import DEFAULT_CHECKPOINT, load
 
                 load(ckpt or DEFAULT_CHECKPOINT)

@@ -14,11 +14,14 @@ from bib.errors import BibInputError
 SIMULATED = "looking_times.csv"
 """The file `bib power simulate` writes into its --out folder."""
 
-class Format(str, Enum):
-    """Looking-time file formats (:data:`bib.analysis.importers.FORMATS`; a test keeps them equal)."""
+def _format_choices() -> type[Enum]:
+    from bib.analysis.formats import IMPORTERS
 
-    csv = "csv"
-    pyhab = "pyhab"
+    return IMPORTERS.choices("Format")
+
+
+Format = _format_choices()
+"""Looking-time file formats for ``--format``: the names of :data:`bib.analysis.formats.IMPORTERS`."""
 
 
 class Scale(str, Enum):
@@ -28,7 +31,7 @@ class Scale(str, Enum):
     raw = "raw"
 
 
-FormatOpt = typer.Option(None, "--format", help="csv (canonical or mapped by the spec) or pyhab (default: the spec's).", show_default=False)
+FormatOpt = typer.Option(None, "--format", help="The file's format, csv (canonical or mapped by the spec), pyhab, ... (default: the spec's).", show_default=False)
 SpecOpt = typer.Option(None, "--spec", help="Analysis spec (TOML), e.g. analysis/infant-pilot.toml (default: the built-in one).", show_default=False)
 ScaleOpt = typer.Option(None, "--scale", help="log or raw seconds (default: the spec's, or log).", show_default=False)
 

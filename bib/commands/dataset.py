@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from bib.tasks import task_ids
+from bib.tasks import REGISTRY, task_ids
 
 
 class Format(str, Enum):
@@ -17,22 +17,18 @@ class Format(str, Enum):
     bib_json = "bib-json"
 
 
-class Naming(str, Enum):
-    """Key/lock field names of BIB JSON: v1.1 (pin = key, key = lock) or the older key / lock."""
+def _naming_choices() -> tuple[type[Enum], type[Enum]]:
+    from bib.stimuli.bibjson import NAMINGS
 
-    v11 = "v1.1"
-    old = "old"
-
-
-class ImportNaming(str, Enum):
-    """Key/lock field names to read: detected per file, or forced."""
-
-    auto = "auto"
-    v11 = "v1.1"
-    old = "old"
+    return NAMINGS.choices("Naming"), NAMINGS.choices("ImportNaming", ("auto", *NAMINGS))
 
 
-BibTask = Enum("BibTask", {t: t for t in (*task_ids("evaluation"), *task_ids("background"))}, type=str)  # type: ignore[misc]
+Naming, ImportNaming = _naming_choices()
+"""Key/lock field names of BIB JSON (:data:`bib.stimuli.bibjson.NAMINGS`: v1.1 = pin/key, old = key/lock) to
+write, and to read (``auto``: detected per file)."""
+
+
+BibTask = REGISTRY.choices("BibTask", (*task_ids("evaluation"), *task_ids("background")))
 """Task ids a BIB folder can hold (the evaluation conditions and the background tasks)."""
 
 
@@ -45,7 +41,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="Output folder: one BIB task folder per task inside, and export.csv."),
         fmt: Format = typer.Option(Format.bib_json, "--format", help="Output format (bib-json: BIB's per-frame JSON).",
                                    show_default=True),
-        naming: Naming = typer.Option(Naming.v11, "--naming", show_default=True,
+        naming: Naming = typer.Option(Naming("v1.1"), "--naming", show_default=True,
                                       help="Key/lock field names: v1.1 writes the key as 'pin' and the lock as 'key' "
                                            "(BIB v1.1, SolvingBIB.jl); old writes 'key' and 'lock'."),
         video: bool = typer.Option(False, "--video", help="Also render a matching 200 x 200 / 25 fps MP4 per file."),
@@ -68,7 +64,7 @@ def register(app: typer.Typer) -> None:
                                    show_default=True),
         task: BibTask | None = typer.Option(None, "--task", help="The task of every file in SRC (for folders with "  # noqa: UP007
                                                                    "any name); default: from BIB's folder names."),
-        naming: ImportNaming = typer.Option(ImportNaming.auto, "--naming", show_default=True,
+        naming: ImportNaming = typer.Option(ImportNaming("auto"), "--naming", show_default=True,
                                             help="Key/lock field names: auto (v1.1 when frames have 'pin', old when "
                                                  "they have 'lock'), v1.1 or old."),
         workers: int = typer.Option(1, "--workers", min=1, show_default=True, help="Worker processes."),

@@ -10,6 +10,7 @@ import typer
 
 from bib.commands._common import FORCE, JSON, SCHEDULER, WORKERS, checkpoint_file, optional_out, out_option
 from bib.errors import BibInputError
+from bib.observers import OBSERVERS
 
 RESULTS = "results.csv"
 """The results file inside a `bib score` folder (per-step surprise beside it: results.steps.parquet)."""
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def score(
-        observer: str = typer.Argument(..., help="Observer: random, closest-object, inverse-planner, bc-mlp, bc-rnn, video-rnn, or your own package.module:Class."),
+        observer: str = typer.Argument(..., help=f"Observer: {', '.join(OBSERVERS)}, or your own package.module:Class."),
         episodes: Path = typer.Argument(..., help="Episode set: a folder searched recursively for episodes / manifests, or a manifest.csv."),
         out: Path = out_option("results.csv (episode_id,surprise; max readout), results.steps.parquet (per-step surprise), provenance.json"),
         checkpoint: Path = typer.Option(None, "--checkpoint", help="Trained weights of a learned observer: a `bib train` folder or its checkpoint.pt.", show_default=False),

@@ -11,10 +11,9 @@ import typer
 
 
 def _observer_choices() -> type[enum.Enum]:
-    from bib.observers import get_observer_spec, observer_names
+    from bib.observers import OBSERVERS
 
-    names = [n for n in observer_names(load_plugins=False) if not get_observer_spec(n).needs_checkpoint]
-    return enum.Enum("ProfileObserver", {n.replace("-", "_"): n for n in names}, type=str)  # type: ignore[return-value]
+    return OBSERVERS.choices("ProfileObserver", [n for n, s in OBSERVERS.items() if not s.needs_checkpoint])
 
 
 ProfileObserver = _observer_choices()

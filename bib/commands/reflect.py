@@ -10,15 +10,15 @@ import typer
 from bib.commands._common import FORCE, WORKERS, optional_out
 
 
-class Agent(str, Enum):
-    """Agents of the extended-environments battery (a2c, dqn and ppo need the rl extra)."""
+def _agent_choices() -> type[Enum]:
+    from bib.reflection.harness import AGENTS
 
-    random = "random"
-    constant = "constant"
-    naive_learner = "naive-learner"
-    a2c = "a2c"
-    dqn = "dqn"
-    ppo = "ppo"
+    return AGENTS.choices("Agent")
+
+
+Agent = _agent_choices()
+"""Agents of the extended-environments battery (:data:`bib.reflection.harness.AGENTS`; a2c, dqn and ppo need
+the rl extra)."""
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""`bib train`: train a learned observer (bc-mlp, bc-rnn, video-rnn) on background episodes."""
+"""`bib train`: train a learned observer (bc-mlp, bc-rnn, video-rnn: the learned entries of the observer registry)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from pathlib import Path
 import typer
 
 from bib.commands._common import FORCE, out_option
+from bib.observers import OBSERVERS, observer_names
+
+LearnedName = OBSERVERS.choices("LearnedName", observer_names(learned=True))
+"""The observers ``bib train`` trains: the learned ones of :data:`bib.observers.OBSERVERS`."""
 
 CHECKPOINT = "checkpoint.pt"
 """The checkpoint inside a `bib train` folder (`bib score --checkpoint` takes the folder or this file)."""
@@ -17,7 +21,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def train(
-        observer: str = typer.Argument(..., help="Learned observer: bc-mlp, bc-rnn or video-rnn."),
+        name: LearnedName = typer.Argument(..., metavar="OBSERVER", help="The learned observer to train.", show_default=False),
         background: Path = typer.Argument(..., help="Background episodes: a folder (searched recursively) or a manifest.csv."),
         out: Path = out_option(f"{CHECKPOINT} (state dict + JSON config, loads with weights_only) and provenance.json"),
         config: Path = typer.Option(None, "--config", help="TOML config, e.g. baselines/bc-rnn.toml (default: built-in defaults).", show_default=False),
@@ -34,6 +38,7 @@ def register(app: typer.Typer) -> None:
         from bib.io import OutputFolder
         from bib.observers.training import train as run
 
+        observer = name.value
         overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed}
         folder = OutputFolder(out, {"command": "train", "observer": observer, "background": background,
                                     "config": config, "overrides": overrides}, force=force)

@@ -2,14 +2,17 @@
 
 Built in: ``random``, ``closest-object`` (heuristics), ``inverse-planner`` (Bayesian inverse
 planning) and the shortcut battery ``test-only``, ``novelty``, ``familiarity``, ``path-length`` and
-``single-feature`` (:mod:`bib.observers.shortcuts`, run together by ``bib audit``). Learned observers (``bc-mlp``, ``bc-rnn``, ``video-rnn``) register themselves from their
-own modules, which the registry imports on demand (see :data:`registry.PLUGIN_MODULES`).
+``single-feature`` (:mod:`bib.observers.shortcuts`, run together by ``bib audit``) and the learned
+observers ``bc-mlp``, ``bc-rnn`` and ``video-rnn`` (trained by ``bib train``). Every one is an entry of
+:data:`OBSERVERS` (a :class:`bib.registry.Registry`); factories are ``"module:attr"`` strings imported when
+the observer is made, so listing observers never imports torch.
 """
 
 from __future__ import annotations
 
 from bib.observers.base import BaseObserver, Observer, surprise_many
 from bib.observers.registry import (
+    OBSERVERS,
     ObserverSpec,
     get_observer_spec,
     make_observer,
@@ -57,8 +60,30 @@ register_observer(
     description="shortcut: the best single episode feature per condition (fit: single-feature.json from `bib audit`)",
     checkpoint_hint="the fit single-feature.json that `bib audit SET --out DIR` writes",
 )
+register_observer(
+    "bc-mlp",
+    "bib.observers.bc:BCMLPObserver.create",
+    needs_checkpoint=True,
+    learned=True,
+    description="ToMnet-style behaviour cloning, mean-pooled MLP context (needs a checkpoint)",
+)
+register_observer(
+    "bc-rnn",
+    "bib.observers.bc:BCRNNObserver.create",
+    needs_checkpoint=True,
+    learned=True,
+    description="ToMnet-style behaviour cloning, bidirectional-LSTM context (needs a checkpoint)",
+)
+register_observer(
+    "video-rnn",
+    "bib.observers.video_rnn:VideoRNNObserver.create",
+    needs_checkpoint=True,
+    learned=True,
+    description="GRU context over familiarization frames + U-Net next-frame predictor (needs a checkpoint)",
+)
 
 __all__ = [
+    "OBSERVERS",
     "BaseObserver",
     "Observer",
     "ObserverSpec",

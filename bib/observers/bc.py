@@ -118,5 +118,5 @@ class BCRNNObserver(BCMLPObserver):
     context = "rnn"
 
 
-register_learned(BCMLPObserver, "ToMnet-style behaviour cloning, mean-pooled MLP context (needs a checkpoint)")
-register_learned(BCRNNObserver, "ToMnet-style behaviour cloning, bidirectional-LSTM context (needs a checkpoint)")
+register_learned(BCMLPObserver)
+register_learned(BCRNNObserver)

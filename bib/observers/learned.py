@@ -29,12 +29,14 @@ from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
 from bib.observers.base import BaseObserver
 from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
+from bib.registry import Registry
 from bib.vocabulary import LEGACY_VOCABULARY, checkpoint_vocabulary, vocabulary_difference
 
 FORMAT = "bib.checkpoint/1"
 
-LEARNED: dict[str, type[LearnedObserver]] = {}
-"""Registry name -> learned observer class (filled by the modules that define them)."""
+LEARNED: Registry[type[LearnedObserver]] = Registry("learned observer")
+"""Observer name -> learned observer class, filled by :func:`register_learned` in the modules that define them
+(their entries in :data:`bib.observers.OBSERVERS`, ``learned=True``, say which module that is)."""
 
 
 @contextlib.contextmanager
@@ -263,13 +265,12 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def learned_class(name: str) -> type[LearnedObserver]:
-    """The learned observer class registered as ``name`` (importing observer plugins as needed)."""
-    if name not in LEARNED:
-        from bib.observers.registry import get_observer_spec
+    """``LEARNED[name]``: the learned observer class registered as ``name`` (importing its module as needed)."""
+    from bib.observers.registry import OBSERVERS, observer_names
 
-        get_observer_spec(name)
-    if name not in LEARNED:
-        raise BibInputError(f"observer {name!r} is not a learned observer")
+    if not OBSERVERS[name].learned:
+        raise BibInputError(f"observer {name!r} is not a learned observer; learned: {', '.join(observer_names(learned=True))}")
+    OBSERVERS[name].resolve()  # imports the module that registers the class
     return LEARNED[name]
 
 
@@ -300,10 +301,7 @@ def load_observer(path: str | Path, expected: str | None = None) -> LearnedObser
     return obs
 
 
-def register_learned(cls: type[LearnedObserver], description: str) -> type[LearnedObserver]:
-    """Add ``cls`` to :data:`LEARNED` and to the observer registry (needs a checkpoint)."""
-    from bib.observers.registry import register_observer
-
-    LEARNED[cls.name] = cls
-    register_observer(cls.name, cls.create, needs_checkpoint=True, description=description)
-    return cls
+def register_learned(cls: type[LearnedObserver]) -> type[LearnedObserver]:
+    """Register ``cls`` in :data:`LEARNED` under ``cls.name`` (its observer entry, with ``learned=True`` and
+    the factory ``"module:Class.create"``, is registered in :mod:`bib.observers`)."""
+    return LEARNED.register(cls.name, cls)

@@ -1,9 +1,9 @@
 """Observer registry: names -> factories, ``make_observer(name, checkpoint=None, **config)``.
 
-Built-in observers register here when :mod:`bib.observers` is imported. Plugin modules listed in
-:data:`PLUGIN_MODULES` (the learned observers, which need torch) are imported only when a name is
-not found among those already registered, so ``random`` or ``inverse-planner`` never import torch.
-A plugin module registers its observers at import time with :func:`register_observer`.
+:data:`OBSERVERS` is the observers' :class:`bib.registry.Registry`. Built-in observers register
+there when :mod:`bib.observers` is imported, with ``"module:attr"`` factories that are imported only
+when the observer is made, so listing them or making ``random`` never imports torch (the learned
+observers' modules do).
 
 A name of the form ``package.module:Attr`` is a user's own observer: the module is imported (the
 working directory is searched first, so ``my_model.py`` beside the command works), and ``Attr`` is
@@ -13,10 +13,7 @@ a class or factory called with the observer options (``--option KEY=VALUE``), pl
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +21,10 @@ from typing import Any
 
 from bib.errors import BibInputError
 from bib.observers.base import Observer
+from bib.registry import Registry, import_target
 
 Factory = Callable[..., Observer]
 """``factory(checkpoint: Path | None, **config) -> Observer``."""
-
-PLUGIN_MODULES: tuple[str, ...] = ("bib.observers.bc", "bib.observers.video_rnn")
-"""Modules imported on demand that register more observers (part of the package, not user code)."""
-
 
 @dataclass(frozen=True)
 class ObserverSpec:
@@ -43,6 +37,9 @@ class ObserverSpec:
         description: one line shown by listings.
         checkpoint_hint: how to make the checkpoint, for the "needs --checkpoint" message
             (default: train one with ``bib train``).
+        learned: trained by ``bib train``; the factory is ``"module:Class.create"`` of a
+            :class:`bib.observers.learned.LearnedObserver` that its module registers with
+            :func:`bib.observers.learned.register_learned`.
     """
 
     name: str
@@ -50,86 +47,18 @@ class ObserverSpec:
     needs_checkpoint: bool = False
     description: str = ""
     checkpoint_hint: str = ""
+    learned: bool = False
 
     def resolve(self) -> Factory:
         """The factory callable (imports ``module:attr`` factories)."""
-        if callable(self.factory):
-            return self.factory
-        module, _, attr = self.factory.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return self.factory if callable(self.factory) else import_target(self.factory, "observer")
 
 
-_REGISTRY: dict[str, ObserverSpec] = {}
-_plugins_loaded = False
-
-
-def register_observer(
-    name: str,
-    factory: Factory | str,
-    *,
-    needs_checkpoint: bool = False,
-    description: str = "",
-    checkpoint_hint: str = "",
-) -> ObserverSpec:
-    """Register an observer factory under ``name``.
-
-    Args:
-        name: unique registry name.
-        factory: ``factory(checkpoint: Path | None, **config) -> Observer`` or ``"module:attr"``.
-        needs_checkpoint: the observer cannot run without ``checkpoint``.
-        description: a one-line summary.
-        checkpoint_hint: how to make the checkpoint (shown when it is missing).
-
-    Raises:
-        ValueError: when ``name`` is already registered with a different factory.
-    """
-    spec = ObserverSpec(name, factory, needs_checkpoint, description, checkpoint_hint)
-    old = _REGISTRY.get(name)
-    if old is not None and old != spec:
-        raise ValueError(f"observer {name!r} is registered twice")
-    _REGISTRY[name] = spec
-    return spec
-
-
-def _load_plugins() -> None:
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    for module in PLUGIN_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:  # the plugin exists but a dependency is missing: say so
-                raise
-
-
-def observer_names(load_plugins: bool = True) -> list[str]:
-    """Sorted names of the registered observers (importing plugin modules unless told not to)."""
-    if load_plugins:
-        _load_plugins()
-    return sorted(_REGISTRY)
-
-
-def _user_factory(target: str) -> Factory:
-    """The factory of a ``package.module:Attr`` observer (see the module docstring)."""
-    module, _, attr = target.partition(":")
-    if not module or not attr:
-        raise BibInputError(f"observer {target!r}: expected a registered name or package.module:Class")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        obj = importlib.import_module(module)
-    except ImportError as exc:
-        raise BibInputError(f"observer {target!r}: cannot import {module!r} ({exc})") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise BibInputError(f"observer {target!r}: module {module!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
+def _user_spec(target: str, make: Any) -> ObserverSpec:
+    """The spec of a user's ``package.module:Attr`` observer (see the module docstring)."""
+    attr = target.partition(":")[2]
+    if not callable(make):
         raise BibInputError(f"observer {target!r}: {attr!r} is not a class or a function")
-    make = obj
     params = inspect.signature(make).parameters
     takes_checkpoint = "checkpoint" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
@@ -144,20 +73,50 @@ def _user_factory(target: str) -> Factory:
         return built
 
     factory.__signature__ = inspect.signature(make)  # type: ignore[attr-defined]  (options are checked against it)
-    return factory
+    return ObserverSpec(target, factory, description="user observer")
+
+
+OBSERVERS: Registry[ObserverSpec] = Registry("observer", user=_user_spec)
+"""Observer name -> :class:`ObserverSpec` (a :class:`bib.registry.Registry`; ``package.module:Class``
+names are user observers)."""
+
+
+def register_observer(
+    name: str,
+    factory: Factory | str,
+    *,
+    needs_checkpoint: bool = False,
+    description: str = "",
+    checkpoint_hint: str = "",
+    learned: bool = False,
+) -> ObserverSpec:
+    """Register an observer factory under ``name`` (a thin alias of ``OBSERVERS.register``).
+
+    Args:
+        name: unique registry name.
+        factory: ``factory(checkpoint: Path | None, **config) -> Observer`` or ``"module:attr"``.
+        needs_checkpoint: the observer cannot run without ``checkpoint``.
+        description: a one-line summary.
+        checkpoint_hint: how to make the checkpoint (shown when it is missing).
+        learned: a learned observer trained by ``bib train`` (see :class:`ObserverSpec`).
+
+    Raises:
+        ValueError: when ``name`` is already registered.
+    """
+    return OBSERVERS.register(name, ObserverSpec(name, factory, needs_checkpoint, description, checkpoint_hint,
+                                                learned))
+
+
+def observer_names(learned: bool | None = None) -> list[str]:
+    """Names of the registered observers in registration order (only the learned ones, or only the others,
+    when ``learned`` is given)."""
+    return [n for n, s in OBSERVERS.items() if learned is None or s.learned == learned]
 
 
 def get_observer_spec(name: str) -> ObserverSpec:
-    """The spec registered as ``name``, or a user's ``package.module:Class``; BibInputError listing the
-    known names otherwise."""
-    if ":" in name and name not in _REGISTRY:
-        return ObserverSpec(name, _user_factory(name), description="user observer")
-    if name not in _REGISTRY:
-        _load_plugins()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise BibInputError(f"unknown observer {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    """``OBSERVERS[name]``: the spec registered as ``name``, or a user's ``package.module:Class``;
+    BibInputError listing the known names otherwise."""
+    return OBSERVERS[name]
 
 
 def make_observer(name: str, checkpoint: str | Path | None = None, **config: Any) -> Observer:

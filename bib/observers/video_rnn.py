@@ -84,4 +84,4 @@ class VideoRNNObserver(LearnedObserver):
         return VideoRNNNet(self.config, self.spec)
 
 
-register_learned(VideoRNNObserver, "GRU context over familiarization frames + U-Net next-frame predictor (needs a checkpoint)")
+register_learned(VideoRNNObserver)

@@ -26,12 +26,9 @@ the agency suite's text agent (:class:`bib.agency.text.TextGridAgent`) through i
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
-import os
 import re
-import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,6 +40,7 @@ import numpy as np
 from bib.errors import BibInputError
 from bib.reflection.gridworld import LearnerAgent, goal_of
 from bib.reflection.policy import IllegalActionError
+from bib.registry import Registry
 from bib.tasks.agents import BoltzmannAgent, RationalAgent
 from bib.world.dynamics import ACTION_NAMES, STAY, AgentState, legal_actions, move_legal
 from bib.world.grid import Cell, Layout
@@ -238,17 +236,26 @@ class AgentEntry:
     description: str = ""
 
 
-AGENTS: dict[str, AgentEntry] = {}
+def _user_entry(target: str, cls: Any) -> AgentEntry:
+    """The entry of a user's ``package.module:Class`` agent (its ``act`` is checked now, its
+    constructor when an agent is made)."""
+    if not callable(getattr(cls, "act", None)):
+        raise BibInputError(f"agent {target!r}: {target.partition(':')[2]} does not implement act(layout, state)")
+
+    def factory(goals: tuple[str, ...], rng: np.random.Generator) -> Any:
+        return _build_user_agent(target, cls, goals, rng)
+
+    return AgentEntry(target, factory, "a user agent class")
+
+
+AGENTS: Registry[AgentEntry] = Registry("agent", user=_user_entry)
+"""Agent name -> :class:`AgentEntry` (a :class:`bib.registry.Registry`; ``package.module:Class`` names
+are user agents)."""
 
 
 def register_agent(name: str, factory: Factory, description: str = "") -> AgentEntry:
-    """Register a built-in gridworld agent under ``name`` (names are unique)."""
-    entry = AgentEntry(name, factory, description)
-    old = AGENTS.get(name)
-    if old is not None and old != entry:
-        raise ValueError(f"agent {name!r} is registered twice")
-    AGENTS[name] = entry
-    return entry
+    """Register a gridworld agent under ``name`` (a thin alias of ``AGENTS.register``; names are unique)."""
+    return AGENTS.register(name, AgentEntry(name, factory, description))
 
 
 def _boltzmann(beta: float) -> Factory:
@@ -316,35 +323,10 @@ class AgentSpec:
             client = client_for(self.endpoint, self.model, **self.options)
             retries = int(self.options.get("retries", 2))
             return EndpointGoalAgent(goals, client.complete, tag, str(self.endpoint), str(self.model), retries)
-        entry = AGENTS.get(self.name)
-        if entry is not None:
-            return entry.factory(goals, rng)
-        return _build_user_agent(self.name, goals, rng)
+        return AGENTS[self.name].factory(goals, rng)
 
 
-def _import_class(target: str) -> type:
-    """Import ``package.module:Class`` (the working directory is searched too, as for a script)."""
-    module_name, _, attr = target.partition(":")
-    if not module_name or not attr:
-        raise BibInputError(f"agent {target!r}: expected a built-in name ({', '.join(BUILTIN)}) or package.module:Class")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.append(cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any failure to import is bad input
-        raise BibInputError(f"agent {target!r}: cannot import {module_name} ({type(exc).__name__}: {exc})") from None
-    try:
-        cls = getattr(module, attr)
-    except AttributeError:
-        raise BibInputError(f"agent {target!r}: module {module_name} has no attribute {attr!r}") from None
-    if not callable(getattr(cls, "act", None)):
-        raise BibInputError(f"agent {target!r}: {attr} does not implement act(layout, state)")
-    return cls
-
-
-def _build_user_agent(target: str, goals: tuple[str, ...], rng: np.random.Generator) -> Any:
-    cls = _import_class(target)
+def _build_user_agent(target: str, cls: Any, goals: tuple[str, ...], rng: np.random.Generator) -> Any:
     kwargs: dict[str, Any] = {}
     try:
         params = inspect.signature(cls).parameters
@@ -390,11 +372,8 @@ def check_spec(spec: AgentSpec) -> None:
         except EndpointError as exc:
             raise BibInputError(f"endpoint {spec.endpoint} (model {spec.model}): {exc}") from None
         return
-    if spec.name in AGENTS:
-        return
-    if ":" not in spec.name:
-        raise BibInputError(f"agent {spec.name!r}: unknown; built-ins: {', '.join(BUILTIN)} (or package.module:Class)")
-    spec.make(BIB_GOALS, np.random.default_rng(0))
+    if spec.name not in AGENTS:  # a user class: import it and build one now
+        spec.make(BIB_GOALS, np.random.default_rng(0))
 
 
 def agent_rng(seed: int, *parts: str | int) -> np.random.Generator:

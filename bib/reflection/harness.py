@@ -23,6 +23,7 @@ from bib.reflection.agents import Agent, ConstantAgent, NaiveLearner, RandomAgen
 from bib.reflection.environments import EnvSpec, battery
 from bib.reflection.policy import Uniforms, check_action
 from bib.reflection.reality_check import RealityCheck
+from bib.registry import Registry
 from bib.results import Result, markdown_table
 
 
@@ -35,24 +36,18 @@ def _sb3(kind: str) -> Callable[[int], Agent]:
     return make
 
 
-#: Agent names of the CLI -> factories ``seed -> Agent``.
-AGENTS: dict[str, Callable[[int], Agent]] = {
-    "random": RandomAgent,
-    "constant": ConstantAgent,
-    "naive-learner": NaiveLearner,
-    "a2c": _sb3("a2c"),
-    "dqn": _sb3("dqn"),
-    "ppo": _sb3("ppo"),
-}
+AGENTS: Registry[Callable[[int], Agent]] = Registry("agent")
+"""Agent name (the CLI's ``--agent`` choices) -> factory ``seed -> Agent`` (a :class:`bib.registry.Registry`)."""
+AGENTS.register("random", RandomAgent)
+AGENTS.register("constant", ConstantAgent)
+AGENTS.register("naive-learner", NaiveLearner)
+for _kind in ("a2c", "dqn", "ppo"):
+    AGENTS.register(_kind, _sb3(_kind))
 
 
 def make_agent(name: str, seed: int) -> Agent:
-    """Build the named agent for one seed (one run's memo)."""
-    try:
-        factory = AGENTS[name]
-    except KeyError:
-        raise BibInputError(f"--agent: unknown agent {name!r}; choose from {', '.join(AGENTS)}") from None
-    return factory(seed)
+    """Build the named agent for one seed (one run's memo); BibInputError listing the known names otherwise."""
+    return AGENTS[name](seed)
 
 
 @dataclass(frozen=True)

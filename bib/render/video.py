@@ -23,11 +23,15 @@ import numpy as np
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
+from bib.registry import Registry
 from bib.render.frames import RenderSettings, episode_frames, frame_count, trial_frames
 from bib.render.yuv import episode_yuv, frame_bytes, rgb_to_yuv, trial_yuv
 
-CODECS = {"h264": ".mp4", "vp9": ".webm", "mp4v": ".mp4"}
-"""Codec name -> file extension. ``h264`` is the browser-playable default."""
+CODECS: Registry[str] = Registry("codec")
+"""Codec name -> file extension (a :class:`bib.registry.Registry`). ``h264`` is the browser-playable default."""
+CODECS.register("h264", ".mp4")
+CODECS.register("vp9", ".webm")
+CODECS.register("mp4v", ".mp4")
 
 
 def available_codecs() -> list[str]:
@@ -47,8 +51,7 @@ def available_codecs() -> list[str]:
 def codec_for(path: str | os.PathLike[str], codec: str | None = None) -> str:
     """The codec to use for ``path``: the one asked for, else by extension (.mp4 -> h264, .webm -> vp9)."""
     if codec is not None:
-        if codec not in CODECS:
-            raise BibInputError(f"unknown codec {codec!r}; known: {', '.join(CODECS)}")
+        CODECS.lookup(codec)  # unknown: BibInputError listing the known codecs
         return codec
     ext = Path(path).suffix.lower()
     if ext == ".webm":

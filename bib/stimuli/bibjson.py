@@ -46,6 +46,7 @@ from bib.errors import BibInputError
 from bib.io import OutputFolder, atomic_write_text
 from bib.parallel import map_ordered
 from bib.progress import track
+from bib.registry import Registry
 from bib.render.frames import RenderSettings, agent_timeline, motion_frames
 from bib.stimuli.sets import find_episodes
 from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
@@ -71,7 +72,10 @@ EXPORT_SETTINGS = RenderSettings(cell_px=CELL_PX, fps=25, pause_start=1.2, pause
 N_TRIALS = 9
 """Trials of a BIB episode (8 familiarization + 1 test; bib-baselines' ``num_trials``)."""
 
-NAMINGS: dict[str, tuple[str, str]] = {"v1.1": ("pin", "key"), "old": ("key", "lock")}
+NAMINGS: Registry[tuple[str, str]] = Registry("naming")
+"""Naming -> (key field, lock field) of BIB JSON (a :class:`bib.registry.Registry`)."""
+NAMINGS.register("v1.1", ("pin", "key"))
+NAMINGS.register("old", ("key", "lock"))
 """Naming -> (field of the key, field of the lock)."""
 
 DEFAULT_NAMING = "v1.1"
@@ -115,9 +119,10 @@ def folder_of(task: str) -> str:
     return name
 
 
-def _check_naming(naming: str, allowed: Sequence[str]) -> None:
-    if naming not in allowed:
-        raise BibInputError(f"--naming {naming!r}: expected one of {', '.join(allowed)}")
+def _check_naming(naming: str, auto: bool = False) -> None:
+    """Refuse an unknown ``naming`` (``auto`` also allowed when reading)."""
+    if not (auto and naming == "auto"):
+        NAMINGS.lookup(naming)
 
 
 # ---------------------------------------------------------------- export
@@ -181,7 +186,7 @@ def trial_to_bib(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS, namin
     ``names`` maps our object shapes to BIB sprite names (default :func:`bib.vocabulary.bib_names_for`
     over this trial's objects).
     """
-    _check_naming(naming, tuple(NAMINGS))
+    _check_naming(naming)
     lay = trial.layout
     h = lay.height
     agent = lay.agent
@@ -289,7 +294,7 @@ def export_bib_json(
         BibInputError: two exported tasks share a BIB folder name (export them separately), a pair
             lacks one of its episodes, the settings' cells are not 20 px, or ``out`` holds other files.
     """
-    _check_naming(naming, tuple(NAMINGS))
+    _check_naming(naming)
     if settings.cell_px != CELL_PX or settings.canvas is not None:
         raise BibInputError(f"BIB JSON needs {CELL_PX} px cells and no canvas")
     src = Path(directory)
@@ -895,7 +900,7 @@ def import_bib_json(
     """
     from bib.stimuli.manifest import format_rows
 
-    _check_naming(naming, ("auto", *NAMINGS))
+    _check_naming(naming, auto=True)
     root = Path(src)
     plan = plan_import(root, task, naming)
     dest = Path(out)

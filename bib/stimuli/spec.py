@@ -163,14 +163,14 @@ def _check(spec: StimulusSpec, source: str) -> None:
     seen: dict[str, int] = {}
     for i, task in enumerate(spec.tasks):
         if task.id not in REGISTRY:
-            raise _fail(source, f"tasks[{i}].id", f"unknown task id {task.id!r}; known: {', '.join(sorted(REGISTRY))}")
+            raise _fail(source, f"tasks[{i}].id", REGISTRY.unknown_message(task.id))
         if task.id in seen:
             raise _fail(source, f"tasks[{i}].id", f"task {task.id!r} is already listed as tasks[{seen[task.id]}]")
         seen[task.id] = i
     _check_controls(spec, source)
     r = spec.render
     if r.codec not in CODECS:
-        raise _fail(source, "render.codec", f"unknown codec {r.codec!r}; known: {', '.join(CODECS)}")
+        raise _fail(source, "render.codec", CODECS.unknown_message(r.codec))
     if r.per_trial and not r.video:
         raise _fail(source, "render.per_trial", "needs render.video = true")
     grid_px = GRID_CELLS * r.cell_px

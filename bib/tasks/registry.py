@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bib.episode import Episode, Problem, validate
-from bib.errors import BibInputError
+from bib.registry import Registry
 from bib.tasks.options import LEGACY, Controls, TaskOptions, in_bin
 
 Generator = Callable[[np.random.Generator, "UnitInfo"], list[Episode]]
@@ -104,27 +104,21 @@ class LayoutRejected(Exception):
     """Raised by a generator when a sampled layout cannot satisfy the task's rule."""
 
 
-REGISTRY: dict[str, TaskSpec] = {}
+REGISTRY: Registry[TaskSpec] = Registry("task id")
+"""Task id -> :class:`TaskSpec` (a :class:`bib.registry.Registry`; family modules register into it)."""
 MAX_ATTEMPTS = 200
 
 
 def register(spec: TaskSpec) -> TaskSpec:
-    """Add a task to the registry (ids are unique)."""
-    if spec.id in REGISTRY:
-        raise ValueError(f"task {spec.id!r} is registered twice")
+    """Add a task to :data:`REGISTRY` under its id (ids are unique; the kind must be known)."""
     if spec.kind not in ("evaluation", "background", "agent"):
         raise ValueError(f"task {spec.id!r}: unknown kind {spec.kind!r}")
-    REGISTRY[spec.id] = spec
-    return spec
+    return REGISTRY.register(spec.id, spec)
 
 
 def get_task(task_id: str) -> TaskSpec:
-    """The registered task ``task_id``; BibInputError listing the known ids otherwise."""
-    try:
-        return REGISTRY[task_id]
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY))
-        raise BibInputError(f"unknown task id {task_id!r}; known: {known}") from None
+    """The registered task ``task_id`` (``REGISTRY[task_id]``): BibInputError listing the known ids otherwise."""
+    return REGISTRY[task_id]
 
 
 def task_ids(kind: str | None = None, family: str | None = None) -> tuple[str, ...]:
