@@ -619,3 +619,55 @@ def leaderboard(anchors: Sequence[Mapping[str, str]], ours: Sequence[Mapping[str
         rows.append(["pairs", *("-" for _ in published),
                      *((f"{p[0]}" if p[0] == p[-1] else f"{p[0]}-{p[-1]}") if p else "-" for p in pairs.values())])
     return header, rows
+
+
+@dataclass
+class Leaderboard(Result):
+    """``bib leaderboard``: our observers' accuracy (%) beside the published models' (:func:`leaderboard`).
+
+    Attributes:
+        header: ``condition``, the published models, then ours (``NAME (ours)``).
+        rows: one row per condition (+ family averages and, with ours, a ``pairs`` row); ``-`` where absent.
+        note: where the numbers come from (:func:`leaderboard_note`).
+    """
+
+    name: ClassVar[str] = "leaderboard"
+    header: list[str]
+    rows: list[list[str]]
+    note: str
+
+    def to_json(self) -> dict[str, object]:
+        """``{"header", "rows", "note"}`` (cells are strings, as printed)."""
+        return {"header": self.header, "rows": self.rows, "note": self.note}
+
+    def to_markdown(self) -> str:
+        """The table (published columns, then ours) and the note under it."""
+        return markdown_table(self.header, self.rows) + "\n\n" + self.note
+
+
+def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence[tuple[str, str | os.PathLike[str]]] = (),
+                      *, replace: bool = False, anchors: str | os.PathLike[str] | None = None) -> Leaderboard:
+    """The leaderboard of an "ours" table (skipped when absent) plus evaluations added by name.
+
+    Args:
+        table: an "ours" table (``bib evaluate --table``), or None.
+        add: ``(name, path)`` of ``evaluation.json`` files (or the folders holding them) to add as columns.
+        replace: let an added name replace the table's rows of that name (otherwise refused).
+        anchors: the published accuracies (default: :data:`ANCHORS`).
+
+    Raises:
+        BibInputError: an added name the table already has (without ``replace``), or unreadable files.
+    """
+    ours: list[dict[str, str]] = read_table(table) if table is not None and Path(table).exists() else []
+    for nm, path in add:
+        p = Path(path)
+        doc = read_evaluation(p / "evaluation.json" if p.is_dir() else p)
+        if any(r["observer"] == nm for r in ours):
+            if not replace:
+                raise BibInputError(f"--add {nm}=...: {table} already has a {nm!r} column; "
+                                    "use --replace to replace it, or another NAME")
+            ours = [r for r in ours if r["observer"] != nm]
+        sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or str(p)
+        ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
+    header, rows = leaderboard(read_anchors(anchors or ANCHORS), ours)
+    return Leaderboard(header, rows, leaderboard_note(ours))

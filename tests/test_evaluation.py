@@ -204,6 +204,10 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     res = runner.invoke(app, ["score", "inverse-planner", str(out), "--out", str(run)])
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in run.iterdir()) == ["provenance.json", "results.csv", "results.steps.parquet"]
+    # the ScoreSummary result: the files, and per condition the mean surprise by outcome
+    assert res.output.startswith("12 episodes scored with inverse-planner: results.csv (max readout), "
+                                 "per-step surprise in results.steps.parquet")
+    assert "| preference | 6 |" in res.output and res.output.rstrip().endswith(f"wrote {run}")
     results = run / "results.csv"
     assert results.read_text().splitlines()[0] == "episode_id,surprise"
     assert len(results.read_text().splitlines()) == 13
@@ -235,7 +239,11 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "inverse-planner (ours)" in res.output and "original BIB v1.1 data" in res.output
     assert "inverse-planner: " in res.output and "3 pairs per condition" in res.output
-    assert res.output.splitlines()[-2].split()[-1] == "3"  # the pairs row
+    pairs_row = next(line for line in res.output.splitlines() if line.startswith("| pairs |"))
+    assert pairs_row.split("|")[-2].strip() == "3"  # the pairs row, in the Markdown table of the Leaderboard result
+    res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv"), "--json"])
+    doc = json.loads(res.output)
+    assert doc["header"][-1] == "inverse-planner (ours)" and doc["rows"][-1] == ["pairs", *["-"] * (len(doc["header"]) - 2), "3"]
     res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv"), "--add", f"inverse-planner={ev}"])
     assert res.exit_code != 0 and "already has a 'inverse-planner' column; use --replace" in str(res.exception)
     res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv"), "--add", f"inverse-planner={ev}", "--replace"])

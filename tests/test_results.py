@@ -159,3 +159,50 @@ def test_comparison_result(tmp_path: Path) -> None:
     assert "| efficiency-path | m | -0.4 | -0.8 | 0 | -0.9 | 0.002 | yes |" in md
     assert "- warning (efficiency-path): w" in md and "- skipped preference: no model results" in md
     assert [p.name for p in result.save(tmp_path)] == ["compare.json", "compare.md", "compare.png", "compare.svg"]
+
+
+def test_leaderboard_result() -> None:
+    from bib.evaluation import ANCHORS, Leaderboard, build_leaderboard, read_anchors
+
+    result = build_leaderboard(None)
+    assert isinstance(result, Leaderboard)
+    models = list(dict.fromkeys(a["model"] for a in read_anchors(ANCHORS)))
+    assert result.header == ["condition", *models]
+    doc = json.loads(result.to_json_text())
+    assert set(doc) == {"header", "rows", "note"} and doc["rows"] == result.rows
+    lines = result.to_markdown().splitlines()
+    assert lines[0] == "| " + " | ".join(result.header) + " |" and lines[-1] == result.note
+    assert "Ours: none yet" in result.note
+
+
+def test_set_stats_result() -> None:
+    from bib.stimuli.stats import ConditionStats, SetStats
+
+    d = {"mean": 3.0, "sd": 0.5, "min": 2.0, "max": 4.0}
+    none = {"mean": None, "sd": None, "min": None, "max": None}
+    st = ConditionStats("single-object", "background", 2, 0, d, d, none, {3: 2}, [[1, 0]], 1, 0.0)
+    result = SetStats([st])
+    assert list(result) == [st] and len(result) == 1
+    row = result.to_markdown().splitlines()[2]
+    assert row == "| single-object | background | 2 | 0 | 3.0±0.5 | 3.0±0.5 | - | 1 | 0.00 | - | - |"
+    doc = json.loads(result.to_json_text())
+    assert doc["conditions"][0]["test_steps_histogram"] == {"3": 2} and doc["conditions"][0]["closest_object_correct"] is None
+
+
+def test_agency_tables_result() -> None:
+    import pandas as pd
+
+    from bib.agency.tables import AgencyTables
+
+    table = pd.DataFrame({"grids": [2], "accuracy": [0.75]}, index=pd.MultiIndex.from_tuples([("navigation", "base")],
+                                                                                              names=["task", "variant"]))
+    meta = {"agent": "optimal", "suite": "navigation", "command": "bib agency run --agent optimal", "steps": 10,
+            "invalid_steps": 0}
+    result = AgencyTables(meta, {"summary": table})
+    md = result.to_markdown()
+    assert md.startswith("# Agency results: optimal, suite navigation\n\nMade by: `bib agency run --agent optimal`")
+    assert "| navigation | base | 2 | 0.750 |" in md
+    doc = json.loads(result.to_json_text())
+    assert doc["tables"]["summary"] == [{"task": "navigation", "variant": "base", "grids": 2, "accuracy": 0.75}]
+    assert doc["run"]["agent"] == "optimal" and doc["probes"] is None
+    assert result.plot() is None  # no size x density table: nothing to draw

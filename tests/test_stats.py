@@ -88,12 +88,12 @@ def test_stats_cli_table_and_json(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit) as info:
         main(["stats", str(tmp_path / "s")])
     assert info.value.code == 0
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].split()[:4] == ["condition", "kind", "episodes", "pairs"]
-    assert lines[2].split()[:4] == ["single-object", "background", "2", "0"]
+    lines = [[c.strip() for c in line.strip("|").split("|")] for line in capsys.readouterr().out.strip().splitlines()]
+    assert lines[0][:4] == ["condition", "kind", "episodes", "pairs"]  # the Markdown table of the SetStats result
+    assert lines[2][:4] == ["single-object", "background", "2", "0"]
     with pytest.raises(SystemExit):
         main(["stats", str(tmp_path / "s"), "--json"])
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["conditions"]
     assert data[0]["condition"] == "single-object" and data[0]["episodes"] == 2
     assert data[0]["test_steps_unexpected"]["mean"] is None
     with pytest.raises(SystemExit) as info:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bib.agency.tables import by_size_density, read_run, write_tables
+from bib.agency.tables import AgencyTables, write_tables
 from bib.io import ensure_dir
 
 
@@ -44,8 +44,8 @@ def _bars(plt, labels: list[str], series: dict[str, np.ndarray], title: str, lin
     return fig
 
 
-def make_report(folder: str | Path) -> tuple[str, list[Path]]:
-    """Write tables and figures for a run folder; return ``(markdown tables, figure paths)``."""
+def make_report(folder: str | Path) -> tuple[AgencyTables, list[Path]]:
+    """Write tables and figures for a run folder; return ``(the tables, figure paths)``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -53,26 +53,12 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
     import pandas as pd
 
     folder = Path(folder)
-    text = write_tables(folder)
-    if (folder / "grids.csv").is_file():
-        frame, meta = read_run(folder)
-    else:
-        frame, meta = pd.DataFrame({"task": [], "variant": []}), {}
-    title = meta.get("command") or "bib agency run"
+    result = write_tables(folder)
+    title = result.meta.get("command") or "bib agency run"
     pdir = ensure_dir(folder / "plots")
     figures: list[Path] = []
-    if ((frame.task == "navigation") & (frame.variant == "base")).any():
-        table = by_size_density(frame)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-        for d in table.columns:
-            axes[0].plot(table.index, table[d], marker="o", label=f"d={d:g}")
-        for s in table.index:
-            axes[1].plot(table.columns, table.loc[s], marker="o", label=f"{s}x{s}")
-        axes[0].set(xlabel="grid size", ylabel="per-action accuracy", ylim=(0, 1.02))
-        axes[1].set(xlabel="obstacle density")
-        axes[0].legend(fontsize=7)
-        axes[1].legend(fontsize=7)
-        fig.suptitle(f"{meta.get('agent', '')}: accuracy vs size and density\n{title}", fontsize=8)
+    fig = result.plot()
+    if fig is not None:
         _save(plt, fig, pdir / "accuracy.png", figures)
     tests = folder / "tables" / "transform_tests.csv"
     if tests.is_file():
@@ -96,4 +82,4 @@ def make_report(folder: str | Path) -> tuple[str, list[Path]]:
                   "majority baseline": [r["baseline"] for r in rows]}
         fig = _bars(plt, [r["probe"] for r in rows], series, f"probes\n{payload.get('command') or title}")
         _save(plt, fig, pdir / "probes.png", figures)
-    return text, figures
+    return result, figures

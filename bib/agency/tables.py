@@ -1,14 +1,17 @@
 """Tables of a suite run: by size x density, by optimal distance, transform tests, key rooms, probes.
 
-:func:`write_tables` reads ``grids.csv`` (and ``probes.json`` when present) under a run folder
-and writes ``tables/*.csv`` and ``tables.md`` (markdown, naming the command that made the run).
+:func:`agency_tables` reads ``grids.csv`` (and ``probes.json`` when present) under a run folder into an
+:class:`AgencyTables` result; :func:`write_tables` also writes ``tables/*.csv`` and ``tables.md`` (markdown,
+naming the command that made the run).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -16,6 +19,7 @@ from bib.agency.keys import key_summary
 from bib.agency.transforms import paired_tests
 from bib.errors import BibInputError
 from bib.io import atomic_write_text, ensure_dir
+from bib.results import Result
 
 METRICS = ("accuracy", "success", "spl", "entropy", "jsd", "meg")
 DISTANCE_BINS = (0, 5, 10, 20, 1000)
@@ -78,11 +82,78 @@ def _md(frame: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines)
 
 
-def write_tables(folder: str | Path) -> str:
-    """Write ``tables/*.csv`` and ``tables.md`` for a run folder (a suite run, probes, or both); return the markdown."""
+@dataclass
+class AgencyTables(Result):
+    """The tables of a run folder (a suite run, probes, or both): ``bib agency run`` / ``probe`` / ``report`` print it.
+
+    Attributes:
+        meta: ``run.json`` of a suite run (command, agent, suite, invalid steps), or {}.
+        tables: table name -> DataFrame (``summary``, ``accuracy_by_size_density``, ``by_distance``,
+            ``transform_tests``, ``key_rooms``, ``probes``, as the run has them).
+        probes: ``probes.json``'s command, steps and grids, or None without probes.
+    """
+
+    name: ClassVar[str] = "tables"
+    meta: dict[str, Any]
+    tables: dict[str, pd.DataFrame]
+    probes: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"run": run.json, "probes": {...} | None, "tables": {name: [row records]}}``."""
+        return {"run": self.meta, "probes": self.probes,
+                "tables": {n: json.loads(_records(t)) for n, t in self.tables.items()}}
+
+    def to_markdown(self) -> str:
+        """A heading naming the agent, suite and command, invalid steps, then one section per table."""
+        sections = []
+        meta = self.meta
+        if meta:
+            sections += [f"# Agency results: {meta.get('agent', '?')}, suite {meta.get('suite', '?')}",
+                         f"Made by: `{meta.get('command') or 'bib agency run'}`"]
+            if meta.get("invalid_steps"):
+                sections.append(f"Invalid steps: {meta['invalid_steps']} of {meta['steps']} ({meta['invalid_reasons']}).")
+        if self.probes is not None:
+            sections.append(f"Probes made by: `{self.probes.get('command') or 'bib agency probe'}` "
+                            f"({self.probes.get('steps')} steps on {self.probes.get('grids')} grids)")
+        sections += [f"## {name.replace('_', ' ')}\n\n{_md(table)}" for name, table in self.tables.items()]
+        return "\n\n".join(sections)
+
+    def plot(self) -> Any:
+        """Per-action accuracy vs grid size and vs obstacle density (navigation runs), or None."""
+        table = self.tables.get("accuracy_by_size_density")
+        if table is None:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+        for d in table.columns:
+            axes[0].plot(table.index, table[d], marker="o", label=f"d={d:g}")
+        for s in table.index:
+            axes[1].plot(table.columns, table.loc[s], marker="o", label=f"{s}x{s}")
+        axes[0].set(xlabel="grid size", ylabel="per-action accuracy", ylim=(0, 1.02))
+        axes[1].set(xlabel="obstacle density")
+        axes[0].legend(fontsize=7)
+        axes[1].legend(fontsize=7)
+        title = self.meta.get("command") or "bib agency run"
+        fig.suptitle(f"{self.meta.get('agent', '')}: accuracy vs size and density\n{title}", fontsize=8)
+        return fig
+
+
+def _records(table: pd.DataFrame) -> str:
+    f = table.reset_index() if not isinstance(table.index, pd.RangeIndex) else table
+    f.columns = [str(c) for c in f.columns]
+    return f.to_json(orient="records")
+
+
+def agency_tables(folder: str | Path) -> AgencyTables:
+    """The :class:`AgencyTables` of a run folder: ``grids.csv`` and ``run.json`` (when present) and ``probes.json``."""
     folder = Path(folder)
     probes = folder / "probes.json"
     tables: dict[str, pd.DataFrame] = {}
+    meta: dict[str, Any] = {}
     if (folder / "grids.csv").is_file() or not probes.is_file():
         frame, meta = read_run(folder)
         tables["summary"] = summary(frame)
@@ -95,26 +166,23 @@ def write_tables(folder: str | Path) -> str:
         keys = key_summary(frame.to_dict("records"))
         if keys:
             tables["key_rooms"] = pd.DataFrame(keys)
-    else:
-        meta = {}
-    sections = []
-    if meta:
-        sections += [f"# Agency results: {meta.get('agent', '?')}, suite {meta.get('suite', '?')}",
-                     f"Made by: `{meta.get('command') or 'bib agency run'}`"]
-        if meta.get("invalid_steps"):
-            sections.append(f"Invalid steps: {meta['invalid_steps']} of {meta['steps']} ({meta['invalid_reasons']}).")
+    head = None
     if probes.is_file():
         payload = json.loads(probes.read_text(encoding="utf-8"))
-        sections.append(f"Probes made by: `{payload.get('command') or 'bib agency probe'}` "
-                        f"({payload.get('steps')} steps on {payload.get('grids')} grids)")
+        head = {k: payload.get(k) for k in ("command", "steps", "grids")}
         keep = ["probe", "accuracy", "baseline", "balanced_accuracy", "chance_balanced", "optimal_on_decoded",
                 "error_recovery", "exact", "prefix_1", "prefix_3", "prefix_5", "train_rows", "test_rows"]
         rows = pd.DataFrame(payload["rows"])
         tables["probes"] = rows[[c for c in keep if c in rows.columns]]
+    return AgencyTables(meta, tables, head)
+
+
+def write_tables(folder: str | Path) -> AgencyTables:
+    """Write ``tables/*.csv`` and ``tables.md`` for a run folder (a suite run, probes, or both); return the result."""
+    folder = Path(folder)
+    result = agency_tables(folder)
     tdir = ensure_dir(folder / "tables")
-    for name, table in tables.items():
+    for name, table in result.tables.items():
         atomic_write_text(tdir / f"{name}.csv", table.to_csv())
-        sections.append(f"## {name.replace('_', ' ')}\n\n{_md(table)}")
-    text = "\n\n".join(sections) + "\n"
-    atomic_write_text(folder / "tables.md", text)
-    return text
+    atomic_write_text(folder / "tables.md", result.to_markdown() + "\n")
+    return result

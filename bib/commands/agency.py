@@ -57,6 +57,7 @@ def register(app: typer.Typer) -> None:
         """Run a suite for one agent and write grids.csv, rollouts.jsonl, run.json and tables."""
         from bib.agency.agents import AgentSpec, check_spec
         from bib.agency.suite import run_suite
+        from bib.agency.tables import agency_tables
         from bib.io import OutputFolder
 
         if (agent is None) == (endpoint is None):
@@ -88,15 +89,16 @@ def register(app: typer.Typer) -> None:
         with folder as tmp:
             run_suite(suite.value, spec, tmp, grids=grids, rollouts=rollouts, seed=seed, workers=workers,
                       meg=not no_meg, command=command)
-        typer.echo((out / "tables.md").read_text(encoding="utf-8").rstrip())
+            result = agency_tables(tmp)
+        typer.echo(result.to_markdown())
 
     @sub.command()
     def report(folder: Path = typer.Argument(..., help="A folder written by `bib agency run`.")) -> None:
         """Tables (tables.md, tables/*.csv) and plots (plots/*.png) of a run."""
         from bib.agency.report import make_report
 
-        text, figures = make_report(folder)
-        typer.echo(text.rstrip())
+        result, figures = make_report(folder)
+        typer.echo(result.to_markdown())
         for f in figures:
             typer.echo(f"wrote {f}")
 
@@ -157,12 +159,12 @@ def register(app: typer.Typer) -> None:
             if not os.access(out, os.W_OK | os.X_OK):
                 raise BibInputError(f"{out}: output folder is not writable")
             run_probes(model, out, **settings, command=command)
-            typer.echo(write_tables(out).rstrip())
+            typer.echo(write_tables(out).to_markdown())
             return
         folder = OutputFolder(out, {"command": "agency probe", "checkpoint": ckpt, **settings}, force=force)
         with folder as tmp:
             run_probes(model, tmp, **settings, command=command)
-            text = write_tables(tmp)
-        typer.echo(text.rstrip())
+            result = write_tables(tmp)
+        typer.echo(result.to_markdown())
 
     app.add_typer(sub, name="agency")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 
@@ -87,10 +86,7 @@ def register(app: typer.Typer) -> None:
         workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
     ) -> None:
         """Per condition: counts, path lengths, object positions and the closest-object rule's accuracy."""
-        from bib.stimuli.stats import format_table, set_stats
+        from bib.stimuli.stats import set_stats
 
         result = set_stats(directory, workers=workers)
-        if as_json:
-            typer.echo(json.dumps([s.as_dict() for s in result], indent=1))
-        else:
-            typer.echo(format_table(result))
+        typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 
@@ -66,8 +65,8 @@ def register(app: typer.Typer) -> None:
         with folder as tmp:
             summary = run(observer, found, tmp / RESULTS, checkpoint=ckpt, config=config,
                           workers=workers, scheduler=scheduler)
-        typer.echo(f"{summary.n_episodes} episodes scored with {observer}: {out / RESULTS} (max readout), "
-                   f"per-step surprise in {out / summary.steps.name}")
+        typer.echo(summary.to_markdown())
+        typer.echo(f"wrote {out}")
 
     @app.command()
     def evaluate(
@@ -173,30 +172,13 @@ def register(app: typer.Typer) -> None:
         as_json: bool = JSON,
     ) -> None:
         """Our observers' accuracy (%) beside the published models', with the set and pair counts of each column."""
-        from bib.evaluation import ANCHORS, leaderboard_note, read_anchors, read_evaluation, read_table, table_rows
-        from bib.evaluation import leaderboard as build
+        from bib.evaluation import build_leaderboard
 
-        published = read_anchors(anchors or ANCHORS)
-        ours: list[dict[str, str]] = read_table(table) if table.exists() else []
+        pairs = []
         for item in add:
             nm, sep, path = item.partition("=")
             if not sep or not nm:
                 raise BibInputError(f"--add {item!r}: expected NAME=EVALUATION.json")
-            p = Path(path)
-            doc = read_evaluation(p / "evaluation.json" if p.is_dir() else p)
-            if any(r["observer"] == nm for r in ours):
-                if not replace:
-                    raise BibInputError(f"--add {nm}=...: {table} already has a {nm!r} column; "
-                                        "use --replace to replace it, or another NAME")
-                ours = [r for r in ours if r["observer"] != nm]
-            sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or str(p)
-            ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
-        header, rows = build(published, ours)
-        note = leaderboard_note(ours)
-        if as_json:
-            typer.echo(json.dumps({"header": header, "rows": rows, "note": note}, indent=2))
-            return
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-        for line in [header, *rows]:
-            typer.echo("  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(line, widths))))
-        typer.echo(note)
+            pairs.append((nm, path))
+        result = build_leaderboard(table, pairs, replace=replace, anchors=anchors)
+        typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes, readout, steps_path, write_results, write_steps
 from bib.observers.base import Observer, surprise_many
 from bib.observers.registry import make_observer
+from bib.results import Result, markdown_table
 from bib.stimuli.check import load_checked
 
 CHUNK = 32
@@ -85,13 +86,51 @@ def score_refs(
 
 
 @dataclass(frozen=True)
-class ScoreSummary:
-    """What :func:`score` wrote."""
+class ScoreSummary(Result):
+    """What :func:`score` wrote (``bib score`` prints it): the files, and per condition the mean surprise
+    (max readout) of the expected and the unexpected episodes.
 
+    Attributes:
+        n_episodes: episodes scored.
+        results: the results CSV (``episode_id,surprise``, max readout).
+        steps: the per-step surprise (Parquet) beside it.
+        episodes: the episode set.
+        observer: the observer's name (or ``package.module:Class``).
+        surprise: episode id -> surprise (max readout).
+    """
+
+    name: ClassVar[str] = "score"
     n_episodes: int
     results: Path
     steps: Path
     episodes: EpisodeSet
+    observer: str = ""
+    surprise: dict[str, float] = field(default_factory=dict)
+
+    def by_condition(self) -> dict[str, dict[str, Any]]:
+        """``{condition: {"episodes", "expected", "unexpected"}}``: counts and mean surprise per outcome
+        (background episodes under their task; None where a condition has no episode of an outcome)."""
+        groups: dict[str, dict[str, list[float]]] = {}
+        for ref in self.episodes.refs:
+            if ref.id in self.surprise:
+                g = groups.setdefault(ref.condition or ref.task or "?", {"expected": [], "unexpected": [], "none": []})
+                g.setdefault(ref.outcome, []).append(self.surprise[ref.id])
+        return {c: {"episodes": sum(len(v) for v in g.values()),
+                    **{o: (float(np.mean(g[o])) if g[o] else None) for o in ("expected", "unexpected")}}
+                for c, g in sorted(groups.items())}
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"observer", "episodes", "readout", "results", "steps", "conditions"}`` (file names, not paths)."""
+        return {"observer": self.observer, "episodes": self.n_episodes, "readout": "max",
+                "results": self.results.name, "steps": self.steps.name, "conditions": self.by_condition()}
+
+    def to_markdown(self) -> str:
+        """One line naming the files, and the mean surprise per condition and outcome."""
+        head = f"{self.n_episodes} episodes scored with {self.observer}: {self.results.name} (max readout), " \
+               f"per-step surprise in {self.steps.name}"
+        rows = [[c, v["episodes"], v["expected"], v["unexpected"]] for c, v in self.by_condition().items()]
+        return head + "\n\n" + markdown_table(["condition", "episodes", "mean surprise, expected",
+                                                "mean surprise, unexpected"], rows)
 
 
 def score(
@@ -119,8 +158,9 @@ def score(
         stream = track(stream, total=len(found.refs), description=f"scoring with {name}")
     steps = list(stream)
     write_steps(steps_path(out_path), steps)
-    write_results(out_path, {eid: readout(s, "max") for eid, s in steps})
-    return ScoreSummary(len(steps), out_path, steps_path(out_path), found)
+    maxima = {eid: readout(s, "max") for eid, s in steps}
+    write_results(out_path, maxima)
+    return ScoreSummary(len(steps), out_path, steps_path(out_path), found, name, {k: float(v) for k, v in maxima.items()})
 
 
 def parse_options(options: Sequence[str]) -> dict[str, Any]:

@@ -15,16 +15,17 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.parallel import map_ordered
 from bib.progress import track
+from bib.results import Result, markdown_table
 from bib.world.planning import shortest_cost
 
 
@@ -167,14 +168,14 @@ def episode_paths(directory: str | os.PathLike[str]) -> list[Path]:
     return [r.path for r in find_episodes(directory).refs]
 
 
-def set_stats(directory: str | os.PathLike[str], workers: int = 1) -> list[ConditionStats]:
-    """Statistics per condition of the set in ``directory``, conditions in sorted order."""
+def set_stats(directory: str | os.PathLike[str], workers: int = 1) -> SetStats:
+    """Statistics per condition of the set in ``directory``, conditions in sorted order (a :class:`SetStats`)."""
     files = [str(f) for f in episode_paths(directory)]
     by_condition: dict[str, list[EpisodeSummary]] = {}
     summaries = map_ordered(_summarize_file, files, workers=workers)
     for s in track(summaries, total=len(files), description="reading"):
         by_condition.setdefault(s.condition, []).append(s)
-    return [_aggregate(c, by_condition[c]) for c in sorted(by_condition)]
+    return SetStats([_aggregate(c, by_condition[c]) for c in sorted(by_condition)])
 
 
 def _fmt(v: float | None, spec: str = ".2f") -> str:
@@ -185,19 +186,28 @@ def _mean_sd(d: dict[str, float | None]) -> str:
     return "-" if d["mean"] is None else f"{d['mean']:.1f}±{d['sd']:.1f}"
 
 
-def format_table(stats: Sequence[ConditionStats]) -> str:
-    """A plain-text table, one row per condition."""
-    head = ["condition", "kind", "episodes", "pairs", "fam steps", "test steps e", "test steps u",
-            "obj cells", "obj H bits", "closest rule", "decided"]
-    rows = [head]
-    for s in stats:
-        rows.append([
-            s.condition, s.kind, str(s.episodes), str(s.pairs),
-            _mean_sd(s.fam_steps), _mean_sd(s.test_steps_expected), _mean_sd(s.test_steps_unexpected),
-            str(s.object_cells), _fmt(s.object_entropy_bits), _fmt(s.closest_object_correct, ".3f"),
-            _fmt(s.closest_object_decided, ".3f"),
-        ])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+@dataclass
+class SetStats(Result):
+    """``bib stats``: :class:`ConditionStats` per condition of a set (iterating yields them)."""
+
+    name: ClassVar[str] = "stats"
+    conditions: list[ConditionStats]
+
+    def __iter__(self) -> Iterator[ConditionStats]:
+        return iter(self.conditions)
+
+    def __len__(self) -> int:
+        return len(self.conditions)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"conditions": [ConditionStats.as_dict(), ...]}`` (with histograms and object grids)."""
+        return {"conditions": [c.as_dict() for c in self.conditions]}
+
+    def to_markdown(self) -> str:
+        """One row per condition: counts, steps (mean±sd), object cells and entropy, the closest-object rule."""
+        head = ["condition", "kind", "episodes", "pairs", "fam steps", "test steps e", "test steps u",
+                "obj cells", "obj H bits", "closest rule", "decided"]
+        rows = [[s.condition, s.kind, s.episodes, s.pairs, _mean_sd(s.fam_steps), _mean_sd(s.test_steps_expected),
+                 _mean_sd(s.test_steps_unexpected), s.object_cells, _fmt(s.object_entropy_bits),
+                 _fmt(s.closest_object_correct, ".3f"), _fmt(s.closest_object_decided, ".3f")] for s in self.conditions]
+        return markdown_table(head, rows, "ll" + "r" * (len(head) - 2))
