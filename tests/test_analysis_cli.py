@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
+from compare_inputs import write_compare_inputs
 
 from bib.cli import main
 from bib.resources import resource
@@ -64,18 +64,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tm
 
 def test_compare_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     episodes = tmp_path / "set"
-    episodes.mkdir()
-    lines = ["episode_id,pair_id,task,condition,outcome,seed,n_trials,n_steps,episode_path,video_path,sha256"]
-    res = ["episode_id,surprise"]
-    rng = np.random.default_rng(0)
-    for task in ("preference", "efficiency-path"):
-        for i in range(15):
-            for outcome in ("expected", "unexpected"):
-                eid = f"{task}-{i}-{outcome}"
-                lines.append(f"{eid},{task}-{i},{task},{task},{outcome},{i},9,30,episodes/{eid}.json,,{'0' * 64}")
-                res.append(f"{eid},{rng.normal(0, 1) + (2.0 if outcome == 'expected' else 0.0):.5f}")
-    (episodes / "manifest.csv").write_text("\n".join(lines) + "\n")
-    (tmp_path / "backwards.csv").write_text("\n".join(res) + "\n")
+    write_compare_inputs(episodes, tmp_path / "backwards.csv", expected_shift=2.0)
     argv = ["compare", str(EXAMPLE), str(episodes), str(tmp_path / "backwards.csv"), "--spec", str(SPEC)]
     code, out, _ = _run(capsys, *argv, "--json", "--out", str(tmp_path / "plots"))
     assert code == 0
