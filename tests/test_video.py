@@ -77,11 +77,14 @@ def test_contact_sheet(episode, tmp_path):
     assert (back == sheet).all()
 
 
-@pytest.mark.parametrize("task", ["key-door", "instrumental-blocking"])
-@pytest.mark.parametrize("settings", [RenderSettings(), RenderSettings(cell_px=8, canvas=(84, 84))], ids=["200", "84"])
+@pytest.mark.parametrize("task", ["key-door", "instrumental-blocking", "multi-agent"])
+@pytest.mark.parametrize("settings", [RenderSettings(), RenderSettings(cell_px=8, canvas=(84, 84)),
+                                      RenderSettings(cell_px=8, canvas=(86, 90))], ids=["200", "84", "odd-offset"])
 @pytest.mark.parametrize("pix_fmt", ["yuv420p", "yuv444p"])
 def test_planar_frames_are_the_rgb_frames_converted_whole(task, settings, pix_fmt):
-    """episode_yuv converts only the boxes that change; every frame equals converting the whole RGB frame."""
+    """episode_yuv converts only the boxes that change (the agent's boxes cut, drawn and converted in
+    batches and shared by the trials of an episode; fading frames in one batch); every frame equals
+    converting the whole RGB frame. The odd letterbox offset puts the agent at odd pixels."""
     ep = make_unit(task, 1, 0)[0]
     rgb = list(episode_frames(ep, settings))
     planar = [f.copy() for f in episode_yuv(ep, settings, pix_fmt)]
@@ -90,15 +93,55 @@ def test_planar_frames_are_the_rgb_frames_converted_whole(task, settings, pix_fm
         assert np.array_equal(rgb_to_yuv(a, pix_fmt), b), i
 
 
+def test_agent_boxes_where_the_agent_overhangs_the_box():
+    """A box the agent does not fit in (clipped at a frame's edge) is drawn one at a time, clipped like a
+    whole frame; boxes over the same background are drawn once and shared through the cache."""
+    from bib.render.frames import _Painter
+    from bib.render.yuv import _agent_boxes
+
+    trial = make_unit("key-door", 1, 0)[0].trials[0]
+    p = _Painter(trial, RenderSettings(cell_px=8))
+    right = p.open.shape[1] - 8
+    y0, x0 = np.array([0, 40, 40, 0]), np.array([0, 40, 40, right])  # the last overhangs the frame too
+    cache: dict = {}
+    got = _agent_boxes(p, p.open, y0, x0, 2, 3, 8, 8, False, cache, "yuv444p")  # agent at (3, 2) in an 8 x 8 box
+    assert len(cache) == len({p.open[y : y + 8, x : x + 8].tobytes() for y, x in zip(y0, x0)}) < 4  # shared
+    for j in range(4):
+        img = p.open.copy()
+        p.draw_agent(img, int(x0[j]) + 3, int(y0[j]) + 2, False)
+        box = img[y0[j] : y0[j] + 8, x0[j] : x0[j] + 8]
+        assert np.array_equal(got[j], rgb_to_yuv(np.ascontiguousarray(box), "yuv444p"))
+
+
+def test_conversion_is_the_integer_matrix_product():
+    """rgb_to_yuv (one channel at a time, 2 x 2 chroma from the block's channel sums) gives the bytes of the
+    integer matrix product it replaced, rounding each pixel's (or block's) sums once."""
+    rng = np.random.default_rng(1)
+    rgb = rng.integers(0, 256, (6, 32, 48, 3), dtype=np.uint8)
+    rgb[0] = 0
+    rgb[1] = 255
+    coeffs = np.array([[66, -38, 112], [129, -74, -94], [25, 112, -18]])
+    for frame in rgb:
+        p = frame.astype(np.int64) @ coeffs
+        y = ((p[..., 0] + 128) >> 8) + 16
+        c4 = p[0::2, 0::2, 1:] + p[1::2, 0::2, 1:] + p[0::2, 1::2, 1:] + p[1::2, 1::2, 1:]
+        want420 = [y, *(((c4[..., k] + 512) >> 10) + 128 for k in range(2))]
+        want444 = [y, *(((p[..., k] + 128) >> 8) + 128 for k in (1, 2))]
+        assert np.array_equal(rgb_to_yuv(frame), np.concatenate([a.ravel() for a in want420]).astype(np.uint8))
+        assert np.array_equal(rgb_to_yuv(frame, "yuv444p"), np.concatenate([a.ravel() for a in want444]).astype(np.uint8))
+
+
 def test_fade_blends_only_changed_pixels_with_the_bytes_of_a_whole_frame_blend():
     from bib.render.frames import _Painter
 
     trial = next(t for t in make_unit("key-door", 1, 0)[0].trials if t.unlock_step() is not None)
     p = _Painter(trial, RenderSettings())
     assert 0 < len(p.fade_pixels) < p.open.shape[0] * p.open.shape[1] // 4
-    for fade in (0.05, 0.3, 0.5, 0.77, 0.99):
+    fades = (0.05, 0.3, 0.5, 0.77, 0.99)
+    for fade in fades:
         whole = (p.no_key * fade + p.open * (1.0 - fade) + 0.5).astype(np.uint8)
         assert np.array_equal(p.background(False, fade), whole)
+    assert np.array_equal(p.fade_values(np.array(fades)), np.stack([p.fade_values(f) for f in fades]))  # batched
 
 
 def test_bt601_conversion_matches_the_float_formula():

@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
-from bib.render.sprites import blend
+from bib.render.sprites import blend, blend_all
 from bib.vocabulary import BARRIER_COLOR as BARRIER
 from bib.vocabulary import HOME_COLOR
 from bib.vocabulary import KEY_COLOR as KEY
@@ -140,6 +141,28 @@ def frame_count(trial: Trial, settings: RenderSettings) -> int:
     return round(settings.pause_start * settings.fps) + motion_frames(trial, settings) + round(settings.pause_end * settings.fps)
 
 
+def _fill_cells(img: np.ndarray, cells, color, px: int) -> None:
+    value = np.asarray(color, dtype=np.uint8)
+    for x, y in cells:
+        img[y * px : (y + 1) * px, x * px : (x + 1) * px] = value
+
+
+@lru_cache(maxsize=32)
+def _walled(width: int, height: int, walls: frozenset, px: int, background: tuple[int, int, int]) -> np.ndarray:
+    """The free-cell colour with the walls drawn (read-only; trials of a set share a few wall layouts)."""
+    img = np.empty((height * px, width * px, 3), dtype=np.uint8)
+    img[...] = background
+    _fill_cells(img, walls, WALL, px)
+    img.flags.writeable = False
+    return img
+
+
+def differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pixel of two ``H x W x 3`` images: whether any channel differs (``(a != b).any(axis=2)``, faster)."""
+    d = a != b
+    return d[..., 0] | d[..., 1] | d[..., 2]
+
+
 class _Painter:
     """Pre-rendered backgrounds of one trial; composes a frame from an agent position."""
 
@@ -148,10 +171,8 @@ class _Painter:
         self.s = settings
         lay = trial.layout
         px = settings.cell_px
-        base = np.empty((lay.height * px, lay.width * px, 3), dtype=np.uint8)
-        base[...] = settings.background
+        base = _walled(lay.width, lay.height, frozenset(lay.walls), px, tuple(settings.background)).copy()
         agent = lay.agent
-        self._cell_fill(base, lay.walls, WALL)
         blend(base, "home_pad", HOME_COLOR, agent.home[0] * px, agent.home[1] * px, px)
         for obj in lay.objects:
             blend(base, obj.shape, obj.color, obj.cell[0] * px, obj.cell[1] * px, px)
@@ -171,12 +192,23 @@ class _Painter:
         self.offset = ((w - base.shape[1]) // 2, (h - base.shape[0]) // 2)
         if settings.canvas is not None:  # letterbox the backgrounds once, not every frame
             self.open, self.no_key, self.with_key = (self._letterbox(b, w, h) for b in (self.open, self.no_key, self.with_key))
-        # The pixels the barrier fade changes (barriers and lock): a fade frame blends only these.
-        changed = (self.no_key != self.open).any(axis=2)
-        self.fade_pixels = np.flatnonzero(changed)
-        rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
-        self.fade_box = (int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1) if len(rows) else None
+        # The pixels the barrier fade changes (barriers and lock; compared only around their cells):
+        # a fade frame blends only these.
+        self.fade_pixels = np.empty(0, dtype=np.intp)
+        self.fade_box: tuple[int, int, int, int] | None = None
         """``(y0, y1, x0, x1)`` (end exclusive) around the fading pixels, None when nothing fades."""
+        cells = [*lay.barriers, *([lay.lock] if lay.lock is not None else [])]
+        if cells:
+            ox, oy = self.offset
+            y0, x0 = min(c[1] for c in cells) * px + oy, min(c[0] for c in cells) * px + ox
+            y1, x1 = (max(c[1] for c in cells) + 1) * px + oy, (max(c[0] for c in cells) + 1) * px + ox
+            changed = differs(self.no_key[y0:y1, x0:x1], self.open[y0:y1, x0:x1])
+            rows, cols = np.nonzero(changed)
+            self.fade_pixels = (rows + y0) * self.open.shape[1] + cols + x0
+            if len(rows):
+                self.fade_box = (int(rows.min()) + y0, int(rows.max()) + y0 + 1, int(cols.min()) + x0, int(cols.max()) + x0 + 1)
+            idx = self.fade_pixels
+            self._fade_ends = (self.no_key.reshape(-1, 3)[idx], self.open.reshape(-1, 3)[idx])
 
     def _letterbox(self, img: np.ndarray, w: int, h: int) -> np.ndarray:
         out = np.empty((h, w, 3), dtype=np.uint8)
@@ -186,9 +218,7 @@ class _Painter:
         return out
 
     def _cell_fill(self, img: np.ndarray, cells, color) -> None:
-        px = self.s.cell_px
-        for x, y in cells:
-            img[y * px : (y + 1) * px, x * px : (x + 1) * px] = color
+        _fill_cells(img, cells, color, self.s.cell_px)
 
     def background(self, before_pickup: bool, fade: float) -> np.ndarray:
         """The picture without the agent (read-only use; ``fade``: 1 = barriers present, 0 = gone)."""
@@ -199,9 +229,15 @@ class _Painter:
         # Blending only the pixels that differ gives the bytes of a whole-frame blend: where the two
         # backgrounds agree on x, x * fade + x * (1 - fade) + 0.5 truncates back to x.
         out = self.no_key.copy()
-        flat, idx = out.reshape(-1, 3), self.fade_pixels
-        flat[idx] = (self.no_key.reshape(-1, 3)[idx] * fade + self.open.reshape(-1, 3)[idx] * (1.0 - fade) + 0.5).astype(np.uint8)
+        out.reshape(-1, 3)[self.fade_pixels] = self.fade_values(fade)
         return out
+
+    def fade_values(self, fade: float | np.ndarray) -> np.ndarray:
+        """The fading pixels (:attr:`fade_pixels`) at ``fade`` strictly between 0 and 1: uint8 ``[n, 3]``
+        (``[m, n, 3]`` for ``m`` fades at once, the same bytes)."""
+        closed, gone = self._fade_ends  # the fading pixels of both backgrounds, gathered once
+        f = np.asarray(fade, dtype=np.float64)[..., None, None]
+        return (closed * f + gone * (1.0 - f) + 0.5).astype(np.uint8)
 
     def draw_agent(self, img: np.ndarray, x: int, y: int, carrying: bool) -> None:
         """Blend the agent (and the key it carries) with its cell's top-left corner at pixel ``(x, y)``."""
@@ -211,6 +247,19 @@ class _Painter:
         if carrying:
             half = max(px // 2, 2)
             blend(img, "key", KEY, x + px - half, y, half)
+
+    def draw_agents(self, patches: np.ndarray, x: int, y: int, carrying: bool) -> bool:
+        """:meth:`draw_agent` into a batch of patches (uint8 ``[m, h, w, 3]``) at once, the agent's corner at
+        ``(x, y)`` in each; the same bytes. False (nothing drawn) when the agent would not fit in a patch."""
+        px = self.s.cell_px
+        if x < 0 or y < 0 or y + px > patches.shape[1] or x + px > patches.shape[2]:
+            return False
+        agent = self.trial.layout.agent
+        blend_all(patches[:, y : y + px, x : x + px], agent.shape, agent.color, px)
+        if carrying:
+            half = max(px // 2, 2)
+            blend_all(patches[:, y : y + half, x + px - half : x + px], "key", KEY, half)
+        return True
 
     def agent_corner(self, pos: np.ndarray) -> tuple[int, int]:
         """Pixel ``(x, y)`` of the top-left corner of the agent's cell at grid position ``pos``; the agent
@@ -238,31 +287,52 @@ class FrameState:
     """1 = barriers fully present, 0 = gone."""
 
 
-def trial_states(trial: Trial, settings: RenderSettings) -> tuple[list[FrameState], np.ndarray]:
-    """The distinct states of a trial's moving part and, per output frame, the index of its state.
+@dataclass(frozen=True)
+class TrialStates:
+    """The distinct states of a trial's moving part as arrays (one entry per state), and per output
+    frame the index of its state (the pauses repeat the first and last state)."""
 
-    The pauses repeat the first and last state, so a renderer draws each state once.
-    """
+    x: np.ndarray
+    """float64 grid x of the agent."""
+    y: np.ndarray
+    carrying: np.ndarray
+    """bool: the agent carries the key."""
+    before_pickup: np.ndarray
+    fade: np.ndarray
+    """float64; 1 = barriers fully present, 0 = gone."""
+    index: np.ndarray
+
+
+def trial_state_arrays(trial: Trial, settings: RenderSettings) -> TrialStates:
+    """:func:`trial_states` as arrays (no object per state)."""
     s = settings
     times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
     n = motion_frames(trial, s)
     ts = np.minimum(np.arange(n) / s.fps, times[-1])
     xs = np.interp(ts, times, cells[:, 0])
     ys = np.interp(ts, times, cells[:, 1])
-    states = []
-    for k in range(n):
-        t = ts[k]
-        before_pickup = t_pickup is None or t < t_pickup
-        if t_unlock is None or t < t_unlock:
-            fade = 1.0
-        elif s.unlock_pause > 0:
-            fade = max(0.0, 1.0 - (t - t_unlock) / s.unlock_pause)
-        else:
-            fade = 0.0
-        states.append(FrameState(np.array((xs[k], ys[k])), not before_pickup and fade >= 1.0, before_pickup, fade))
+    before_pickup = np.ones(n, dtype=bool) if t_pickup is None else ts < t_pickup
+    if t_unlock is None:
+        fade = np.ones(n)
+    elif s.unlock_pause > 0:
+        fade = np.where(ts < t_unlock, 1.0, np.maximum(0.0, 1.0 - (ts - t_unlock) / s.unlock_pause))
+    else:
+        fade = np.where(ts < t_unlock, 1.0, 0.0)
     start = round(s.pause_start * s.fps)
     end = round(s.pause_end * s.fps)
-    return states, np.concatenate([np.zeros(start, dtype=int), np.arange(n), np.full(end, n - 1)])
+    index = np.concatenate([np.zeros(start, dtype=int), np.arange(n), np.full(end, n - 1)])
+    return TrialStates(xs, ys, ~before_pickup & (fade >= 1.0), before_pickup, fade, index)
+
+
+def trial_states(trial: Trial, settings: RenderSettings) -> tuple[list[FrameState], np.ndarray]:
+    """The distinct states of a trial's moving part and, per output frame, the index of its state.
+
+    The pauses repeat the first and last state, so a renderer draws each state once.
+    """
+    a = trial_state_arrays(trial, settings)
+    states = [FrameState(np.array((x, y)), bool(c), bool(b), float(f))
+              for x, y, c, b, f in zip(a.x, a.y, a.carrying, a.before_pickup, a.fade)]
+    return states, a.index
 
 
 def trial_frames(trial: Trial, settings: RenderSettings | None = None, only: Container[int] | None = None) -> Iterator[np.ndarray]:

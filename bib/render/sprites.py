@@ -242,3 +242,20 @@ def blend(canvas: np.ndarray, shape: str, color: tuple[int, int, int], x: int, y
     sp = premul[y0 - y : y1 - y, x0 - x : x1 - x]
     region = canvas[y0:y1, x0:x1]
     region[...] = (region * (1.0 - sa) + sp + 0.5).astype(np.uint8)
+
+
+def blend_all(regions: np.ndarray, shape: str, color: tuple[int, int, int], size: int) -> None:
+    """:func:`blend` into a batch of ``size x size`` regions at once (uint8 ``[..., size, size, 3]``): the
+    bytes of blending into each region alone (the same float32 operations, element by element)."""
+    keep, premul = _blend_terms(shape, tuple(color), size)
+    regions[...] = (regions * keep + premul + 0.5).astype(np.uint8)
+
+
+@lru_cache(maxsize=256)
+def _blend_terms(shape: str, color: tuple[int, int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(1 - alpha)`` spread over the three channels (the same float32 values; a batch's innermost loop
+    then runs along whole rows, not 3 channels) and ``alpha * color``."""
+    a, premul = sprite(shape, color, size)
+    keep = np.ascontiguousarray(np.broadcast_to(1.0 - a, premul.shape))
+    keep.flags.writeable = False
+    return keep, premul
