@@ -148,18 +148,22 @@ def own_cpu() -> float:
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
-def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) -> tuple[float, int]:
-    """CPU seconds of libx264 (ffmpeg, same command and settings as the pipeline's) encoding each episode's
-    frames from a raw file written beforehand (not timed); and the frame count."""
+def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) -> tuple[float, int, float]:
+    """CPU seconds of libx264 (ffmpeg, same command and settings as the pipeline's: one thread, the preset,
+    crf and pixel format) encoding each episode's frames from a raw file written beforehand (not timed);
+    the frame count; and the CPU seconds of drawing the frames (:func:`episode_yuv` alone)."""
     from bib.episode import load_episode
     from bib.render.video import h264_command
     from bib.render.yuv import episode_yuv
 
-    cpu, frames = 0.0, 0
+    cpu, frames, drawn = 0.0, 0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         raw, out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
         for path in sorted((root / "episodes").glob("*.json")):
             ep = load_episode(path)
+            t0 = time.process_time()
+            sum(1 for _ in episode_yuv(ep, settings, pix_fmt))
+            drawn += time.process_time() - t0
             with open(raw, "wb") as fh:
                 for buf in episode_yuv(ep, settings, pix_fmt):
                     fh.write(buf.tobytes())
@@ -168,7 +172,7 @@ def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) ->
             t0 = own_cpu()
             subprocess.run(h264_command(str(raw), out, size, settings.fps, crf, preset, pix_fmt), check=True)
             cpu += own_cpu() - t0
-    return cpu, frames
+    return cpu, frames, drawn
 
 
 def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> None:
@@ -180,31 +184,37 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
     from bib.stimuli.spec import override
 
     vid = override(spec, "bench", video=True)
-    r = vid.render
-    settings = vid.render.settings()
-    crf, preset, pix_fmt = getattr(r, "crf", 18), getattr(r, "preset", "veryfast"), getattr(r, "pix_fmt", "yuv420p")
-    best = {"video": float("inf"), "symbolic": float("inf"), "raw": float("inf")}
+    settings = vid.render.settings()  # the defaults of RenderSettings unless the spec's [render] sets them
+    crf, preset, pix_fmt = settings.crf, settings.preset, settings.pix_fmt
+    best = {"video": float("inf"), "symbolic": float("inf"), "raw": float("inf"), "frames": float("inf")}
     load0 = loadavg()
     episodes = frames = 0
-    for k in range(repeats):  # interleaved, best of each, so the load shifts all three alike
+    for k in range(repeats):  # interleaved, best of each, so the load shifts all of them alike
         for name, s in (("symbolic", spec), ("video", vid)):
             folder = root / f"overhead-{name}-{k}"
             t0 = own_cpu()
             done = build_spec(s, folder, workers=1, limit=pairs, record=False)
             best[name] = min(best[name], own_cpu() - t0)
             episodes = done.episodes
-        cpu, frames = raw_encode_cpu(root / f"overhead-video-{k}", settings, crf, preset, pix_fmt)
+        cpu, frames, drawn = raw_encode_cpu(root / f"overhead-video-{k}", settings, crf, preset, pix_fmt)
         best["raw"] = min(best["raw"], cpu)
+        best["frames"] = min(best["frames"], drawn)
     extra = best["video"] - best["symbolic"]
     print(f"video overhead on the same {episodes} episodes ({pairs} pairs per condition, {frames} frames, "
-          f"{settings.frame_size(10, 10)[0]} px, {settings.fps} fps, libx264 {preset} crf {crf} {pix_fmt}; one process, "
+          f"{settings.frame_size(10, 10)[0]} px, {settings.fps} fps, libx264 {preset} crf {crf} {pix_fmt}, one thread; one process, "
           f"CPU incl. ffmpeg children, best of {repeats}; load average {load0} before, {loadavg()} after):")
-    for name in ("symbolic", "video", "raw"):
+    for name in ("symbolic", "video", "raw", "frames"):
         label = {"symbolic": "generation without video", "video": "generation with video",
-                 "raw": "raw libx264 encode from a file"}[name]
-        print(f"  {label:34s} {best[name]:7.2f} s = {1000 * best[name] / episodes:6.1f} ms/episode")
-    print(f"  (video - symbolic) / raw encode = {extra / best['raw']:.2f} (target <= 1.2); "
-          f"{1e6 * extra / frames:.0f} us CPU per frame for video")
+                 "raw": "raw libx264 encode from a file", "frames": "  of which drawing the frames"}[name]
+        if name == "frames":
+            print(f"  (video - symbolic = drawing the frames {1e6 * best['frames'] / frames:.0f} us/frame + piping them "
+                  f"and ffmpeg {1e6 * (extra - best['frames']) / frames:.0f} us/frame)")
+            continue
+        print(f"  {label:34s} {best[name]:7.2f} s = {1000 * best[name] / episodes:6.1f} ms/episode "
+              f"= {1e6 * best[name] / frames:5.0f} us/frame")
+    print(f"NUMBER 1: (video generation - symbolic generation) / raw libx264 encode of the same frames = "
+          f"{extra / best['raw']:.2f} (target <= 1.2); {1e6 * extra / frames:.0f} us CPU per frame for video, raw encode "
+          f"{1e6 * best['raw'] / frames:.0f}")
     from bib.tasks import make_unit
 
     per_frame = extra / frames
@@ -213,9 +223,14 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
     n_eps = sum(2 * n if REGISTRY_KIND[t] == "evaluation" else n for t, n in spec.units)
     symbolic_per_ep = best["symbolic"] / episodes
     total = n_eps * (symbolic_per_ep + per_frame * frames_per_ep)
-    print(f"  projection: full {spec.name} with videos = {n_eps} episodes x ({1000 * symbolic_per_ep:.1f} ms + "
+    print(f"NUMBER 2: full {spec.name} with videos projected = {n_eps} episodes x ({1000 * symbolic_per_ep:.1f} ms + "
           f"{frames_per_ep:.0f} frames x {1e6 * per_frame:.0f} us) = {total:.0f} CPU s = {total / workers / 60:.1f} min on "
-          f"{workers} workers (CPU-bound; target <= 30 min; from this subset, at this load)")
+          f"{workers} workers (target <= 30 min; CPU-bound, so CPU / workers; frames per episode from pair 0 of each "
+          f"condition; from this subset, at load average {loadavg()}); of which the raw encode alone "
+          f"{n_eps * frames_per_ep * best['raw'] / frames / workers / 60:.1f} min")
+    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"  peak memory: this process {peak_self:.0f} MB, largest ffmpeg child {peak_child:.0f} MB")
 
 
 REGISTRY_KIND: dict[str, str] = {}

@@ -120,6 +120,14 @@ class Backgrounds:
         return out
 
 
+def _groups(keys: np.ndarray, members: np.ndarray) -> dict[tuple[int, ...], np.ndarray]:
+    """The ``members`` grouped by their row of ``keys`` (small integers), in order of first appearance."""
+    out: dict[tuple[int, ...], list[int]] = {}
+    for key, m in zip(map(tuple, keys.tolist()), members.tolist()):
+        out.setdefault(key, []).append(m)
+    return {key: np.asarray(ms) for key, ms in out.items()}
+
+
 def _box_indices(y0: np.ndarray, x0: np.ndarray, ph: int, pw: int, w: int, h: int, pix_fmt: str) -> np.ndarray:
     """Per box (top-left ``(y0, x0)``, even, ``ph x pw``): the flat indices of its Y, U and V values in a frame."""
     c = 2 if pix_fmt == "yuv420p" else 1
@@ -164,7 +172,8 @@ def trial_yuv(trial: Trial, settings: RenderSettings, pix_fmt: str = "yuv420p",
               backgrounds: Backgrounds | None = None) -> Iterator[np.ndarray]:
     """The frames of :func:`bib.render.frames.trial_frames` as flat planar buffers.
 
-    Every frame is the same array, overwritten for the next one: copy a frame to keep it. A frame is
+    A frame shown several times in a row (a pause) is the same array yielded again; no array is
+    written once yielded, so the encoder can hold on to frames and write many at once. A frame is
     its background's converted planes with the agent's box (even edges) replaced by that box drawn and
     converted. The boxes of all states are cut out before the first frame and each distinct one is
     drawn and converted once (in batches), so a frame costs one copy of the background and one scatter
@@ -194,9 +203,7 @@ def trial_yuv(trial: Trial, settings: RenderSettings, pix_fmt: str = "yuv420p",
     values: list[np.ndarray] = [None] * len(kind)  # type: ignore[list-item]  # and their values
     moving = np.flatnonzero(~fading)
     keys = np.stack([kind, st.carrying, ay - by0, ax - bx0, by1 - by0, bx1 - bx0], axis=1)[moving]
-    groups, which = np.unique(keys, axis=0, return_inverse=True)
-    for g, (k_img, carrying, dy, dx, ph, pw) in enumerate(groups.tolist()):
-        ks = moving[which.reshape(-1) == g]
+    for (k_img, carrying, dy, dx, ph, pw), ks in _groups(keys, moving).items():
         vals = _agent_boxes(painter, images[k_img], by0[ks], bx0[ks], dy, dx, ph, pw, bool(carrying), shared.patches, pix_fmt)
         idx = _box_indices(by0[ks], bx0[ks], ph, pw, w, h, pix_fmt)
         for j, k in enumerate(ks.tolist()):
@@ -205,20 +212,17 @@ def trial_yuv(trial: Trial, settings: RenderSettings, pix_fmt: str = "yuv420p",
     fade_box = [_even(painter.fade_box, h, w)] if painter.fade_box is not None else []
     fades = np.flatnonzero(fading)
     keys = np.stack([by0, by1, bx0, bx1, ay, ax, st.carrying], axis=1)[fades]
-    groups, which = np.unique(keys, axis=0, return_inverse=True)
-    for g, (b0, b1, c0, c1, y, x, carrying) in enumerate(groups.tolist()):  # usually one: the agent waits
-        ks = fades[which.reshape(-1) == g]
+    for (b0, b1, c0, c1, y, x, carrying), ks in _groups(keys, fades).items():  # usually one: the agent waits
         vals, idx = _fading_boxes(painter, [*fade_box, (b0, b1, c0, c1)], x, y, bool(carrying), st.fade[ks], pix_fmt)
         for j, k in enumerate(ks.tolist()):
             index[k], values[k] = idx, vals[j]
 
     kinds = kind.tolist()
-    work = np.empty_like(bases[kinds[0]])
-    last = -1
+    last, work = -1, bases[kinds[0]]
     for k in st.index.tolist():
         if k != last:
             last = k
-            np.copyto(work, bases[kinds[k]])
+            work = bases[kinds[k]].copy()
             work[index[k]] = values[k]
         yield work
 
@@ -259,8 +263,8 @@ def blank_yuv(episode: Episode, settings: RenderSettings, pix_fmt: str = "yuv420
 
 
 def episode_yuv(episode: Episode, settings: RenderSettings | None = None, pix_fmt: str = "yuv420p") -> Iterator[np.ndarray]:
-    """The frames of :func:`bib.render.frames.episode_frames` as flat planar buffers (each valid until
-    the next is asked for: copy a frame to keep it)."""
+    """The frames of :func:`bib.render.frames.episode_frames` as flat planar buffers (a frame repeated
+    in a row is the same array yielded again; none is written once yielded)."""
     s = settings or RenderSettings()
     blank = blank_yuv(episode, s, pix_fmt)
     gap = round(s.gap * s.fps)
