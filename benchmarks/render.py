@@ -136,6 +136,12 @@ def main() -> None:
         rn, rdt = timed(f for ep in ref_eps for f in naive_frames(ep, s))
         print(f"render {name}: {n / dt:9.0f} frames/s   (reference naive pygame redraw: {rn / rdt:7.0f} frames/s, "
               f"ratio {(n / dt) / (rn / rdt):5.1f}x)")
+    from bib.render.yuv import episode_yuv
+
+    for name, s in configs.items():  # what the H.264 pipeline draws: frames already in yuv420p
+        n, dt = timed(f for ep in episodes for f in episode_yuv(ep, s))
+        print(f"render {name} planar yuv420p (the H.264 pipeline's frames): {n / dt:9.0f} frames/s "
+              f"({1e6 * dt / n:.0f} us per frame, wall clock)")
     s = configs["200x200"]
     frames = [f for ep in episodes[:4] for f in episode_frames(ep, s)]
     with tempfile.TemporaryDirectory() as tmp:
