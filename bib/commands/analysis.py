@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 
@@ -52,12 +51,6 @@ def _load(data: Path, fmt: Format | None, spec_path: Path | None, scale: Scale |
     return analyze(read_looking_times(data, value(fmt), spec), spec, value(scale)), spec
 
 
-def _dump(obj: object) -> str:
-    from bib.analysis.analyze import jsonable
-
-    return json.dumps(jsonable(obj), indent=2)
-
-
 def register(app: typer.Typer) -> None:
     """Add ``analyze``, ``compare`` and the ``power`` group to ``app``."""
 
@@ -73,8 +66,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Row filter, exclusions and per-task mixed models (lme4-style formula; default
         log_lt ~ outcome + (1 | participant) [+ (1 | item)]), Satterthwaite df, the model kept."""
-        from bib.analysis.analyze import format_report
-
         folder = None
         if out is not None:
             from bib.io import OutputFolder
@@ -85,7 +76,7 @@ def register(app: typer.Typer) -> None:
         if folder is not None:
             with folder as tmp:
                 result.write(tmp)
-        typer.echo(_dump(result.report) if as_json else format_report(result.report))
+        typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
 
     @app.command()
     def compare(

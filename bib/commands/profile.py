@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import json
 import shlex
 from pathlib import Path
 
@@ -112,14 +111,13 @@ def register(app: typer.Typer) -> None:
         words += ["--no-episodes"] if no_episodes else []
         words += ["--battery-episodes"] if battery_episodes else []
         words += ["--out", str(out)]
-        result, timings, files = profile_command(
+        result, timings, _ = profile_command(
             specs, out, settings, workers=workers, force=force, episodes=not no_episodes,
             battery_episodes=battery_episodes, progress=not as_json, argv=[shlex.quote(w) for w in words])
         if as_json:
-            doc = json.loads(files[0].read_text(encoding="utf-8"))
-            typer.echo(json.dumps(doc, indent=2))
+            typer.echo(result.to_json_text(), nl=False)
             return
-        typer.echo(files[1].read_text(encoding="utf-8").rstrip())
+        typer.echo(result.to_markdown())
         cpu = timings["cpu_seconds"]
         for label, per in cpu.items():
             parts = ", ".join(f"{k} {v:.1f} s" for k, v in per.items())

@@ -66,16 +66,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Reproduce Table 1 for Random, Constant, NaiveLearner and their reality checks."""
         from bib.io import OutputFolder
-        from bib.reflection.harness import ReflectionTable, format_table, table
+        from bib.reflection.harness import ReflectionTable, table
 
         folder = None if out is None else OutputFolder(
             out, {"command": "reflect table", "steps": steps, "seeds": seeds, "seed": seed}, force=force)
-        rows = table(lengths=steps, seeds=seeds, workers=workers, seed=seed)
-        typer.echo(format_table(rows))
+        command = f"bib reflect table {' '.join(f'--steps {n}' for n in steps)} --seeds {seeds}" + (
+            f" --seed {seed}" if seed else "")
+        result = ReflectionTable(table(lengths=steps, seeds=seeds, workers=workers, seed=seed), command)
+        typer.echo(result.to_markdown())
         if folder is not None:
-            command = f"bib reflect table {' '.join(f'--steps {n}' for n in steps)} --seeds {seeds}" + (
-                f" --seed {seed}" if seed else "")
             with folder as tmp:
-                ReflectionTable(rows, command).save(tmp)
+                result.save(tmp)
 
     app.add_typer(sub, name="reflect")
