@@ -200,12 +200,3 @@ def test_version_and_top_level_help():
     for path, _, _ in ALL:
         if " " not in path:
             assert re.search(rf"^  {re.escape(path)}\s", text, re.M), path
-
-
-def test_enums_match_the_library_lists():
-    from bib.agency.agents import AGENT_NAMES
-    from bib.agency.suite import SUITES
-    from bib.commands.agency import AgencyAgent, Suite
-
-    assert [s.value for s in Suite] == list(SUITES)
-    assert [a.value for a in AgencyAgent] == list(AGENT_NAMES)
