@@ -147,7 +147,7 @@ def _fill_cells(img: np.ndarray, cells, color, px: int) -> None:
         img[y * px : (y + 1) * px, x * px : (x + 1) * px] = value
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=4)  # the trials of an episode share their walls; a few images at most
 def _walled(width: int, height: int, walls: frozenset, px: int, background: tuple[int, int, int]) -> np.ndarray:
     """The free-cell colour with the walls drawn (read-only; trials of a set share a few wall layouts)."""
     img = np.empty((height * px, width * px, 3), dtype=np.uint8)

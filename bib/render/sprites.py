@@ -251,7 +251,7 @@ def blend_all(regions: np.ndarray, shape: str, color: tuple[int, int, int], size
     regions[...] = (regions * keep + premul + 0.5).astype(np.uint8)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _blend_terms(shape: str, color: tuple[int, int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
     """``(1 - alpha)`` spread over the three channels (the same float32 values; a batch's innermost loop
     then runs along whole rows, not 3 channels) and ``alpha * color``."""
