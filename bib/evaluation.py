@@ -259,66 +259,103 @@ def evaluate(
 
 # ---------------------------------------------------------------- difficulty bins
 
-DIFFICULTY_EDGES: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, math.inf)
-"""Bin edges of a pair's ``difficulty`` (manifest column: the excess path cost of its deviation, in
-cells): ``[0, 0.5), [0.5, 1), ..., [3, 5), [5, inf)``. Fixed, so curves of different observers and
-sets line up; a larger excess cost is an easier pair (the accuracy of a good observer rises)."""
+EVIDENCE_EDGES: tuple[float, ...] = (-math.inf, 0.0, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
+"""Bin edges of a pair's evidence (manifest column ``evidence``, nats; :func:`bib.tasks.difficulty.pair_evidence`):
+below 0 (the pair misleads even the generator's own agent model), then octaves from 1 nat
+(a likelihood factor e, e^2, e^4, ...): ``[-inf, 0), [0, 1), [1, 2), [2, 4), [4, 8), [8, 16), [16, inf)``.
+Fixed by the measure's scale, not by any run, so curves of observers and sets line up; a larger
+evidence is an easier pair (the accuracy of an observer that understands agents rises)."""
+
+EXCESS_EDGES: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, math.inf)
+"""Bin edges of a pair's excess cost (manifest column ``difficulty``: the size of its deviation, in
+cells), the generator's grading: ``[0, 0.5), [0.5, 1), ..., [3, 5), [5, inf)``."""
+
+MEASURES: dict[str, tuple[tuple[float, ...], str]] = {
+    "evidence": (EVIDENCE_EDGES, "evidence of the pair under the generator's agent (nats; smaller is harder)"),
+    "excess": (EXCESS_EDGES, "excess path cost of the deviation (cells; smaller is harder)"),
+}
+"""Difficulty measures a curve can bin on: ``{name: (edges, axis label)}``. ``evidence`` is the
+difficulty ``bib evaluate`` and ``bib audit`` report; ``excess`` (the deviation's size) stays available."""
+
+DIFFICULTY_EDGES = EVIDENCE_EDGES
+"""The edges of the difficulty curve ``bib evaluate`` reports (the evidence's)."""
 
 
 def difficulty_label(lo: float, hi: float) -> str:
-    """``"0.5-1"`` for the bin [0.5, 1), ``">=5"`` for [5, inf)."""
+    """``"0.5-1"`` for the bin [0.5, 1), ``">=5"`` for [5, inf), ``"<0"`` for [-inf, 0)."""
+    if math.isinf(lo):
+        return f"<{hi:g}"
     return f">={lo:g}" if math.isinf(hi) else f"{lo:g}-{hi:g}"
 
 
-DIFFICULTY_BINS: tuple[str, ...] = tuple(
-    difficulty_label(lo, hi) for lo, hi in zip(DIFFICULTY_EDGES, DIFFICULTY_EDGES[1:])
-)
-"""Bin labels in order."""
+def bin_labels(measure: str = "evidence") -> tuple[str, ...]:
+    """The bin labels of ``measure`` in order."""
+    edges = _edges(measure)
+    return tuple(difficulty_label(lo, hi) for lo, hi in zip(edges, edges[1:]))
 
 
-def difficulty_bin(value: float) -> str:
-    """The label of the bin holding ``value`` (values below 0 go to the first bin)."""
-    for lo, hi, label in zip(DIFFICULTY_EDGES[1:-1], DIFFICULTY_EDGES[2:], DIFFICULTY_BINS[1:]):
+def _edges(measure: str) -> tuple[float, ...]:
+    if measure not in MEASURES:
+        raise ValueError(f"difficulty measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+    return MEASURES[measure][0]
+
+
+DIFFICULTY_BINS: tuple[str, ...] = bin_labels("evidence")
+"""Bin labels of the difficulty curve in order."""
+
+
+def difficulty_bin(value: float, measure: str = "evidence") -> str:
+    """The label of the bin of ``measure`` holding ``value`` (values below the first edge go to the first bin)."""
+    edges, labels = _edges(measure), bin_labels(measure)
+    for lo, hi, label in zip(edges[1:-1], edges[2:], labels[1:]):
         if lo <= value < hi:
             return label
-    return DIFFICULTY_BINS[0] if value < DIFFICULTY_EDGES[1] else DIFFICULTY_BINS[-1]
+    return labels[0] if value < edges[1] else labels[-1]
 
 
-def pair_difficulties(refs: Sequence[EpisodeRef]) -> dict[tuple[str, str], float]:
-    """``{(expected id, unexpected id): difficulty}`` of the pairs that have one (the unexpected row's, else the expected's)."""
+def pair_difficulties(refs: Sequence[EpisodeRef], measure: str = "evidence") -> dict[tuple[str, str], float]:
+    """``{(expected id, unexpected id): value}`` of ``measure`` (``evidence`` or ``excess``, the
+    ``difficulty`` column) for the pairs that have one (the unexpected row's, else the expected's)."""
+    _edges(measure)
     by_id = {r.id: r for r in refs}
+
+    def value_of(r: EpisodeRef) -> float | None:
+        return r.evidence if measure == "evidence" else r.difficulty
+
     out = {}
     for pairs in pair_up(refs).values():
         for e, u in pairs:
-            value = by_id[u].difficulty if by_id[u].difficulty is not None else by_id[e].difficulty
+            value = value_of(by_id[u]) if value_of(by_id[u]) is not None else value_of(by_id[e])
             if value is not None:
                 out[(e, u)] = value
     return out
 
 
 def evaluate_difficulty(
-    refs: Sequence[EpisodeRef], surprise: Mapping[str, float], seed: int = 0, n_boot: int = N_BOOTSTRAP
+    refs: Sequence[EpisodeRef], surprise: Mapping[str, float], seed: int = 0, n_boot: int = N_BOOTSTRAP,
+    measure: str = "evidence",
 ) -> dict[str, dict[str, ConditionResult]]:
     """Pairwise accuracy per difficulty bin: ``{"all": {bin: result}, condition: {bin: result}, ...}``.
 
-    Only pairs with a ``difficulty`` count; only bins holding pairs appear, in bin order. ``all``
-    pools the conditions (each pair once). Empty when no pair has a difficulty.
+    ``measure`` is what is binned (:data:`MEASURES`: the pair's evidence by default, or the
+    excess cost of its deviation). Only pairs with a value count; only bins holding pairs appear,
+    in bin order. ``all`` pools the conditions (each pair once). Empty when no pair has a value.
     """
-    diff = pair_difficulties(refs)
+    diff = pair_difficulties(refs, measure)
     if not diff:
         return {}
     cond_of = {(e, u): c for c, pairs in pair_up(refs).items() for e, u in pairs}
     groups: dict[str, dict[str, list[float]]] = {}
     for (e, u), value in diff.items():
         score = pair_score(surprise[e], surprise[u])
-        label = difficulty_bin(value)
+        label = difficulty_bin(value, measure)
         for key in ("all", cond_of[(e, u)]):
             groups.setdefault(key, {}).setdefault(label, []).append(score)
     order = ["all", *order_conditions(set(groups) - {"all"})]
     out: dict[str, dict[str, ConditionResult]] = {}
     for key in order:
         out[key] = {}
-        for label in DIFFICULTY_BINS:
+        for label in bin_labels(measure):
             if label in groups[key]:
                 scores = np.asarray(groups[key][label])
                 lo, hi = bootstrap_ci(scores, n_boot=n_boot, seed=seed)
@@ -331,11 +368,13 @@ def _result_json(r: ConditionResult) -> dict[str, object]:
     return {"accuracy": r.accuracy, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pairs": r.n_pairs, "n_ties": r.n_ties}
 
 
-def difficulty_json(by_bin: Mapping[str, Mapping[str, ConditionResult]]) -> dict[str, object]:
-    """``{"edges", "bins", "groups": {"all" | condition: {bin: {"accuracy", "ci_low", "ci_high", "n_pairs", "n_ties"}}}}``."""
+def difficulty_json(by_bin: Mapping[str, Mapping[str, ConditionResult]], measure: str = "evidence") -> dict[str, object]:
+    """``{"measure", "edges", "bins", "groups": {"all" | condition: {bin: {"accuracy", "ci_low", "ci_high", "n_pairs",
+    "n_ties"}}}}``; infinite edges are written as None."""
     return {
-        "edges": [e if math.isfinite(e) else None for e in DIFFICULTY_EDGES],
-        "bins": list(DIFFICULTY_BINS),
+        "measure": measure,
+        "edges": [e if math.isfinite(e) else None for e in _edges(measure)],
+        "bins": list(bin_labels(measure)),
         "groups": {k: {b: _result_json(r) for b, r in v.items()} for k, v in by_bin.items()},
     }
 
@@ -347,23 +386,25 @@ class DifficultyCurve(Result):
     Attributes:
         groups: ``{"all" | condition: {bin: ConditionResult}}`` from :func:`evaluate_difficulty`.
         title: the figure's title (e.g. the observer and the set).
+        measure: what the bins are of (:data:`MEASURES`).
     """
 
     name: ClassVar[str] = "difficulty"
     groups: dict[str, dict[str, ConditionResult]]
     title: str = ""
+    measure: str = "evidence"
 
     def to_json(self) -> dict[str, object]:
-        """The :func:`difficulty_json` object (``edges``, ``bins``, ``groups``)."""
-        return difficulty_json(self.groups)
+        """The :func:`difficulty_json` object (``measure``, ``edges``, ``bins``, ``groups``)."""
+        return difficulty_json(self.groups, self.measure)
 
     def to_markdown(self) -> str:
         """Accuracy (%) per bin: all conditions pooled, then each condition, with pairs per bin."""
-        bins = [b for b in DIFFICULTY_BINS if any(b in g for g in self.groups.values())]
+        bins = [b for b in bin_labels(self.measure) if any(b in g for g in self.groups.values())]
         rows = [[key, *(f"{100 * g[b].accuracy:.1f} ({g[b].n_pairs})" if b in g else "-" for b in bins)]
                 for key, g in self.groups.items()]
-        note = ("Accuracy % (pairs) per difficulty bin: the excess path cost of the pair's deviation, in cells "
-                "(smaller is harder); `all` pools the conditions.")
+        note = (f"Accuracy % (pairs) per difficulty bin: the {MEASURES[self.measure][1]}; "
+                "`all` pools the conditions.")
         return note + "\n\n" + markdown_table(["conditions", *bins], rows)
 
     def plot(self) -> Figure:
@@ -372,7 +413,7 @@ class DifficultyCurve(Result):
 
         fig = Figure(figsize=(6.4, 4.0))
         ax = fig.add_subplot()
-        bins = list(DIFFICULTY_BINS)
+        bins = list(bin_labels(self.measure))
         for key, per_bin in self.groups.items():
             xs = [bins.index(b) for b in per_bin]
             ys = np.array([100 * r.accuracy for r in per_bin.values()])
@@ -387,7 +428,7 @@ class DifficultyCurve(Result):
         ax.set_xticks(range(len(bins)), bins)
         ax.set_xlim(-0.5, len(bins) - 0.5)
         ax.set_ylim(0, 102)
-        ax.set_xlabel("difficulty: excess path cost of the deviation (cells; smaller is harder)")
+        ax.set_xlabel(f"difficulty: {MEASURES[self.measure][1]}")
         ax.set_ylabel("pairwise accuracy (%)")
         if self.title:
             ax.set_title(self.title, fontsize=9)

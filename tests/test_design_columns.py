@@ -13,9 +13,9 @@ import pytest
 from bib.episode import dumps, loads
 from bib.errors import BibInputError
 from bib.stimuli.build import build, design_columns
-from bib.stimuli.manifest import COLUMNS, LEGACY_COLUMNS, read_manifest
+from bib.stimuli.manifest import COLUMNS, LEGACY_COLUMNS, PRE_EVIDENCE_COLUMNS, read_manifest
 from bib.tasks import make_unit
-from bib.tasks.difficulty import excess_cost, key_detour, pair_difficulty
+from bib.tasks.difficulty import excess_cost, key_detour, pair_difficulty, pair_evidence
 from bib.world.planning import distance_field, path_cost
 
 
@@ -94,11 +94,22 @@ def test_manifest_has_design_columns_and_legacy_manifests_still_read(tmp_path: P
     assert [r["episode_id"] for r in old] == [r["episode_id"] for r in rows]
     assert {r["difficulty"] for r in old} == {""}
     assert read_manifest(tmp_path, strict=False) == []  # resuming rebuilds a legacy set
+    # a manifest written before the evidence column existed reads with evidence ""
+    with open(tmp_path / "manifest.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=PRE_EVIDENCE_COLUMNS, lineterminator="\n", extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    old = read_manifest(tmp_path)
+    assert [list(r) for r in old] == [COLUMNS] * len(rows) and {r["evidence"] for r in old} == {""}
+    assert [r["difficulty"] for r in old] == [r["difficulty"] for r in rows]
+    assert read_manifest(tmp_path, strict=False) == []
 
 
 def test_design_columns_prefer_what_the_episodes_record(pair):
     e, u = pair
     e2, u2 = (replace(x, difficulty=0.4142, beta=2.0, variant="catch", twin_id="t") for x in pair)
     cols = design_columns([e2, u2])
-    assert cols[e2.id] == {"variant": "catch", "twin_id": "t", "difficulty": "0.4142", "beta": "2.0000"}
+    assert cols[e2.id] == {"variant": "catch", "twin_id": "t", "difficulty": "0.4142", "beta": "2.0000",
+                           "evidence": f"{pair_evidence(e2, u2):.4f}"}
     assert design_columns([e, u])[u.id]["difficulty"] == f"{pair_difficulty(e, u):.4f}"
+    assert design_columns([e, u])[u.id]["evidence"] == ""  # the noise-free planner has no beta

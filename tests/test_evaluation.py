@@ -17,6 +17,7 @@ from bib.evaluation import (
     DifficultyCurve,
     EpisodeRef,
     EpisodeSet,
+    bin_labels,
     bootstrap_ci,
     difficulty_bin,
     difficulty_json,
@@ -86,14 +87,23 @@ def test_family_averages_are_unweighted_means() -> None:
 
 
 def test_difficulty_bins() -> None:
-    assert DIFFICULTY_BINS == ("0-0.5", "0.5-1", "1-1.5", "1.5-2", "2-3", "3-5", ">=5")
+    # the evidence (nats): the decision line 0, then octaves from 1 nat
+    assert DIFFICULTY_BINS == ("<0", "0-1", "1-2", "2-4", "4-8", "8-16", ">=16")
+    cases = {-30.0: "<0", -0.0001: "<0", 0.0: "0-1", 0.99: "0-1", 1.0: "1-2", 3.99: "2-4", 4.0: "4-8",
+             15.9: "8-16", 16.0: ">=16", 500.0: ">=16"}
+    for value, label in cases.items():
+        assert difficulty_bin(value) == label, value
+    # the excess cost of the deviation (cells) stays available as its own measure
+    assert bin_labels("excess") == ("0-0.5", "0.5-1", "1-1.5", "1.5-2", "2-3", "3-5", ">=5")
     cases = {-1.0: "0-0.5", 0.0: "0-0.5", 0.4: "0-0.5", 0.5: "0.5-1", 1.99: "1.5-2", 2.0: "2-3", 4.99: "3-5",
              5.0: ">=5", 100.0: ">=5"}
     for value, label in cases.items():
-        assert difficulty_bin(value) == label, value
+        assert difficulty_bin(value, "excess") == label, value
+    with pytest.raises(ValueError, match="difficulty measure must be one of evidence, excess"):
+        difficulty_bin(1.0, "cells")
 
 
-def test_accuracy_per_difficulty_bin_by_hand() -> None:
+def test_accuracy_per_excess_bin_by_hand() -> None:
     def pair(cond: str, i: int, difficulty: float | None) -> list[EpisodeRef]:
         return [EpisodeRef(f"{cond}-{i}-{o}", f"{cond}-{i}", cond, o, Path("x"),
                            difficulty=difficulty if o == "unexpected" else None) for o in ("expected", "unexpected")]
@@ -105,7 +115,8 @@ def test_accuracy_per_difficulty_bin_by_hand() -> None:
     s["efficiency-path-1-unexpected"] = 0.0  # wrong
     s["efficiency-path-2-unexpected"] = 3.0  # right
     # instrumental-blocking-0 is a tie (0.5); pair 1 has no difficulty and is left out
-    got = evaluate_difficulty(r, s, n_boot=200)
+    assert evaluate_difficulty(r, s, n_boot=200) == {}  # no pair has an evidence
+    got = evaluate_difficulty(r, s, n_boot=200, measure="excess")
     assert list(got) == ["all", "efficiency-path", "instrumental-blocking"]
     assert list(got["all"]) == ["0-0.5", "2-3"]
     assert got["all"]["0-0.5"].accuracy == pytest.approx((1 + 0 + 0.5) / 3) and got["all"]["0-0.5"].n_pairs == 3
@@ -113,15 +124,39 @@ def test_accuracy_per_difficulty_bin_by_hand() -> None:
     assert got["all"]["2-3"].accuracy == 1.0 and got["all"]["2-3"].n_pairs == 1
     assert got["efficiency-path"]["0-0.5"].accuracy == 0.5
     assert got["instrumental-blocking"]["0-0.5"].accuracy == 0.5
-    assert evaluate_difficulty(refs("preference", 2), {x.id: 0.0 for x in refs("preference", 2)}) == {}
-    doc = difficulty_json(got)
-    assert doc["edges"][-1] is None and doc["bins"] == list(DIFFICULTY_BINS)
+    assert evaluate_difficulty(refs("preference", 2), {x.id: 0.0 for x in refs("preference", 2)}, measure="excess") == {}
+    doc = difficulty_json(got, "excess")
+    assert doc["measure"] == "excess" and doc["edges"][-1] is None and doc["bins"] == list(bin_labels("excess"))
     assert doc["groups"]["all"]["2-3"] == {"accuracy": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n_pairs": 1, "n_ties": 0}
+
+
+def test_accuracy_per_evidence_bin_by_hand() -> None:
+    def pair(cond: str, i: int, evidence: float | None, difficulty: float | None = None) -> list[EpisodeRef]:
+        return [EpisodeRef(f"{cond}-{i}-{o}", f"{cond}-{i}", cond, o, Path("x"), difficulty=difficulty,
+                           evidence=evidence) for o in ("expected", "unexpected")]
+
+    # preference has no excess cost but an evidence; the excess cost does not decide the bin
+    r = (pair("preference", 0, -0.7) + pair("preference", 1, 0.3) + pair("efficiency-path", 0, 0.5, difficulty=4.0)
+         + pair("efficiency-path", 1, 20.0, difficulty=0.4) + pair("multi-agent", 0, None))
+    s = {x.id: 1.0 for x in r}
+    s["preference-0-unexpected"] = 0.0  # wrong
+    s["preference-1-unexpected"] = 2.0  # right
+    s["efficiency-path-0-unexpected"] = 3.0  # right
+    # efficiency-path-1 is a tie; multi-agent-0 has no evidence and is left out
+    got = evaluate_difficulty(r, s, n_boot=200)
+    assert list(got) == ["all", "preference", "efficiency-path"]
+    assert list(got["all"]) == ["<0", "0-1", ">=16"]
+    assert got["all"]["<0"].accuracy == 0.0 and got["all"]["<0"].n_pairs == 1
+    assert got["all"]["0-1"].accuracy == 1.0 and got["all"]["0-1"].n_pairs == 2
+    assert got["all"][">=16"].accuracy == 0.5 and got["all"][">=16"].n_ties == 1
+    doc = difficulty_json(got)
+    assert doc["measure"] == "evidence" and doc["edges"][0] is None and doc["edges"][-1] is None
+    assert doc["edges"][1:-1] == [0.0, 1.0, 2.0, 4.0, 8.0, 16.0] and doc["bins"] == list(DIFFICULTY_BINS)
 
 
 def test_difficulty_curve_is_written_and_deterministic(tmp_path: Path) -> None:
     r = [EpisodeRef(f"efficiency-path-{i}-{o}", f"efficiency-path-{i}", "efficiency-path", o, Path("x"),
-                    difficulty=0.25 * i) for i in range(12) for o in ("expected", "unexpected")]
+                    evidence=0.5 * i) for i in range(12) for o in ("expected", "unexpected")]
     s = {x.id: (0.0 if x.outcome == "expected" else float(x.id.split("-")[2])) for x in r}
     curve = DifficultyCurve(evaluate_difficulty(r, s, n_boot=100), "test")
     paths = curve.save(tmp_path)
@@ -130,9 +165,10 @@ def test_difficulty_curve_is_written_and_deterministic(tmp_path: Path) -> None:
     assert svg.startswith(b"<?xml") and b"pairwise accuracy" in svg
     assert (tmp_path / "difficulty.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((tmp_path / "difficulty.json").read_text())["bins"] == list(DIFFICULTY_BINS)
-    # pair 0 (difficulty 0) is a tie; the 12 pairs fill 0-0.5 (0, 0.25), 0.5-1, 1-1.5, 1.5-2, 2-3 (4 pairs)
+    # pair 0 (evidence 0) is a tie; the 12 pairs (0, 0.5, ..., 5.5 nats) fill 0-1 (2), 1-2 (2), 2-4 (4), 4-8 (4)
     md = (tmp_path / "difficulty.md").read_text()
-    assert "| all | 75.0 (2) | 100.0 (2) | 100.0 (2) | 100.0 (2) | 100.0 (4) |" in md
+    assert "| all | 75.0 (2) | 100.0 (2) | 100.0 (4) | 100.0 (4) |" in md and "nats" in md
+    assert b"nats" in svg
     curve.save(tmp_path / "again")
     assert (tmp_path / "again" / "difficulty.svg").read_bytes() == svg
 
@@ -223,11 +259,9 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     saved = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
     assert saved["conditions"] == doc["conditions"]
-    # instrumental pairs carry a difficulty (the key's detour), preference pairs do not
-    groups = saved["difficulty"]["groups"]
-    assert set(groups) == {"all", "instrumental-blocking"}
-    assert sum(v["n_pairs"] for v in groups["all"].values()) == 3
-    assert (tmp_path / "ev" / "difficulty.svg").exists() and (tmp_path / "ev" / "difficulty.png").exists()
+    # the noise-free planner's pairs have no beta, hence no evidence and no difficulty curve
+    # (tests/test_evidence.py evaluates a controlled set's)
+    assert "difficulty" not in saved and not (tmp_path / "ev" / "difficulty.svg").exists()
     assert (tmp_path / "ev" / "evaluation.md").exists()
     res = runner.invoke(app, ["evaluate", str(out / "preference" / "manifest.csv"), str(results), "--readout", "mean"])
     assert res.exit_code != 0  # the results hold instrumental episodes the manifest does not

@@ -120,8 +120,7 @@ def _csv_header(path: Path) -> list[str]:
 
 def detect(path: Path) -> tuple[str, Path]:
     """``(kind, path of the file or folder to read)`` for one input; BibInputError when unknown."""
-    from bib.stimuli.manifest import COLUMNS as MANIFEST_COLUMNS
-    from bib.stimuli.manifest import MANIFEST
+    from bib.stimuli.manifest import MANIFEST, is_manifest_header
 
     if not path.exists():
         raise BibInputError(f"{path}: no such file or folder")
@@ -146,7 +145,7 @@ def detect(path: Path) -> tuple[str, Path]:
             return "analysis", path
     elif path.suffix == ".csv":
         header = _csv_header(path)
-        if header == MANIFEST_COLUMNS:
+        if is_manifest_header(header):
             return "stimuli", path.parent
         if {"observer", "condition", "accuracy"} <= set(header):
             return "evaluation", path

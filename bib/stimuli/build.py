@@ -27,7 +27,7 @@ from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, codec_for, render_episode
 from bib.stimuli.manifest import COLUMNS, MANIFEST, format_rows, iter_manifest, read_manifest, row_is_intact
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
-from bib.tasks.difficulty import DECIMALS, pair_difficulty
+from bib.tasks.difficulty import DECIMALS, pair_difficulty, pair_evidence
 from bib.tasks.options import LEGACY, TaskOptions
 
 if TYPE_CHECKING:
@@ -79,15 +79,18 @@ def _number(x: float | None) -> str:
 
 
 def design_columns(episodes: Sequence[Episode]) -> dict[str, dict[str, str]]:
-    """Episode id -> the manifest's design columns (``variant``, ``twin_id``, ``difficulty``, ``beta``).
+    """Episode id -> the manifest's design columns (``variant``, ``twin_id``, ``difficulty``, ``beta``, ``evidence``).
 
     A pair's difficulty is the one its episodes record, or else (sets built without the
-    controlled-set options) :func:`bib.tasks.difficulty.pair_difficulty` of the pair.
+    controlled-set options) :func:`bib.tasks.difficulty.pair_difficulty` of the pair; its evidence
+    is :func:`bib.tasks.difficulty.pair_evidence` (``""`` without ``beta``).
     """
     pairs: dict[str, dict[str, Episode]] = {}
     for ep in episodes:
         if ep.pair_id is not None:
             pairs.setdefault(ep.pair_id, {})[ep.outcome] = ep
+    evidence = {pid: pair_evidence(p["expected"], p["unexpected"]) for pid, p in pairs.items()
+                if {"expected", "unexpected"} <= set(p)}
     out = {}
     for ep in episodes:
         difficulty = ep.difficulty
@@ -95,7 +98,7 @@ def design_columns(episodes: Sequence[Episode]) -> dict[str, dict[str, str]]:
         if difficulty is None and {"expected", "unexpected"} <= set(pair):
             difficulty = pair_difficulty(pair["expected"], pair["unexpected"])
         out[ep.id] = {"variant": ep.variant, "twin_id": ep.twin_id or "", "difficulty": _number(difficulty),
-                      "beta": _number(ep.beta)}
+                      "beta": _number(ep.beta), "evidence": _number(evidence.get(ep.pair_id or ""))}
     return out
 
 

@@ -1,14 +1,16 @@
 """The manifest of a generated set (``manifest.csv``): one row per episode, with its file hash.
 
 Columns (:data:`COLUMNS`): the episode's ids, condition and outcome, its unit seed, trial and step
-counts, paths of its JSON and video (relative to the set), the JSON's sha256, then four columns
+counts, paths of its JSON and video (relative to the set), the JSON's sha256, then five columns
 describing the pair's design (``docs/tasks.md``, "Manifest"): ``variant`` (``""`` for a plain BIB
 pair), ``twin_id`` (pair id of the label-flipping twin, or ``""``), ``difficulty`` (excess cost in
-cells of the unexpected outcome's deviation, ``""`` where not graded) and ``beta`` (the stimulus
-agent's rationality, ``""`` for the noise-free planner).
+cells of the unexpected outcome's deviation, ``""`` where not graded), ``beta`` (the stimulus
+agent's rationality, ``""`` for the noise-free planner) and ``evidence`` (the pair's evidence in
+nats under the generator's own agent, :func:`bib.tasks.difficulty.pair_evidence`, the axis of
+``bib evaluate``'s difficulty curve; ``""`` without ``beta``).
 
-Manifests written before the last four columns existed (:data:`LEGACY_COLUMNS`) are still read:
-the missing columns read as ``""``.
+Manifests written before the design columns existed (:data:`LEGACY_COLUMNS`), or before
+``evidence`` (:data:`PRE_EVIDENCE_COLUMNS`), are still read: the missing columns read as ``""``.
 """
 
 from __future__ import annotations
@@ -39,10 +41,20 @@ COLUMNS = [
     "twin_id",
     "difficulty",
     "beta",
+    "evidence",
 ]
 LEGACY_COLUMNS = COLUMNS[: COLUMNS.index("sha256") + 1]
 """The header of manifests written before ``variant``, ``twin_id``, ``difficulty`` and ``beta`` existed."""
+PRE_EVIDENCE_COLUMNS = COLUMNS[: COLUMNS.index("beta") + 1]
+"""The header of manifests written before ``evidence`` existed."""
 DESIGN_COLUMNS = COLUMNS[len(LEGACY_COLUMNS):]
+OLD_HEADERS = (LEGACY_COLUMNS, PRE_EVIDENCE_COLUMNS)
+"""Headers of older manifests that still read (strictly), their missing columns as ``""``."""
+
+
+def is_manifest_header(header: object) -> bool:
+    """True for the manifest header or one of :data:`OLD_HEADERS`."""
+    return header == COLUMNS or header in OLD_HEADERS
 
 
 def format_rows(rows: Iterable[dict[str, object]], header: bool = True) -> str:
@@ -67,7 +79,7 @@ def read_manifest(directory: str | os.PathLike[str], strict: bool = True) -> lis
     With ``strict=False`` (resuming), rows cut short by an interrupted run are dropped, and a
     manifest with the legacy header reads as empty (its set is rebuilt, so every row gets the
     design columns); with ``strict=True`` a malformed manifest raises BibInputError naming the
-    row, and a legacy manifest's rows read with ``""`` in the design columns.
+    row, and an older manifest's rows (:data:`OLD_HEADERS`) read with ``""`` in the missing columns.
     """
     return list(iter_manifest(directory, strict))
 
@@ -80,7 +92,7 @@ def iter_manifest(directory: str | os.PathLike[str], strict: bool = True) -> Ite
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         header = reader.fieldnames
-        if header != COLUMNS and not (strict and header == LEGACY_COLUMNS):
+        if header != COLUMNS and not (strict and header in OLD_HEADERS):
             if strict:
                 raise BibInputError(f"{path}: header {header} is not the manifest header {COLUMNS}")
             return
@@ -89,7 +101,7 @@ def iter_manifest(directory: str | os.PathLike[str], strict: bool = True) -> Ite
                 if strict:
                     raise BibInputError(f"{path}: row {i} is incomplete")
                 continue
-            yield row if header == COLUMNS else row | dict.fromkeys(DESIGN_COLUMNS, "")
+            yield row if header == COLUMNS else dict.fromkeys(COLUMNS, "") | row
 
 
 def row_is_intact(directory: str | os.PathLike[str], row: dict[str, str], need_video: bool) -> bool:

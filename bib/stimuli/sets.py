@@ -22,8 +22,10 @@ from bib.errors import BibInputError
 class EpisodeRef:
     """One episode of a set, as far as evaluation needs it (no trials).
 
-    ``twin_id``, ``difficulty`` and ``variant`` come from the manifest columns of the same names
-    when a set has them (controlled sets, issue 12); None otherwise. ``task`` is the generating
+    ``twin_id``, ``difficulty`` (the excess cost of the pair's deviation, cells), ``variant`` and
+    ``evidence`` (the pair's evidence in nats, :func:`bib.tasks.difficulty.pair_evidence`) come
+    from the manifest columns of the same names when a set has them (controlled sets, issue 12);
+    None otherwise (``evidence`` is only in manifests: a loose episode file has none). ``task`` is the generating
     task (``condition`` for evaluation episodes; background episodes have ``condition == ""``).
     """
 
@@ -36,6 +38,7 @@ class EpisodeRef:
     difficulty: float | None = None
     variant: str | None = None
     task: str = ""
+    evidence: float | None = None
 
 
 @dataclass
@@ -75,22 +78,22 @@ def _manifest_refs(manifest: Path) -> list[EpisodeRef]:
         raise BibInputError(f"{manifest}: a manifest must be named manifest.csv")
     return [
         EpisodeRef(r["episode_id"], r["pair_id"] or None, r["condition"], r["outcome"], root / r["episode_path"],
-                   twin_id=r.get("twin_id") or None, difficulty=_difficulty(manifest, r), variant=r.get("variant") or None,
-                   task=r["task"])
+                   twin_id=r.get("twin_id") or None, difficulty=_number(manifest, r, "difficulty"),
+                   variant=r.get("variant") or None, task=r["task"], evidence=_number(manifest, r, "evidence"))
         for r in read_manifest(root, strict=True)
     ]
 
 
-def _difficulty(manifest: Path, row: Mapping[str, str]) -> float | None:
-    raw = (row.get("difficulty") or "").strip()
+def _number(manifest: Path, row: Mapping[str, str], column: str) -> float | None:
+    raw = (row.get(column) or "").strip()
     if not raw:
         return None
     try:
         value = float(raw)
     except ValueError:
-        raise BibInputError(f"{manifest}: episode {row['episode_id']!r}: field 'difficulty': {raw!r} is not a number") from None
+        raise BibInputError(f"{manifest}: episode {row['episode_id']!r}: field '{column}': {raw!r} is not a number") from None
     if not math.isfinite(value):
-        raise BibInputError(f"{manifest}: episode {row['episode_id']!r}: field 'difficulty': {raw!r} is not finite")
+        raise BibInputError(f"{manifest}: episode {row['episode_id']!r}: field '{column}': {raw!r} is not finite")
     return value
 
 
