@@ -534,7 +534,13 @@ def _legacy_sets(root: Path, spec: StimulusSpec, ident: dict[str, object]) -> li
         return [{"set": data.get("name"), "seed": data.get("seed")}]
     except (OSError, tomllib.TOMLDecodeError):
         pass
-    tasks = {r["task"] for r in read_manifest(root, strict=False)}
+    from bib.errors import BibInputError
+
+    try:  # strictly first: a manifest of an older header (before `evidence`) still names its tasks
+        rows = read_manifest(root, strict=True)
+    except BibInputError:
+        rows = read_manifest(root, strict=False)
+    tasks = {r["task"] for r in rows}
     if tasks <= {t.id for t in spec.tasks}:
         return [ident]
     return [{"set": "tasks " + ", ".join(sorted(tasks)), "seed": None}]
