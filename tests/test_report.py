@@ -29,6 +29,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from bib.analysis.plots import analysis_plots
     from bib.analysis.spec import load_spec
     from bib.evaluation import evaluate, evaluation_json, find_episodes, write_results
+    from bib.stimuli.manifest import read_manifest, write_manifest
 
     folder = tmp_path_factory.mktemp("report-inputs")
     root = tiny_set(tmp_path_factory)
@@ -46,8 +47,17 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     with pytest.raises(SystemExit):  # exit code 1: the tiny set fails the audit
         main(["audit", str(root), "--out", str(audit)])
     write_results(folder / "oracle.csv", surprise)
+    # the tiny set's noise-free agents have no beta, hence no evidence: a copy of its episodes whose
+    # manifest gets evidence values by hand, so the evaluation has a difficulty curve to show
+    graded = folder / "graded"
+    shutil.copytree(root, graded, ignore=shutil.ignore_patterns("*.mp4"))
+    rows = read_manifest(graded)
+    pairs = sorted({r["pair_id"] for r in rows if r["pair_id"]})
+    for r in rows:
+        r["evidence"] = f"{(-0.5, 0.5, 3.0, 20.0)[pairs.index(r['pair_id']) % 4]:.4f}" if r["pair_id"] else ""
+    write_manifest(graded, rows)
     with pytest.raises(SystemExit) as done:
-        main(["evaluate", str(root), str(folder / "oracle.csv"), "--out", str(folder / "oracle-eval")])
+        main(["evaluate", str(graded), str(folder / "oracle.csv"), "--out", str(folder / "oracle-eval")])
     assert done.value.code in (None, 0)
     profiles = folder / "profiles"
     with pytest.raises(SystemExit) as done:
