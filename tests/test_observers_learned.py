@@ -149,12 +149,13 @@ def old_path_surprise(obs, episodes):
     return np.split(errors.double().numpy(), np.cumsum(old.query_counts)[:-1])
 
 
-@pytest.mark.parametrize("cls, crop", [(BCMLPObserver, 6), (BCRNNObserver, 6), (VideoRNNObserver, 6), (BCRNNObserver, 2)])
+@pytest.mark.parametrize("cls, crop", [(BCMLPObserver, 6), (BCRNNObserver, 6), (VideoRNNObserver, 6), (BCRNNObserver, 2),
+                                       (BCMLPObserver, 3)])
 def test_frame_path_gives_the_surprise_of_the_old_path(cls, crop):
     """Channels-last convolutions, a pair's familiarization rendered and encoded once, frames rendered
-    straight into the batch and encoded in chunks, the first two convolutions only where a frame
-    differs from its background (crop 2: most frames too big for the crop, run whole): the same
-    surprise as before, within 1e-5."""
+    straight into the batch and encoded in chunks, the first three convolutions only where a frame
+    differs from its background (crop 2: most frames too big for the crop, run whole; crop 3: an odd
+    crop, the third layer's window placed differently): the same surprise as before, within 1e-5."""
     from bib.observers import nets, video_rnn
 
     pairs = [make_unit(task, i, 3) for task, i in

@@ -41,7 +41,7 @@ class StateEncoder(nn.Module):
     flattened into a linear layer with ReLU. Frames are converted to floats and encoded
     :data:`FRAME_CHUNK` states at a time (bounded memory whatever the batch), in torch's
     ``channels_last`` format (about 1.6x faster convolutions than NCHW on CPU). At inference, when
-    the batch carries the frames' backgrounds, the first two convolutions run only where frames
+    the batch carries the frames' backgrounds, the first three convolutions run only where frames
     differ from them (:meth:`_frames_from_backgrounds`).
     """
 
@@ -87,50 +87,73 @@ class StateEncoder(nn.Module):
     def _frames_from_backgrounds(self, batch: Batch, index: torch.Tensor | None = None) -> torch.Tensor:
         """Frame embeddings computed where the frames differ from their backgrounds (inference only).
 
-        A frame is its background except inside a small box around the agent, and the first two
-        convolutions (kernel 3, stride 2, no padding) are local: an output of the second one reads
-        ``RECEPTIVE = 7`` input pixels per axis from ``4 j``. So the two layers run once per distinct
-        background of the batch, and per frame only on a crop covering the outputs whose inputs
-        reach into its box (:data:`CROP` x :data:`CROP` outputs); those outputs replace the
-        background's. Frames whose box needs more run whole. The remaining (cheap) layers run on
-        every frame. The result equals the whole-frame computation up to float summation order.
+        A frame is its background except inside a small box around the agent, and the first three
+        convolutions (kernel 3, no padding, strides 2) are local: an output of the second one reads
+        ``RECEPTIVE = 7`` input pixels per axis from ``4 j``. So the layers run once per distinct
+        background of the batch; per frame, the first two run only on a crop covering the outputs
+        whose inputs reach into its box (:data:`CROP` x :data:`CROP` outputs), and the third only on
+        the ``K x K`` outputs (``K = (CROP + 1) // 2 + 1``) that read the crop, from a window of the
+        background's second-layer map with the crop written in. Those outputs replace the
+        background's. Frames whose box needs more run whole. The last layer runs on every frame.
+        The result equals the whole-frame computation up to float summation order.
         """
-        prefix, suffix = self.conv[:4], self.conv[4:]
+        prefix, third, rest = self.conv[:4], self.conv[4:6], self.conv[6:]
         n = batch.n_states if index is None else len(index)
         bgs = batch.backgrounds
         maps_bg = torch.cat([_nhwc(prefix(_as_float(bgs[i : i + FRAME_CHUNK]))) for i in range(0, len(bgs), FRAME_CHUNK)])
         h2, w2, ch = maps_bg.shape[1:]
+        maps3_bg = _nhwc(third(maps_bg.permute(0, 3, 1, 2)))  # [G, H3, W3, 32], the backgrounds' third-layer maps
+        h3, w3 = maps3_bg.shape[1:3]
+        k3 = (CROP + 1) // 2 + 1
+        span2 = 2 * k3 + 1  # second-layer rows (columns) the k3 third-layer outputs read
+        bg_of = maps_bg.reshape(-1, ch)
         frames = _nhwc(batch.frames)  # [N, H, W, 3]
         h, w = frames.shape[1:3]
         pixels_of = frames.reshape(-1, 3)
         span = (CROP - 1) * STRIDE + RECEPTIVE
-        offs, k = torch.arange(span), torch.arange(CROP)
+        offs, k, kk = torch.arange(span), torch.arange(CROP), torch.arange(k3)
         parts = []
         for start in range(0, n, FRAME_CHUNK):
             sel = torch.arange(start, min(start + FRAME_CHUNK, n)) if index is None else index[start : start + FRAME_CHUNK]
-            maps = maps_bg.index_select(0, batch.background[sel])  # [n, H2, W2, 32], the backgrounds' maps
+            bg = batch.background[sel]
+            maps = maps3_bg.index_select(0, bg)  # [n, H3, W3, 32], the backgrounds' maps
             y0, y1, x0, x1 = batch.boxes[sel].unbind(1)
             lo_y = torch.clamp(-((RECEPTIVE - 1 - y0) // STRIDE), min=0)  # ceil((y0 - 6) / 4)
             lo_x = torch.clamp(-((RECEPTIVE - 1 - x0) // STRIDE), min=0)
             hi_y, hi_x = torch.clamp(y1 // STRIDE, max=h2 - 1), torch.clamp(x1 // STRIDE, max=w2 - 1)
             changed = y1 >= y0
-            fits = (hi_y - lo_y < CROP) & (hi_x - lo_x < CROP) & (h2 >= CROP) & (w2 >= CROP)
+            fits = (hi_y - lo_y < CROP) & (hi_x - lo_x < CROP) & (h2 >= CROP) & (w2 >= CROP) & (h3 >= k3) & (w3 >= k3)
             crop = torch.nonzero(changed & fits).flatten()
             whole = torch.nonzero(changed & ~fits).flatten()
             if len(crop):
-                jy = torch.clamp(lo_y[crop], max=h2 - CROP)
+                m = len(crop)
+                jy = torch.clamp(lo_y[crop], max=h2 - CROP)  # the crop's first second-layer output row
                 jx = torch.clamp(lo_x[crop], max=w2 - CROP)
                 rows = (jy * STRIDE)[:, None] + offs  # [M, span] input rows of each crop
                 cols = (jx * STRIDE)[:, None] + offs
                 flat = (sel[crop] * (h * w))[:, None, None] + rows[:, :, None] * w + cols[:, None, :]
-                pixels = pixels_of.index_select(0, flat.flatten()).view(len(crop), span, span, 3)
+                pixels = pixels_of.index_select(0, flat.flatten()).view(m, span, span, 3)
                 out = _nhwc(prefix(_as_float(pixels.permute(0, 3, 1, 2))))  # [M, CROP, CROP, 32]
-                at = (crop * (h2 * w2))[:, None, None] + (jy[:, None] + k)[:, :, None] * w2 + (jx[:, None] + k)[:, None, :]
-                maps.view(-1, ch).index_copy_(0, at.flatten(), out.reshape(-1, ch))
-            maps = maps.permute(0, 3, 1, 2)  # [n, 32, H2, W2], channels-last memory
+                # Third-layer outputs p read second-layer rows 2p .. 2p + 2: those reading the crop are
+                # p0 .. p0 + k3 - 1 with p0 = ceil((jy - 2) / 2) (clamped to the map).
+                p0 = torch.clamp(-((2 - jy) // 2), min=0, max=h3 - k3)
+                q0 = torch.clamp(-((2 - jx) // 2), min=0, max=w3 - k3)
+                win_rows = (2 * p0)[:, None] + torch.arange(span2)
+                win_cols = (2 * q0)[:, None] + torch.arange(span2)
+                at = (bg[crop] * (h2 * w2))[:, None, None] + win_rows[:, :, None] * w2 + win_cols[:, None, :]
+                window = bg_of.index_select(0, at.flatten()).view(m, span2, span2, ch)
+                r = (jy - 2 * p0)[:, None] + k  # [M, CROP] the crop's rows in the window (>= 0)
+                c = (jx - 2 * q0)[:, None] + k
+                inside = (r[:, :, None] < span2) & (c[:, None, :] < span2)  # rows past it: read by no third-layer output
+                dest = torch.arange(m)[:, None, None] * (span2 * span2) + r[:, :, None] * span2 + c[:, None, :]
+                window.view(-1, ch).index_copy_(0, dest[inside], out[inside])
+                out3 = _nhwc(third(window.permute(0, 3, 1, 2)))  # [M, k3, k3, 32]
+                at3 = (crop * (h3 * w3))[:, None, None] + (p0[:, None] + kk)[:, :, None] * w3 + (q0[:, None] + kk)[:, None, :]
+                maps.view(-1, ch).index_copy_(0, at3.flatten(), out3.reshape(-1, ch))
+            maps = maps.permute(0, 3, 1, 2)  # [n, 32, H3, W3], channels-last memory
             if len(whole):
-                maps[whole] = prefix(_as_float(batch.frames[sel[whole]]))
-            parts.append(self.head(suffix(maps)))
+                maps[whole] = third(prefix(_as_float(batch.frames[sel[whole]])))
+            parts.append(self.head(rest(maps)))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
