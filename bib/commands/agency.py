@@ -141,6 +141,7 @@ def register(app: typer.Typer) -> None:
         force: bool = FORCE,
     ) -> None:
         """Cognitive-map, decoded-map consistency and plan probes on the policy network's activations."""
+        import contextlib
         import os
 
         from bib.agency.policy_net import DEFAULT_CHECKPOINT, load
@@ -158,13 +159,12 @@ def register(app: typer.Typer) -> None:
             # beside a run's results: probes.json is written atomically and the tables are redone from both
             if not os.access(out, os.W_OK | os.X_OK):
                 raise BibInputError(f"{out}: output folder is not writable")
-            run_probes(model, out, **settings, command=command)
-            typer.echo(write_tables(out).to_markdown())
-            return
-        folder = OutputFolder(out, {"command": "agency probe", "checkpoint": ckpt, **settings}, force=force)
-        with folder as tmp:
-            run_probes(model, tmp, **settings, command=command)
-            result = write_tables(tmp)
+            folder = contextlib.nullcontext(out)
+        else:
+            folder = OutputFolder(out, {"command": "agency probe", "checkpoint": ckpt, **settings}, force=force)
+        with folder as target:
+            run_probes(model, target, **settings, command=command)
+            result = write_tables(target)
         typer.echo(result.to_markdown())
 
     app.add_typer(sub, name="agency")
