@@ -175,6 +175,27 @@ class ChatClient:
         return content
 
 
+def check_reachable(endpoint: str, timeout: float) -> None:
+    """Raise BibInputError unless a TCP connection to the endpoint's host and port opens within
+    ``timeout`` seconds: `bib agency run --endpoint` checks this before any work, instead of
+    recording every step of the run as an invalid ``connection`` step (answers already in the
+    cache are still replayed from it; the server must be up to start a run)."""
+    from urllib.parse import urlsplit
+
+    from bib.errors import BibInputError
+
+    parts = urlsplit(endpoint)
+    try:
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:  # a port that is not a number
+        raise BibInputError(f"--endpoint {endpoint}: {exc}") from None
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise BibInputError(f"--endpoint {endpoint}: cannot connect to {host}:{port} ({exc.strerror or exc})") from None
+
+
 def default_cache_dir(endpoint: str, model: str) -> Path:
     """Where `bib agency run --endpoint` keeps answers unless ``--cache`` says otherwise.
 
