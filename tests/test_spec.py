@@ -8,7 +8,7 @@ import pytest
 
 from bib.cli import main
 from bib.errors import BibInputError
-from bib.stimuli.spec import load_spec, override, parse_spec, task_spec
+from bib.stimuli.spec import builtin_specs, load_spec, override, parse_spec, task_spec
 from bib.tasks import REGISTRY, conditions, task_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,6 +113,22 @@ def test_load_spec_file_errors(tmp_path: Path) -> None:
     ok.write_text('name = "ok"\nseed = 7\n[render]\nfps = 30\n[[tasks]]\nid = "single-object"\nn = 2\n')
     spec = load_spec(ok)
     assert spec.seed == 7 and spec.units == [("single-object", 2)] and spec.render.settings().fps == 30
+
+
+def test_built_in_specs_load_by_name_from_any_folder(tmp_path: Path, monkeypatch) -> None:
+    """The checkout's stimuli/*.toml are the packaged specs (so a wheel has them), found by a bare name."""
+    checkout = sorted(p.name for p in (ROOT / "stimuli").glob("*.toml"))
+    assert sorted(f"{name}.toml" for name in builtin_specs()) == checkout and len(checkout) >= 4
+    monkeypatch.chdir(tmp_path)
+    for name in ("bib-eval", "bib-ctrl.toml"):
+        assert load_spec(name) == load_spec(ROOT / "stimuli" / (name.removesuffix(".toml") + ".toml"))
+    with pytest.raises(BibInputError, match=r"^nope: no such spec file, and not a built-in spec \(bib-background, bib-ctrl, "
+                       r"bib-eval, infant-pilot\)$"):
+        load_spec("nope")
+    (tmp_path / "bib-eval").write_text('name = "mine"\n[[tasks]]\nid = "single-object"\nn = 1\n')
+    assert load_spec("bib-eval").name == "mine"  # a file of that name wins over the built-in
+    with pytest.raises(BibInputError, match=r"^sub/bib-eval.toml: no such spec file$"):
+        load_spec("sub/bib-eval.toml")  # a path with a folder is never a built-in name
 
 
 def test_override_revalidates_and_keeps_other_fields() -> None:

@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def generate(
-        spec: Path = typer.Argument(None, help="Stimulus-set spec (TOML), e.g. stimuli/bib-eval.toml (or give --task).", show_default=False),
+        spec: Path = typer.Argument(None, help="Stimulus-set spec (TOML), e.g. stimuli/bib-eval.toml, or a built-in spec's name, e.g. bib-eval (or give --task).", show_default=False),
         out: Path = out_option("manifest.csv, episodes/, videos/, spec.toml, provenance.json; rerunning the same command resumes"),
         task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object (instead of SPEC).", show_default=False),
         n: int = typer.Option(10, "--n", min=0, help="With --task: pairs (evaluation conditions) or episodes (background tasks)."),

@@ -4,13 +4,15 @@
 - ``published/infant_pilot.csv``: the BIB infant pilot summaries (power analysis, example data).
 - ``looking_times/example.csv``: SYNTHETIC example looking times (the demo's analysis input).
 - ``analysis/infant-pilot.toml``: the analysis spec of the infant pilot (the demo's).
+- ``stimuli/*.toml``: the built-in stimulus specs (``bib generate bib-eval``).
 
-In a checkout, ``data/published``, ``data/looking_times`` and ``analysis/infant-pilot.toml`` are
+In a checkout, ``data/published``, ``data/looking_times``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
 links to these files, so the paths the docs use work there too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 
@@ -21,7 +23,20 @@ def resource(name: str) -> Path:
     Raises:
         FileNotFoundError: no such resource (a packaging error, not a user error).
     """
+    return _packaged(name, Path.is_file, "resource")
+
+
+def resource_dir(name: str) -> Path:
+    """The path of the packaged folder ``name`` (e.g. ``stimuli``).
+
+    Raises:
+        FileNotFoundError: no such folder (a packaging error, not a user error).
+    """
+    return _packaged(name, Path.is_dir, "resource folder")
+
+
+def _packaged(name: str, exists: Callable[[Path], bool], what: str) -> Path:
     path = Path(str(files(__name__).joinpath(name)))
-    if not path.is_file():
-        raise FileNotFoundError(f"bib is missing its resource {name!r} (looked at {path}); reinstall the package")
+    if not exists(path):
+        raise FileNotFoundError(f"bib is missing its {what} {name!r} (looked at {path}); reinstall the package")
     return path

@@ -319,9 +319,35 @@ def spec_to_toml(spec: StimulusSpec, note: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_spec(path: str | os.PathLike[str]) -> StimulusSpec:
-    """Read and validate a spec TOML file."""
+BUILTIN_DIR = "stimuli"
+"""Folder of :mod:`bib.resources` holding the built-in specs (``stimuli/`` in a checkout links to it)."""
+
+
+def builtin_specs() -> dict[str, Path]:
+    """Name -> path of the specs shipped with the package (``bib-eval``, ``bib-ctrl``, ...)."""
+    from bib.resources import resource_dir
+
+    return {f.stem: f for f in sorted(resource_dir(BUILTIN_DIR).glob("*.toml"))}
+
+
+def spec_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself when it exists, else the built-in spec it names (``bib-eval`` or ``bib-eval.toml``).
+
+    Raises:
+        BibInputError: neither a file nor a built-in name (the message lists the built-in names).
+    """
     p = Path(path)
+    if p.exists() or p.parent != Path("."):
+        return p
+    found = builtin_specs().get(p.name.removesuffix(".toml"))
+    if found is None:
+        raise BibInputError(f"{p}: no such spec file, and not a built-in spec ({', '.join(builtin_specs())})")
+    return found
+
+
+def load_spec(path: str | os.PathLike[str]) -> StimulusSpec:
+    """Read and validate a spec TOML file, or the built-in spec a bare name names (:func:`spec_path`)."""
+    p = spec_path(path)
     try:
         with open(p, "rb") as fh:
             data = tomllib.load(fh)
