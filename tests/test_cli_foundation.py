@@ -139,6 +139,16 @@ def test_second_task_into_the_same_folder_needs_append_and_keeps_the_first(tmp_p
     assert code == 0 and "0 units generated, 2 kept" in text
 
 
+def test_a_folder_from_before_provenance_is_named_by_its_tasks(tmp_path, capsys):
+    """A set written before provenance.json (no spec.toml either) is named by its manifest's tasks, without a seed."""
+    out = tmp_path / "old"
+    run(capsys, "generate", "--task", "single-object", "--n", "1", "--out", str(out))
+    (out / "provenance.json").unlink()
+    code, _, err = run(capsys, "generate", "--task", "no-navigation", "--n", "1", "--out", str(out))
+    assert code == 2 and err == (f"bib: error: {out}: folder holds the set tasks single-object; use --append to add "
+                                 "no-navigation (seed 0) to it, --force to replace it, or choose another --out\n")
+
+
 def test_spec_set_into_a_folder_of_another_set_is_refused_and_force_replaces(tmp_path, capsys):
     spec = tmp_path / "a.toml"
     spec.write_text('name = "set-a"\nseed = 3\n[[tasks]]\nid = "single-object"\nn = 2\n')

@@ -60,6 +60,8 @@ def apply_filter(raw: pd.DataFrame, rules: RowFilter, source: str) -> tuple[pd.D
 
 def _import_ids(raw: pd.DataFrame, source: str, outcomes: tuple[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Drop (and list) rows without a participant id, then validate the rest."""
+    if raw.empty:
+        raise BibInputError(f"{source}: no data rows (the file has only a header)")
     have, missing = split_missing_ids(raw)
     if have.empty:
         raise BibInputError(f"{source}: column participant_id: no row has a participant id")

@@ -516,7 +516,8 @@ def generate_job(spec: StimulusSpec, out: str | os.PathLike[str], *, force: bool
                                 "use --force to replace it, or choose another --out")
         if ident not in held:
             if not append:
-                names = ", ".join(f"{s.get('set')} (seed {s.get('seed')})" for s in held) or "another set"
+                names = ", ".join(f"{s.get('set')}" + (f" (seed {s['seed']})" if s.get("seed") is not None else "")
+                                  for s in held) or "another set"
                 raise BibInputError(f"{p}: folder holds the set {names}; use --append to add {spec.name} "
                                     f"(seed {spec.seed}) to it, --force to replace it, or choose another --out")
             held.append(ident)
