@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -46,22 +46,47 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-def _worker_init() -> None:
+def _worker_init(setup: Callable[[], object] | None = None) -> None:
     die_with_parent()
     # Ctrl-C goes to the whole process group; the parent handles it and shuts the pool down.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if setup is not None:
+        try:
+            setup()
+        except Exception:  # noqa: S110 - the first task repeats the setup and reports its error
+            pass
 
 
-def _context() -> multiprocessing.context.BaseContext:
+def _ready() -> bool:
+    """A pool task that returns once a worker has started (and run its setup)."""
+    return True
+
+
+def _context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
     """forkserver on Linux from the main thread (children start from a clean process, no torch threads
     inherited), spawn elsewhere. The forkserver preloads :mod:`bib._lifeline`, which ties its life to
-    this process.
+    this process, and ``preload`` (modules its children then have imported already; only effective
+    when the forkserver is not running yet).
     """
     if sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread():
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["__main__", "bib._lifeline"])
+        ctx.set_forkserver_preload(["__main__", "bib._lifeline", *preload])
         return ctx
     return multiprocessing.get_context("spawn")
+
+
+def start_forkserver(preload: Sequence[str] = ()) -> None:
+    """Start the forkserver now, importing ``preload`` there, and return at once (no-op where pools spawn,
+    or when it runs already).
+
+    Called before this process does its own slow set-up (a torch import, a checkpoint load), so that
+    the forkserver's imports run on another core meanwhile and pool processes forked from it later
+    start with them done: a worker's start-up is then a fork, not a torch import (issue 19).
+    """
+    if _context(preload).get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def map_ordered(
@@ -72,6 +97,8 @@ def map_ordered(
     scheduler: str | None = None,
     in_flight: int | None = None,
     local: bool = False,
+    setup: Callable[[], object] | None = None,
+    preload: Sequence[str] = (),
 ) -> Iterator[R]:
     """Apply ``fn`` to every item, yielding results in the order of ``items``.
 
@@ -86,7 +113,12 @@ def map_ordered(
         local: with ``workers > 1``, this process works through items too, beside ``workers - 1``
             pool processes: whenever the next result to yield is not ready it runs the next item
             itself. For jobs whose workers pay a long start-up (a torch import and a model load)
-            that this process has already paid, so its share starts at once.
+            that this process has already paid, so its share starts at once. No item is handed to
+            the pool before one of its processes has started and run ``setup``: until then this
+            process runs every item, so a late pool never holds up the first results.
+        setup: a picklable callable each pool process runs once at its start (e.g. loading a model);
+            an error there is ignored (the items' own calls meet it again and report it).
+        preload: modules the forkserver imports when it starts (see :func:`start_forkserver`).
 
     Raises:
         BibInputError: for ``workers < 1`` or a scheduler that cannot be used.
@@ -101,10 +133,15 @@ def map_ordered(
         for item in items:
             yield fn(item)
         return
-    pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=_context(), initializer=_worker_init)
+    pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=_context(preload), initializer=_worker_init,
+                               initargs=(setup,))
     try:
-        yield from (_drain_local(pool.submit, fn, items, limit, 2 * (workers - 1)) if local
-                    else _drain(pool.submit, fn, items, limit))
+        if local:
+            started = [pool.submit(_ready) for _ in range(workers - 1)]  # starts the processes now
+            yield from _drain_local(pool.submit, fn, items, limit, 2 * (workers - 1),
+                                    lambda: any(f.done() for f in started))
+        else:
+            yield from _drain(pool.submit, fn, items, limit)
     except BaseException:
         # An error, Ctrl-C or an abandoned generator: stop now instead of finishing the tasks in flight.
         _stop(pool)
@@ -146,9 +183,10 @@ class _Ready:
 
 
 def _drain_local(submit: Callable[..., Any], fn: Callable[[T], R], items: Iterable[T], limit: int,
-                 pool_limit: int) -> Iterator[R]:
-    """:func:`_drain` where this process also runs items: up to ``pool_limit`` pool tasks in flight;
-    while the oldest result is not ready, the next item runs here. Results are yielded in order."""
+                 pool_limit: int, pool_ready: Callable[[], bool] = lambda: True) -> Iterator[R]:
+    """:func:`_drain` where this process also runs items: once ``pool_ready()``, up to ``pool_limit`` pool
+    tasks in flight; while the oldest result is not ready, the next item runs here. Results are
+    yielded in order."""
     pending: deque[Any] = deque()
     it = iter(items)
     more = True
@@ -163,11 +201,17 @@ def _drain_local(submit: Callable[..., Any], fn: Callable[[T], R], items: Iterab
         return more
 
     item: Any = None
+    ready = False
     while True:
-        while len(pending) < limit and sum(not isinstance(p, _Ready) for p in pending) < pool_limit and take():
+        ready = ready or pool_ready()
+        while (ready and len(pending) < limit and sum(not isinstance(p, _Ready) for p in pending) < pool_limit
+               and take()):
             pending.append(submit(fn, item))
-        if not pending:
-            return
+        if not pending:  # nothing in flight: the next item (if any) runs here
+            if not take():
+                return
+            pending.append(_Ready(fn(item)))
+            continue
         if not pending[0].done() and len(pending) < limit and take():
             pending.append(_Ready(fn(item)))
             continue

@@ -383,3 +383,12 @@ def test_frame_scoring_is_the_same_for_any_worker_count_and_chunk(tmp_path):
         assert [eid for eid, _ in got] == [r.id for r in refs]
         for (_, g), (_, w) in zip(got, base):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_scoring_workers_preload_the_observer_module():
+    """score_refs starts the forkserver with these imported (for a learned observer: torch, via its module)."""
+    from bib.observers.scoring import worker_modules
+
+    assert worker_modules("video-rnn") == ["bib.observers.scoring", "bib.observers.video_rnn"]
+    assert worker_modules("bc-mlp") == ["bib.observers.scoring", "bib.observers.bc"]
+    assert worker_modules("mypackage.mymodule:Observer") == ["bib.observers.scoring"]  # a user's: not preloaded

@@ -33,3 +33,75 @@ def test_an_error_in_this_process_stops_the_pool():
 
     with pytest.raises(TypeError):
         list(map_ordered(square_and_pid, items(), workers=2, local=True))
+
+
+_SETUP_DONE = False
+
+
+def _setup() -> None:
+    global _SETUP_DONE
+    _SETUP_DONE = True
+
+
+def _failing_setup() -> None:
+    raise ValueError("setup failed")
+
+
+def square_pid_setup(x: int) -> tuple[int, int, bool]:
+    return x * x, os.getpid(), _SETUP_DONE
+
+
+def test_setup_runs_in_each_pool_process_before_its_items():
+    out = list(map_ordered(square_pid_setup, range(40), workers=3, local=True, setup=_setup))
+    assert [v for v, _, _ in out] == [x * x for x in range(40)]
+    assert all(done for _, pid, done in out if pid != os.getpid())
+    assert not _SETUP_DONE  # this process does not run it (it has set itself up)
+
+
+def test_an_error_in_setup_is_left_to_the_items():
+    out = list(map_ordered(square_and_pid, range(10), workers=2, local=True, setup=_failing_setup))
+    assert [v for v, _ in out] == [x * x for x in range(10)]
+
+
+def test_no_item_goes_to_a_pool_that_has_not_started():
+    """Until ``pool_ready()`` this process runs every item itself; then the pool gets items too, in order."""
+    from concurrent.futures import Future
+
+    from bib.parallel import _drain_local
+
+    ran, submitted = [], []
+
+    def square(x):
+        ran.append(x)
+        return x * x
+
+    def submit(fn, x):
+        submitted.append(x)
+        f = Future()
+        f.set_result(fn(x))
+        return f
+
+    out = list(_drain_local(submit, square, range(20), 8, 2, lambda: len(ran) >= 5))
+    assert out == [x * x for x in range(20)]
+    assert ran[:5] == [0, 1, 2, 3, 4] and submitted and min(submitted) == 5  # the pool starts after 5 items
+
+
+def test_a_started_forkserver_preloads_modules_for_the_pool(tmp_path):
+    """start_forkserver(preload) imports the modules in the forkserver, so pool processes start with them."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "preload.py"
+    script.write_text(
+        "import sys\n"
+        "from bib.parallel import map_ordered, start_forkserver\n"
+        "def loaded(name):\n"
+        "    return name in sys.modules\n"
+        "if __name__ == '__main__':\n"
+        "    start_forkserver(['bib.observers.heuristics'])\n"
+        "    print(list(map_ordered(loaded, ['bib.observers.heuristics'], workers=2)))\n"
+    )
+    if not sys.platform.startswith("linux"):
+        pytest.skip("forkserver: Linux only")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[True]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -68,21 +69,39 @@ def score_refs(
 ) -> Iterator[tuple[str, np.ndarray]]:
     """Per-step surprise of every episode, in the order of ``refs`` (streamed, any worker count).
 
-    The observer is built once per worker process (learned observers load their checkpoint once).
-    This process, which has built it already (to check it), scores chunks too beside ``workers - 1``
-    pool processes, so its share does not wait for a worker's start-up (a torch import and a
-    checkpoint load: 2-3 s of CPU each).
+    The observer is built once per worker process, when it starts (learned observers load their
+    checkpoint once). This process, which has built it already (to check it), scores chunks too
+    beside ``workers - 1`` pool processes, and alone until one of them has started, so its share
+    does not wait for a worker's start-up. With local workers, the forkserver is started first and
+    imports the observer's modules (for a learned observer, torch: 2-3 s of CPU) on another core
+    while this process builds its own observer, so workers forked from it start without that import.
     """
-    from bib.parallel import map_ordered
+    from bib.parallel import map_ordered, start_forkserver
 
     ckpt = None if checkpoint is None else str(checkpoint)
     cfg = dict(config or {})
+    preload = worker_modules(name)
+    if workers > 1 and not scheduler:
+        start_forkserver(preload)
     _cached_observer(name, ckpt, cfg)  # fail early (unknown name, bad checkpoint or option) in this process
     items = (
         (name, ckpt, cfg, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
     )
-    for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True):
+    for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True,
+                               setup=functools.partial(_cached_observer, name, ckpt, cfg), preload=preload):
         yield from results
+
+
+def worker_modules(name: str) -> list[str]:
+    """The modules a scoring worker imports for the registered observer ``name``: this one and the observer's
+    own (a learned observer's imports torch). A user's ``package.module:Class`` is not preloaded (an
+    error importing it would stop the forkserver, not name the module)."""
+    from bib.observers.registry import OBSERVERS
+
+    factory = OBSERVERS[name].factory if ":" not in name and name in OBSERVERS else None
+    if factory is None:
+        return [__name__]
+    return [__name__, factory.partition(":")[0] if isinstance(factory, str) else factory.__module__]
 
 
 @dataclass(frozen=True)
