@@ -61,6 +61,17 @@ Preset = _render_choices("Preset")
 """libx264 presets for ``--preset``."""
 
 
+def closed_interval(name: str, lo: int, hi: int):  # noqa: ANN201 - a Typer callback
+    """A Typer callback refusing values outside [lo, hi], naming the value and the allowed range."""
+
+    def check(x: int | None) -> int | None:
+        if x is not None and not lo <= x <= hi:
+            raise typer.BadParameter(f"{x} is out of range; allowed: {lo} <= {name} <= {hi}")
+        return x
+
+    return check
+
+
 def render_options() -> tuple[typer.models.OptionInfo, typer.models.OptionInfo]:
     """``--preset`` and ``--crf``, with the choices, limits and defaults of :class:`bib.render.frames.RenderSettings`."""
     from bib.render.frames import RenderSettings
@@ -69,8 +80,8 @@ def render_options() -> tuple[typer.models.OptionInfo, typer.models.OptionInfo]:
     return (
         typer.Option(None, "--preset", help=f"libx264 speed preset of H.264 videos (default: {RenderSettings.preset}; generate: the spec's).",
                      show_default=False),
-        typer.Option(None, "--crf", min=int(lo), max=int(hi), help=f"libx264 constant rate factor, {int(lo)}-{int(hi)} "
-                     f"(default: {RenderSettings.crf}; generate: the spec's).", show_default=False),
+        typer.Option(None, "--crf", callback=closed_interval("crf", int(lo), int(hi)), help=f"libx264 constant rate "
+                     f"factor, {int(lo)}-{int(hi)} (default: {RenderSettings.crf}; generate: the spec's).", show_default=False),
     )
 
 

@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
         An --out folder holding another set is refused unless --append (add to it) or --force
         (replace it). The spec is checked before any episode is written.
         """
+        from bib.render.video import check_video
         from bib.stimuli.build import build_spec, check_spec, generate_job
         from bib.stimuli.spec import load_spec, override, task_spec
 
@@ -60,6 +61,8 @@ def register(app: typer.Typer) -> None:
         )
         folder = generate_job(resolved, out, force=force, append=append)
         check_spec(resolved)
+        if resolved.render.video if video is None else video:
+            check_video(resolved.render.codec, resolved.render.settings())
         one_set = len(folder.job["sets"]) == 1  # type: ignore[arg-type]
         with folder:
             if not one_set:  # spec.toml would name one of several sets
@@ -86,11 +89,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Render one episode to a video (the episode is checked against the schema and the world rules)."""
         from bib.io import OutputFolder
-        from bib.render.video import CODECS, contact_sheet, render_episode
+        from bib.render.video import CODECS, check_video, contact_sheet, render_episode
         from bib.stimuli.check import load_checked
 
         ep = load_checked(episode)
         settings = _settings(cell_px, fps, value(preset), crf)
+        check_video(codec.value, settings)
         folder = OutputFolder(out, {"command": "render", "episode": episode, "codec": codec.value, "cell_px": cell_px,
                                     "fps": fps, "preset": settings.preset, "crf": settings.crf, "per_trial": per_trial,
                                     "contact_sheet": sheet}, force=force)

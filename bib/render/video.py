@@ -1,11 +1,13 @@
-"""Video writers: H.264 MP4 through ffmpeg's libx264 fed raw YUV (default), VP9 WebM and MP4V through OpenCV; contact sheets.
+"""Video writers: H.264 MP4 through libx264 in-process (PyAV, default), VP9 WebM and MP4V through OpenCV; contact sheets.
 
 H.264 output is ``yuv420p`` (BT.601, limited range, tagged so) with ``+faststart`` so browsers and
 lab software (PsychoPy, PyHab) play it; OpenCV's pip wheels cannot encode H.264, so OpenCV only
-serves the fallbacks. Episodes are encoded from frames drawn straight in the encoder's pixel format
-(:mod:`bib.render.yuv`) and piped in large writes: half the bytes of RGB, and nothing converts them
-again. libx264 runs on one thread with bit-exact flags, so the same episode and settings give the
-same bytes.
+serves the fallbacks. Episodes are encoded (:mod:`bib.render.h264`) from frames drawn straight in the
+encoder's pixel format (:mod:`bib.render.yuv`), handed over without a copy; nothing converts them
+again. The episodes of one call to :func:`render_episodes` that share leading trials (a pair's
+familiarization) share one encode of them, and every episode's test trial starts on a keyframe.
+libx264 runs on one thread with bit-exact flags, so the same episodes and settings give the same
+bytes.
 Every writer checks each frame's size (OpenCV would silently drop a wrong-sized frame) and writes to
 a temporary file that is renamed into place only when the video is complete.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 
@@ -25,7 +27,17 @@ from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
 from bib.registry import Registry
 from bib.render.frames import RenderSettings, episode_frames, frame_count, trial_frames
-from bib.render.yuv import episode_yuv, frame_bytes, rgb_to_yuv, trial_yuv
+from bib.render.h264 import (
+    ENCODER,
+    Encoding,
+    HeadersDiffer,
+    Segment,
+    check_encoder,
+    encode_h264,
+    encode_segment,
+    write_mp4,
+)
+from bib.render.yuv import episode_yuv, rgb_to_yuv, trial_yuv
 
 CODECS: Registry[str] = Registry("codec")
 """Codec name -> file extension (a :class:`bib.registry.Registry`). ``h264`` is the browser-playable default."""
@@ -38,14 +50,23 @@ def available_codecs() -> list[str]:
     """Codecs this installation can write."""
     out = []
     with contextlib.suppress(ImportError):
-        import imageio_ffmpeg  # noqa: F401
+        import av
 
-        out.append("h264")
+        if ENCODER in av.codecs_available:
+            out.append("h264")
     with contextlib.suppress(ImportError):
         import cv2  # noqa: F401
 
         out += ["vp9", "mp4v"]
     return out
+
+
+def check_video(codec: str, settings: RenderSettings) -> None:
+    """Refuse (:class:`~bib.errors.BibInputError`, one line naming the value and the allowed ones) settings
+    the installed encoder of ``codec`` cannot encode: for H.264, a preset or pixel format PyAV's libx264
+    lacks (:func:`bib.render.h264.check_encoder`). Call it before any work."""
+    if codec == "h264":
+        check_encoder(settings.preset, settings.pix_fmt)
 
 
 def codec_for(path: str | os.PathLike[str], codec: str | None = None) -> str:
@@ -100,7 +121,8 @@ def write_video(
         raise BibInputError(f"{target}: {codec} needs even frame sizes, got {w} x {h}")
     stream = _checked(chain([first], it), first.shape, target)
     if codec == "h264":
-        return _atomically(target, codec, lambda tmp: encode_h264((rgb_to_yuv(f) for f in stream), tmp, (w, h), fps, crf, preset))
+        return _atomically(target, codec, lambda tmp: encode_h264((rgb_to_yuv(f) for f in stream), tmp, (w, h), fps, crf, preset,
+                                                                  "yuv420p"))
     return _atomically(target, codec, lambda tmp: _write_cv2(stream, tmp, (w, h), fps, codec))
 
 
@@ -119,7 +141,8 @@ def _atomically(target: Path, codec: str, write: Callable[[Path], int]) -> int:
 
 def h264_command(source: str, path: str | os.PathLike[str], size: tuple[int, int], fps: int, crf: int, preset: str,
                  pix_fmt: str) -> list[str]:
-    """The ffmpeg command that encodes raw planar frames from ``source`` (a file, or ``pipe:0``) to ``path``."""
+    """The ffmpeg command (imageio-ffmpeg's bundled ffmpeg) that encodes raw planar frames from ``source`` (a
+    file, or ``pipe:0``) to ``path`` with libx264 at the pipeline's settings: the benchmarks' reference."""
     import imageio_ffmpeg
 
     w, h = size
@@ -131,81 +154,6 @@ def h264_command(source: str, path: str | os.PathLike[str], size: tuple[int, int
         "-movflags", "+faststart", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact",
         "-f", "mp4", "-y", str(path),
     ]
-
-
-PIPE_CHUNK = 1 << 20
-"""Bytes of frames written to ffmpeg's stdin at once (few, large writes), and the pipe's size asked for
-(the most Linux lets a pipe hold without privileges, by default)."""
-
-
-def encode_h264(frames: Iterable[np.ndarray], path: str | os.PathLike[str], size: tuple[int, int], fps: int,
-                crf: int = RenderSettings.crf, preset: str = RenderSettings.preset,
-                pix_fmt: str = RenderSettings.pix_fmt) -> int:
-    """Encode planar frames (flat buffers of :mod:`bib.render.yuv`; a buffer may be yielded again, but
-    must not change once yielded) to an H.264 MP4 at ``path``; return the frame count.
-
-    libx264 in imageio-ffmpeg's bundled ffmpeg reads the frames as raw video from a pipe of
-    :data:`PIPE_CHUNK` bytes, written about that many bytes of frames at a time with one ``writev`` (the
-    frames are not copied into a buffer first); it converts nothing. One thread, no metadata and bit-exact
-    flags: the bytes depend only on the frames and the settings. The stream is tagged BT.601 limited
-    range, the matrix :mod:`bib.render.yuv` uses. ffmpeg dies with this process (issue 17).
-    """
-    import subprocess
-    import tempfile
-
-    from bib.parallel import die_with_parent
-
-    cmd = h264_command("pipe:0", path, size, fps, crf, preset, pix_fmt)
-    n = 0
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
-                                preexec_fn=die_with_parent)  # noqa: PLW1509 (no threads start ffmpeg)
-        with contextlib.suppress(OSError, AttributeError):  # Linux: a larger pipe, fewer wake-ups of ffmpeg
-            import fcntl
-
-            fcntl.fcntl(proc.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_CHUNK)  # type: ignore[union-attr]
-        try:
-            fd = proc.stdin.fileno()  # type: ignore[union-attr]
-            one = frame_bytes(*size, pix_fmt)
-            per_write = min(max(PIPE_CHUNK // one, 1), 512)  # writev takes at most IOV_MAX (1024) buffers
-            pending: list[np.ndarray] = []
-            try:
-                for buf in frames:
-                    if buf.nbytes != one:
-                        raise ValueError(f"{path}: frame {n} has {buf.nbytes} bytes, expected {one}")
-                    pending.append(buf)
-                    n += 1
-                    if len(pending) == per_write:
-                        _write_all(fd, pending)
-                        pending = []
-                _write_all(fd, pending)
-                proc.stdin.close()  # type: ignore[union-attr]
-            except BrokenPipeError:  # ffmpeg stopped reading: its exit code and message say why
-                with contextlib.suppress(BrokenPipeError):
-                    proc.stdin.close()  # type: ignore[union-attr]
-                code = proc.wait() or -1
-            else:
-                code = proc.wait()
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        if code:
-            err.seek(0)
-            raise RuntimeError(f"{path}: ffmpeg failed ({code}): {err.read().decode(errors='replace').strip()[-500:]}")
-    return n
-
-
-def _write_all(fd: int, buffers: list[np.ndarray]) -> None:
-    """Write ``buffers`` to ``fd`` in order with as few system calls as the kernel allows (no copy here)."""
-    views = [memoryview(b).cast("B") for b in buffers]
-    while views:
-        done = os.writev(fd, views)
-        while views and done >= len(views[0]):
-            done -= len(views[0])
-            views.pop(0)
-        if done:
-            views[0] = views[0][done:]
 
 
 def _write_cv2(frames: Iterator[np.ndarray], path: Path, size: tuple[int, int], fps: int, codec: str) -> int:
@@ -237,27 +185,94 @@ def render_episode(
     With ``per_trial_dir``, also write ``<episode id>-trial<k>.<ext>`` for every trial.
     Returns the number of frames of the episode video.
     """
+    return render_episodes([episode], [path], settings, codec, per_trial_dir)[0]
+
+
+def render_episodes(
+    episodes: Sequence[Episode],
+    paths: Sequence[str | os.PathLike[str]],
+    settings: RenderSettings | None = None,
+    codec: str | None = None,
+    per_trial_dir: str | os.PathLike[str] | None = None,
+) -> list[int]:
+    """Write the video of each episode to the path at the same place (as :func:`render_episode`); return
+    their frame counts.
+
+    H.264 videos are encoded in segments (:mod:`bib.render.h264`), cut at :func:`segment_bounds`: before
+    the last (test) trial, so it starts on a keyframe, and where an episode stops sharing its leading
+    trials with another of ``episodes``. A segment of the same trials in several episodes (a pair's
+    familiarization) is drawn and encoded once and muxed into each of their videos. Other codecs encode
+    each episode whole.
+    """
     s = settings or RenderSettings()
-    chosen = codec_for(path, codec)
-    n = _render(episode, episode_frames(episode, s), lambda: episode_yuv(episode, s, s.pix_fmt), Path(path), s, chosen)
-    if per_trial_dir is not None:
-        folder = Path(per_trial_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        for k, trial in enumerate(episode.trials):
-            target = folder / f"{episode.id}-trial{k}{CODECS[chosen]}"
-            _render(episode, trial_frames(trial, s), lambda t=trial: trial_yuv(t, s, s.pix_fmt), target, s, chosen)
-    return n
+    segments: dict[tuple[object, ...], Segment] = {}
+    counts = []
+    for episode, path in zip(episodes, paths, strict=True):
+        chosen = codec_for(path, codec)
+        if chosen == "h264":
+            counts.append(_render_h264(episode, Path(path), s, segment_bounds(episode, episodes), segments))
+        else:
+            counts.append(write_video(episode_frames(episode, s), path, s.fps, chosen))
+        if per_trial_dir is not None:
+            _render_trials(episode, Path(per_trial_dir), s, chosen)
+    return counts
 
 
-def _render(episode: Episode, rgb: Iterable[np.ndarray], yuv: Callable[[], Iterable[np.ndarray]], target: Path,
-            s: RenderSettings, codec: str) -> int:
-    """H.264 from the planar frames ``yuv()`` (``rgb`` is then never drawn), other codecs from ``rgb``."""
-    if codec != "h264":
-        return write_video(rgb, target, s.fps, codec)
+def _leading(a: Sequence[Trial], b: Sequence[Trial]) -> int:
+    """How many leading trials ``a`` and ``b`` have in common."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def segment_bounds(episode: Episode, others: Iterable[Episode] = ()) -> list[int]:
+    """Trial indices where the H.264 segments of ``episode``'s video start, then its trial count: 0, each
+    count of leading trials it shares with an episode of ``others`` (while that leaves it at least its last
+    trial), and its last trial. A segment of trials ``a`` to ``b - 1`` is their frames, each trial followed
+    by the blank between trials (:func:`bib.render.yuv.episode_yuv`)."""
+    n = len(episode.trials)
+    cuts = {0, max(n - 1, 0), n}
+    cuts.update(k for other in others if other is not episode for k in [_leading(episode.trials, other.trials)] if k < n)
+    return sorted(cuts)
+
+
+def _encoding(episode: Episode, s: RenderSettings, target: Path) -> Encoding:
     w, h = s.frame_size(episode.width, episode.height)
     if w % 2 or h % 2:
         raise BibInputError(f"{target}: h264 needs even frame sizes, got {w} x {h}")
-    return _atomically(target, codec, lambda tmp: encode_h264(yuv(), tmp, (w, h), s.fps, s.crf, s.preset, s.pix_fmt))
+    return Encoding((w, h), s.fps, s.crf, s.preset, s.pix_fmt)
+
+
+def _render_h264(episode: Episode, target: Path, s: RenderSettings, bounds: list[int],
+                 segments: dict[tuple[object, ...], Segment]) -> int:
+    """The episode's H.264 video: the segments before its last one from ``segments`` (encoded and added
+    when missing), the last encoded by the video's own encoder; the whole episode by one encoder should a
+    segment's SPS/PPS differ from it."""
+    enc = _encoding(episode, s, target)
+    head = []
+    for a, b in zip(bounds, bounds[1:-1]):
+        key = (episode.width, episode.height, episode.trials[a:b], b < len(episode.trials))
+        if key not in segments:
+            segments[key] = encode_segment(episode_yuv(episode, s, s.pix_fmt, a, b), enc)
+        head.append(segments[key])
+
+    def write(tmp: Path) -> int:
+        try:
+            return write_mp4(tmp, enc, head, episode_yuv(episode, s, s.pix_fmt, bounds[-2], bounds[-1]))
+        except HeadersDiffer:
+            return write_mp4(tmp, enc, (), episode_yuv(episode, s, s.pix_fmt))
+
+    return _atomically(target, "h264", write)
+
+
+def _render_trials(episode: Episode, folder: Path, s: RenderSettings, codec: str) -> None:
+    """``<episode id>-trial<k>.<ext>`` in ``folder`` for every trial, each encoded on its own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for k, trial in enumerate(episode.trials):
+        target = folder / f"{episode.id}-trial{k}{CODECS[codec]}"
+        if codec == "h264":
+            enc = _encoding(episode, s, target)
+            _atomically(target, codec, lambda tmp: write_mp4(tmp, enc, (), trial_yuv(trial, s, s.pix_fmt)))
+        else:
+            write_video(trial_frames(trial, s), target, s.fps, codec)
 
 
 def contact_sheet(

@@ -262,15 +262,21 @@ def blank_yuv(episode: Episode, settings: RenderSettings, pix_fmt: str = "yuv420
     return rgb_to_yuv(rgb, pix_fmt)
 
 
-def episode_yuv(episode: Episode, settings: RenderSettings | None = None, pix_fmt: str = "yuv420p") -> Iterator[np.ndarray]:
+def episode_yuv(episode: Episode, settings: RenderSettings | None = None, pix_fmt: str = "yuv420p", start: int = 0,
+                stop: int | None = None) -> Iterator[np.ndarray]:
     """The frames of :func:`bib.render.frames.episode_frames` as flat planar buffers (a frame repeated
-    in a row is the same array yielded again; none is written once yielded)."""
+    in a row is the same array yielded again; none is written once yielded).
+
+    With ``start`` and ``stop``: only the frames of trials ``start`` to ``stop - 1``, each followed by the
+    blank between trials unless it is the episode's last (a segment of an H.264 video).
+    """
     s = settings or RenderSettings()
     blank = blank_yuv(episode, s, pix_fmt)
     gap = round(s.gap * s.fps)
     backgrounds = Backgrounds(pix_fmt)
-    for i, trial in enumerate(episode.trials):
-        if i:
+    n = len(episode.trials)
+    for i in range(start, n if stop is None else stop):
+        yield from trial_yuv(episode.trials[i], s, pix_fmt, backgrounds)
+        if i < n - 1:
             for _ in range(gap):
                 yield blank
-        yield from trial_yuv(trial, s, pix_fmt, backgrounds)

@@ -24,7 +24,7 @@ from bib.io import atomic_open, atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, episode_frame_count
-from bib.render.video import CODECS, codec_for, render_episode
+from bib.render.video import CODECS, check_video, codec_for, render_episodes
 from bib.stimuli.manifest import COLUMNS, MANIFEST, format_rows, iter_manifest, read_manifest, row_is_intact
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
 from bib.tasks.difficulty import DECIMALS, pair_difficulty, pair_evidence
@@ -108,14 +108,13 @@ def build_unit(job: Job) -> list[dict[str, object]]:
     rows = []
     episodes = make_unit(job.task, job.index, job.seed, job.options)
     design = design_columns(episodes)
-    for ep in episodes:
+    videos = [f"videos/{ep.id}{CODECS[job.codec]}" if job.video else "" for ep in episodes]
+    if job.video:  # the unit's episodes together: the trials they share are drawn and encoded once
+        per_trial = root / "videos" / "trials" if job.per_trial else None
+        render_episodes(episodes, [root / v for v in videos], job.settings, job.codec, per_trial)
+    for ep, video_rel in zip(episodes, videos):
         rel = f"episodes/{ep.id}.json"
         text = save_episode(ep, root / rel, durable=False)  # verified by hash on resume
-        video_rel = ""
-        if job.video:
-            video_rel = f"videos/{ep.id}{CODECS[job.codec]}"
-            per_trial = root / "videos" / "trials" if job.per_trial else None
-            render_episode(ep, root / video_rel, job.settings, job.codec, per_trial)
         rows.append(
             {
                 "episode_id": ep.id,
@@ -360,10 +359,12 @@ def build(
         get_task(task)  # fail early on an unknown id
         if n < 0:
             raise ValueError(f"negative count {n} for task {task}")
-    root = ensure_dir(out)
-    ensure_dir(root / "episodes")
     s = settings or RenderSettings()
     chosen = codec_for("x.mp4", codec) if video else "h264"
+    if video:
+        check_video(chosen, s)  # before anything is written
+    root = ensure_dir(out)
+    ensure_dir(root / "episodes")
     if video:
         ensure_dir(root / "videos")
     if limit is not None and limit < 0:
