@@ -31,7 +31,7 @@ def die_with_parent() -> None:
     """Have the kernel SIGKILL this process when its parent dies, whatever ends the parent (even SIGKILL).
 
     Linux only (``prctl(PR_SET_PDEATHSIG)``); a no-op elsewhere. Called in each worker process,
-    in the forkserver (see :mod:`bib._lifeline`) and, as a ``preexec_fn``, in ffmpeg children, so
+    and in the forkserver (see :mod:`bib._lifeline`), so
     that killing ``bib`` leaves no descendant behind (issue 17). The signal follows the parent
     *thread* that started the process, so pools are started from the main thread.
     """
