@@ -97,3 +97,35 @@ def test_graph_legal_table_equals_move_legal(moves: int) -> None:
                         assert legal[y, x, a] == move_legal(lay, (x, y), a, unlocked), (x, y, a)
                 else:
                     assert not legal[y, x].any()
+
+
+def test_every_state_the_dynamics_produce_with_a_finite_cost_has_an_optimal_move() -> None:
+    """An agent that can still reach the goal always has a move on an optimal path. The states with
+    none are the two the dynamics cannot produce (on the key without it; holding it next to the
+    closed lock), whose value is that of the state arriving there creates."""
+    from bib.stimuli.spec import load_spec
+    from bib.tasks import make_unit
+    from bib.world.keylock import optimal_moves
+
+    spec = load_spec("bib-eval")
+    options = spec.options()
+    layouts = [key_lock_layout(8), key_lock_layout(4)]
+    for task in ("instrumental-blocking", "instrumental-no-barrier", "instrumental-inconsequential"):
+        layouts += [trial.layout for u in range(3) for ep in make_unit(task, u, spec.seed, options[task])
+                    for trial in ep.trials]
+    checked = impossible = 0
+    for lay in layouts:
+        for goal in [o.cell for o in lay.objects]:
+            v = key_lock_values(lay, goal)
+            for i in range(lay.width * lay.height):
+                cell = v.locked.cell(i)
+                for has_key, unlocked in ((False, False), (True, False), (True, True)):
+                    if cell == goal or not math.isfinite(v.value(i, has_key, unlocked)):
+                        continue
+                    moves = optimal_moves(lay, AgentState(cell, has_key, unlocked), goal)
+                    if (i == v.key and not has_key) or (has_key and not unlocked and i in v.lock_side):
+                        impossible += not moves
+                        continue
+                    assert moves, (lay, goal, cell, has_key, unlocked)
+                    checked += 1
+    assert checked > 10_000 and impossible > 0  # the exception is real, and only there
