@@ -172,9 +172,10 @@ def _builtin(entry: object) -> bool:
     return not hasattr(entry, "needs_checkpoint") or (isinstance(factory, str) and factory.startswith("bib."))
 
 
-def test_extension_point_lookups_and_messages():
+def test_extension_point_lookups_and_messages(tmp_path):
     from bib.agency.agents import AgentSpec, check_spec
     from bib.analysis.importers import read_looking_times
+    from bib.analysis.spec import load_spec as load_analysis_spec
     from bib.profile.agents import AgentSpec as ProfileSpec
     from bib.profile.agents import check_spec as check_profile
     from bib.reflection.harness import make_agent
@@ -193,6 +194,10 @@ def test_extension_point_lookups_and_messages():
         codec_for("a.avi", "divx")
     with pytest.raises(BibInputError, match=r"^unknown format 'xls'; known: csv, pyhab$"):
         read_looking_times("nowhere.xls", "xls")
+    spec = tmp_path / "analysis.toml"
+    spec.write_text('format = "xls"\n')  # the spec's field reads the same registry as --format
+    with pytest.raises(BibInputError, match=r"analysis.toml: field format: unknown format 'xls'; known: csv, pyhab$"):
+        load_analysis_spec(spec)
 
 
 def test_user_observer_and_agent_go_through_the_registries(tmp_path, monkeypatch):

@@ -125,7 +125,7 @@ class AnalysisSpec(_Strict):
 
     name: str = "analysis"
     description: str = ""
-    format: Literal["csv", "pyhab"] = "csv"
+    format: str = "csv"
     tasks: list[str] = Field(default_factory=list)
     outcomes: tuple[str, str] = OUTCOMES  # type: ignore[assignment]
     scale: Literal["log", "raw"] = "log"
@@ -136,6 +136,15 @@ class AnalysisSpec(_Strict):
     model: Model = Field(default_factory=Model)
     mapping: Mapping = Field(default_factory=Mapping)
     pyhab: PyHab = Field(default_factory=PyHab)
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, v: str) -> str:
+        from bib.analysis.formats import IMPORTERS
+
+        if v not in IMPORTERS:
+            raise ValueError(IMPORTERS.unknown_message(v))
+        return v
 
 
 def load_spec(path: str | Path | None) -> AnalysisSpec:
@@ -158,7 +167,7 @@ def load_spec(path: str | Path | None) -> AnalysisSpec:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        raise BibInputError(f"{p}: field {where}: {err['msg']}") from None
+        raise BibInputError(f"{p}: field {where}: {err['msg'].removeprefix('Value error, ')}") from None
     check_model(spec, str(p))
     return spec
 
