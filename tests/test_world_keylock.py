@@ -104,13 +104,13 @@ def test_every_state_the_dynamics_produce_with_a_finite_cost_has_an_optimal_move
     none are the two the dynamics cannot produce (on the key without it; holding it next to the
     closed lock), whose value is that of the state arriving there creates."""
     from bib.stimuli.spec import load_spec
-    from bib.tasks import make_unit
+    from bib.tasks import families, make_unit
     from bib.world.keylock import optimal_moves
 
     spec = load_spec("bib-eval")
     options = spec.options()
     layouts = [key_lock_layout(8), key_lock_layout(4)]
-    for task in ("instrumental-blocking", "instrumental-no-barrier", "instrumental-inconsequential"):
+    for task in families()["instrumental"]:
         layouts += [trial.layout for u in range(3) for ep in make_unit(task, u, spec.seed, options[task])
                     for trial in ep.trials]
     checked = impossible = 0
