@@ -292,6 +292,11 @@ class _Reader:
     def cells(self, value: Any, where: str) -> list[Cell]:
         if not isinstance(value, list):
             raise self.fail(where, "expected a list of cells")
+        # The common case checked inline (a path has dozens of cells; loading is part of every score):
+        # JSON gives exact ints (``type(x) is int`` also refuses bools); anything else goes through
+        # :meth:`cell`, which names the first bad entry.
+        if all(type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int for v in value):
+            return [(v[0], v[1]) for v in value]
         return [self.cell(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
     def color(self, value: Any, where: str) -> tuple[int, int, int]:
