@@ -27,14 +27,22 @@ time of the busier one). The load average is printed because the VM is shared.
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
+import json
 import os
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+_T0 = time.perf_counter()
+
 os.environ.setdefault("BIB_NO_PROGRESS", "1")
+
+from bib.evaluation import find_episodes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_BACKGROUND = 28_000
@@ -110,42 +118,118 @@ def training_estimate(root: Path, per_task: int) -> None:
           f"{'PASS' if idle_est < 3600 else 'FAIL'} idle, {'PASS' if wall_est < 3600 else 'FAIL'} at this load")
 
 
-def frame_rates(bench, name: str, refs: list, ckpt: Path, reference_cpu: float) -> None:
-    """Frame-input scoring of ``refs`` by ``name``: 1 worker (in this process), then 2 workers on
-    ``refs`` and on their first 4 chunks.
+def child(*args: object) -> dict:
+    """Run this file with ``args`` in a fresh Python process (as ``bib score`` starts); its JSON output."""
+    out = subprocess.run([sys.executable, __file__, *map(str, args)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
-    A 2-worker run pays once a fixed cost: the pool process's torch import, checkpoint load and
-    first batch's one-off costs (2-3 s of CPU; this process scores chunks meanwhile). Over a few
-    hundred episodes that is a large part of the run, over bib-eval's 16,534 episodes 1-2%. So the
-    2-worker rate is printed for the whole run and as the line ``T(N) = fixed + N / rate`` through
-    the two runs, with the projected time of bib-eval.
+
+def child_run(name: str, ckpt: str, folder: str, n: int, workers: int) -> None:
+    """``--child-run``: score the first ``n`` episodes of ``folder`` in this fresh process, as ``bib score``
+    does (torch imported, checkpoint loaded, pool started, all inside the timing). Prints JSON: seconds
+    from this process's start, and its peak memory (MiB)."""
+    from bib.observers.scoring import score_refs
+
+    refs = find_episodes(folder).refs[:n]
+    for _ in score_refs(name, refs, checkpoint=ckpt, workers=workers):
+        pass
+    print(json.dumps({"seconds": time.perf_counter() - _T0,
+                      "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def _pid(_: object) -> int:
+    return os.getpid()
+
+
+def child_startup(name: str, ckpt: str, folder: str, preload: str) -> None:
+    """``--child-startup``: what a 2-worker run's start-up is made of, in a fresh process started as
+    ``score_refs`` starts: the forkserver first (with the observer's modules preloaded, or none when
+    ``preload`` is ``none``: the start-up before issue 19's change), then this process's torch import
+    and checkpoint load, a pool process's start (fork, checkpoint load: the time from creating the
+    pool to its first result) and the one-off cost of a process's first chunk (first minus second
+    scoring of the same chunk). Prints JSON."""
+    import functools
+
+    from bib.parallel import map_ordered, start_forkserver
+
+    t0 = time.perf_counter()
+    from bib.observers import scoring
+
+    modules = scoring.worker_modules(name)
+    start_forkserver(modules if preload != "none" else [])
+    t1 = time.perf_counter()
+    for module in modules:
+        importlib.import_module(module)
+    t2 = time.perf_counter()
+    scoring._cached_observer(name, ckpt, {})
+    t3 = time.perf_counter()
+    setup = functools.partial(scoring._cached_observer, name, ckpt, {})
+    list(map_ordered(_pid, [0], workers=2, setup=setup, preload=modules))
+    t4 = time.perf_counter()
+    refs = find_episodes(folder).refs[: scoring.CHUNK]
+    item = (name, ckpt, {}, [(r.id, str(r.path)) for r in refs])
+    times = []
+    for _ in range(2):
+        t = time.perf_counter()
+        scoring._score_chunk(item)
+        times.append(time.perf_counter() - t)
+    print(json.dumps({"imports": t2 - t1 + (t1 - t0), "checkpoint": t3 - t2, "pool": t4 - t3,
+                      "warmup": times[0] - times[1], "chunk": times[1]}))
+
+
+def frame_rates(name: str, folder: Path, n: int, ckpt: Path, reference_cpu: float, bench) -> None:
+    """Frame-input scoring of the first ``n`` episodes of ``folder`` by ``name``: 1 worker in this
+    process (CPU rate: what an idle core gives), then in fresh processes as ``bib score`` runs
+    (:func:`child_run`): 1 worker on all ``n``, 2 workers on all ``n`` and on their first 4 chunks;
+    and what the start-up is made of (:func:`child_startup`).
+
+    A run pays once a fixed cost: its own torch import and checkpoint load and, with 2 workers, the
+    pool process's start (since issue 19 a fork from the forkserver, which imported torch while this
+    process imported its own, then a checkpoint load) and first chunk's one-off costs; this process
+    scores meanwhile. So the 2-worker rate is printed for the whole run and as the line
+    ``T(N) = fixed + N / rate`` through the two runs, with the projected time of bib-eval.
     """
     from bib.observers.scoring import CHUNK
 
+    refs = find_episodes(folder).refs[:n]
     wall1, cpu1 = bench.time_observer(name, refs, 1, ckpt)
-    print(f"{name + ' (frames 84x84)':28s} workers=1: {wall1:8.1f} episodes/s wall, {cpu1:7.1f} per CPU-second "
+    label = f"{name + ' (frames 84x84)':28s}"
+    print(f"{label} workers=1: {wall1:8.1f} episodes/s wall, {cpu1:7.1f} per CPU-second "
           f"({cpu1 / reference_cpu:.2f}x reference; target >= 50: {'PASS' if cpu1 >= 50 else 'FAIL'} on an idle core)")
-    small = refs[: 4 * CHUNK]
-    t0 = time.perf_counter()
-    bench.time_observer(name, small, 2, ckpt)
-    t_small = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    wall2, _ = bench.time_observer(name, refs, 2, ckpt)
-    t_full = time.perf_counter() - t0
-    whole = (f"{name + ' (frames 84x84)':28s} workers=2: {wall2:8.1f} episodes/s wall over the {len(refs)}-episode run "
+    one = child("--child-run", name, ckpt, folder, n, 1)
+    small = child("--child-run", name, ckpt, folder, 4 * CHUNK, 2)
+    full = child("--child-run", name, ckpt, folder, n, 2)
+    t_small, t_full = small["seconds"], full["seconds"]
+    wall2 = n / t_full
+    print(f"{label} as `bib score` runs (a fresh process, its start-up included): {n} episodes in {one['seconds']:.1f} s "
+          f"on 1 worker, {t_full:.1f} s on 2 (x{one['seconds'] / t_full:.2f}); peak memory {one['peak_mib']:.0f} / "
+          f"{full['peak_mib']:.0f} MiB (the scoring process)")
+    whole = (f"{label} workers=2: {wall2:8.1f} episodes/s wall over the {n}-episode run, start-up included "
              f"(target >= 100: {'PASS' if wall2 >= 100 else 'FAIL'})")
     if t_full - t_small < 0.25 * t_full:  # the longer run barely longer: timings too noisy (load) for a line
-        print(f"{whole}; the {len(small)}- and {len(refs)}-episode runs took {t_small:.1f} and {t_full:.1f} s: "
+        print(f"{whole}; the {4 * CHUNK}- and {n}-episode runs took {t_small:.1f} and {t_full:.1f} s: "
               f"too close for a fixed cost and a rate (machine busy?)")
-        return
-    steady = (len(refs) - len(small)) / (t_full - t_small)
-    startup = max(t_small - len(small) / steady, 0.0)
-    eval_min = (startup + BIB_EVAL / steady) / 60
-    print(f"{whole}; fixed cost of a run {startup:.1f} s, then {steady:.1f} episodes/s "
-          f"(target >= 100: {'PASS' if steady >= 100 else 'FAIL'}); bib-eval's {BIB_EVAL:,} episodes projected {eval_min:.1f} min")
+    else:
+        steady = (n - 4 * CHUNK) / (t_full - t_small)
+        startup = max(t_small - 4 * CHUNK / steady, 0.0)
+        eval_min = (startup + BIB_EVAL / steady) / 60
+        print(f"{whole}; fixed cost of a run {startup:.1f} s, then {steady:.1f} episodes/s "
+              f"(target >= 100: {'PASS' if steady >= 100 else 'FAIL'}); bib-eval's {BIB_EVAL:,} episodes projected {eval_min:.1f} min")
+    now, old = (child("--child-startup", name, ckpt, folder, p) for p in ("observer", "none"))
+    print(f"{label} start-up: imports (torch, bib) {now['imports']:.2f} s, checkpoint load {now['checkpoint']:.2f} s "
+          f"(the scoring process, before any work); a pool process's first result {now['pool']:.2f} s after the pool "
+          f"is created ({old['pool']:.2f} s when the forkserver has not preloaded torch); a process's first chunk "
+          f"{now['warmup']:.2f} s longer than the next ({now['chunk']:.2f} s)")
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("--child-run", "--child-startup"):
+        kind, name, ckpt, folder, extra = sys.argv[1:6]
+        if kind == "--child-run":
+            child_run(name, ckpt, folder, int(extra), int(sys.argv[6]))
+        else:
+            child_startup(name, ckpt, folder, extra)
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=20, help="pairs per evaluation condition (default 20)")
     parser.add_argument("--frame-pairs", type=int, default=40,
@@ -170,11 +254,12 @@ def main() -> None:
                 extra = f", {cpu:7.1f} per CPU-second ({cpu / ref[1][1]:.2f}x reference)" if w == 1 else ""
                 print(f"{name + ' (symbolic)':28s} workers={w}: {wall:8.1f} episodes/s wall{extra} "
                       f"(target >= 50: {verdict})")
-        frame_refs = refs if args.frame_pairs == args.pairs else bench.make_set(root / "frames", args.frame_pairs)
+        frames = root / "set" if args.frame_pairs == args.pairs else root / "frames"
+        frame_refs = refs if args.frame_pairs == args.pairs else bench.make_set(frames, args.frame_pairs)
         print(f"{len(frame_refs)} evaluation episodes for frame input ({args.frame_pairs} pairs per condition)")
         for name in ("bc-mlp", "bc-rnn", "video-rnn"):
             ckpt = untrained_checkpoint(name, root, input="frames")
-            frame_rates(bench, name, frame_refs, ckpt, ref[1][1])
+            frame_rates(name, frames, len(frame_refs), ckpt, ref[1][1], bench)
         training_estimate(root, args.background)
     print(f"load average {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f}; "
           f"peak memory (this process, where the 1-worker runs score): "

@@ -135,6 +135,7 @@ def map_ordered(
         return
     pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=_context(preload), initializer=_worker_init,
                                initargs=(setup,))
+    started: list[Future] = []
     try:
         if local:
             started = [pool.submit(_ready) for _ in range(workers - 1)]  # starts the processes now
@@ -146,7 +147,10 @@ def map_ordered(
         # An error, Ctrl-C or an abandoned generator: stop now instead of finishing the tasks in flight.
         _stop(pool)
         raise
-    pool.shutdown()
+    if not all(f.done() for f in started):  # this process did everything: do not wait for a pool still starting
+        _stop(pool)
+    else:
+        pool.shutdown()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,23 +73,28 @@ def score_refs(
     The observer is built once per worker process, when it starts (learned observers load their
     checkpoint once). This process, which has built it already (to check it), scores chunks too
     beside ``workers - 1`` pool processes, and alone until one of them has started, so its share
-    does not wait for a worker's start-up. With local workers, the forkserver is started first and
-    imports the observer's modules (for a learned observer, torch: 2-3 s of CPU) on another core
-    while this process builds its own observer, so workers forked from it start without that import.
+    does not wait for a worker's start-up. In a process that has not imported torch yet (a fresh
+    ``bib score``), the forkserver is started first and imports the observer's modules (for a learned
+    observer, torch: 2-3 s of CPU) on another core while this process imports its own, so workers
+    forked from it start without that import.
     """
     from bib.parallel import map_ordered, start_forkserver
 
     ckpt = None if checkpoint is None else str(checkpoint)
     cfg = dict(config or {})
-    preload = worker_modules(name)
-    if workers > 1 and not scheduler:
+    # When this process has still to import torch (a fresh `bib score`), the forkserver imports the
+    # observer's modules meanwhile. Not otherwise: starting a pool process waits for the forkserver to be
+    # ready, so this process would wait for that import instead of scoring while a worker imports torch.
+    preload = worker_modules(name) if workers > 1 and not scheduler and "torch" not in sys.modules else []
+    if preload:
         start_forkserver(preload)
     _cached_observer(name, ckpt, cfg)  # fail early (unknown name, bad checkpoint or option) in this process
     items = (
         (name, ckpt, cfg, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
     )
     for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True,
-                               setup=functools.partial(_cached_observer, name, ckpt, cfg), preload=preload):
+                               setup=functools.partial(_cached_observer, name, ckpt, cfg),
+                               preload=preload):
         yield from results
 
 
