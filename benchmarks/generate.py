@@ -9,9 +9,11 @@ CPU times is printed (target: bib-ctrl <= 2x bib-eval); its CPU time per pair is
 bib-eval's.
 
 Prints, first, for the same episodes (``--overhead-pairs`` per condition, one process): the CPU time of
-generation with video, without video, and of a raw libx264 encode of the same frames from a file at the
-same settings, with the ratio (video - symbolic) / raw (target <= 1.2), and a projection of the full
-bib-eval with videos on ``--workers`` workers (target <= 30 min). Then the CPU time per unit (``time.process_time`` in a fresh single process, best of
+generation with video, without video, and of a raw libx264 encode (the ffmpeg CLI) of the same frames from a
+file at the same settings, with the ratio (video - symbolic) / raw (target <= 1.2), both against every
+video's frames (the issue's figure) and against only the frames the pipeline encodes (it encodes a
+pair's shared familiarization once), and a projection of the full bib-eval with videos on ``--workers``
+workers (target <= 30 min). Then the CPU time per unit (``time.process_time`` in a fresh single process, best of
 ``--repeats``) of ``bib.tasks.make_unit`` for every condition and the CPU time the whole spec
 projects to: this is what to compare on a shared machine, where wall time depends on the other
 jobs. With ``--baseline DIR`` (a source tree holding an older ``bib`` package, e.g.
@@ -148,37 +150,62 @@ def own_cpu() -> float:
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
-def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) -> tuple[float, int, float]:
-    """CPU seconds of libx264 (ffmpeg, same command and settings as the pipeline's: one thread, the preset,
-    crf and pixel format) encoding each episode's frames from a raw file written beforehand (not timed);
-    the frame count; and the CPU seconds of drawing the frames (:func:`episode_yuv` alone)."""
+def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) -> dict[str, float]:
+    """CPU seconds of the ffmpeg CLI's libx264 (one thread, the pipeline's preset, crf and pixel format:
+    :func:`bib.render.video.h264_command`) encoding frames from a raw file written beforehand (not timed),
+    two ways: ``videos``, every video's frames (one file and one encode per episode: the issue's figure),
+    and ``encoded``, only the frames the pipeline encodes (per pair, the segments of
+    :func:`bib.render.video.segment_bounds` its episodes share written once: one file and one encode per
+    pair). Also the frame counts (``videos_frames``, ``encoded_frames``) and the CPU seconds of drawing
+    every video's frames (``drawing``, :func:`episode_yuv` alone)."""
     from bib.episode import load_episode
-    from bib.render.video import h264_command
+    from bib.render.video import h264_command, segment_bounds, segment_key
     from bib.render.yuv import episode_yuv
 
-    cpu, frames, drawn = 0.0, 0, 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        raw, out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
-        for path in sorted((root / "episodes").glob("*.json")):
-            ep = load_episode(path)
-            t0 = time.process_time()
-            sum(1 for _ in episode_yuv(ep, settings, pix_fmt))
-            drawn += time.process_time() - t0
-            with open(raw, "wb") as fh:
-                for buf in episode_yuv(ep, settings, pix_fmt):
+    pairs: dict[str, list] = {}
+    for path in sorted((root / "episodes").glob("*.json")):
+        ep = load_episode(path)
+        pairs.setdefault(ep.pair_id or ep.id, []).append(ep)
+    out = dict.fromkeys(("videos", "encoded", "videos_frames", "encoded_frames", "drawing"), 0.0)
+
+    def encode(parts, kind: str) -> None:
+        """Write the frames of ``parts`` ((episode, first trial, end trial) each) to one raw file, then time the CLI on it."""
+        with open(raw, "wb") as fh:
+            for ep, a, b in parts:
+                for buf in episode_yuv(ep, settings, pix_fmt, a, b):
                     fh.write(buf.tobytes())
-                    frames += 1
-            size = settings.frame_size(ep.width, ep.height)
-            t0 = own_cpu()
-            subprocess.run(h264_command(str(raw), out, size, settings.fps, crf, preset, pix_fmt), check=True)
-            cpu += own_cpu() - t0
-    return cpu, frames, drawn
+                    out[f"{kind}_frames"] += 1
+        size = settings.frame_size(parts[0][0].width, parts[0][0].height)
+        t0 = own_cpu()
+        subprocess.run(h264_command(str(raw), tmp_out, size, settings.fps, crf, preset, pix_fmt), check=True)
+        out[kind] += own_cpu() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, tmp_out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
+        for episodes in pairs.values():
+            for ep in episodes:
+                t0 = time.process_time()
+                sum(1 for _ in episode_yuv(ep, settings, pix_fmt))
+                out["drawing"] += time.process_time() - t0
+                encode([(ep, 0, None)], "videos")
+            seen, parts = set(), []
+            for ep in episodes:
+                bounds = segment_bounds(ep, episodes)
+                for a, b in zip(bounds, bounds[1:]):
+                    key = segment_key(ep, a, b)
+                    if b == bounds[-1] or key not in seen:  # a video's last segment is always its own
+                        seen.add(key)
+                        parts.append((ep, a, b))
+            encode(parts, "encoded")
+    return out
 
 
 def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> None:
     """Print, for the same episodes (``pairs`` per condition, one process), the CPU of generation with
-    video, without video and of a raw libx264 encode of the same frames from a file at the same
-    settings; the ratio (video - symbolic) / raw (target <= 1.2); a projection of the full spec with videos."""
+    video, without video and of a raw libx264 encode (ffmpeg CLI) of the same frames from a file at the
+    same settings, both of every video's frames and of only the frames the pipeline encodes (a pair's
+    familiarization once); the ratios (video - symbolic) / raw (target <= 1.2; the issue's figure is
+    against every video's frames); a projection of the full spec with videos."""
     from bib.render.frames import episode_frame_count
     from bib.stimuli.build import build_spec
     from bib.stimuli.spec import override
@@ -186,35 +213,39 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
     vid = override(spec, "bench", video=True)
     settings = vid.render.settings()  # the defaults of RenderSettings unless the spec's [render] sets them
     crf, preset, pix_fmt = settings.crf, settings.preset, settings.pix_fmt
-    best = {"video": float("inf"), "symbolic": float("inf"), "raw": float("inf"), "frames": float("inf")}
+    best: dict[str, float] = {}
     load0 = loadavg()
-    episodes = frames = 0
+    episodes = 0
+    raw: dict[str, float] = {}
     for k in range(repeats):  # interleaved, best of each, so the load shifts all of them alike
         for name, s in (("symbolic", spec), ("video", vid)):
             folder = root / f"overhead-{name}-{k}"
             t0 = own_cpu()
             done = build_spec(s, folder, workers=1, limit=pairs, record=False)
-            best[name] = min(best[name], own_cpu() - t0)
+            best[name] = min(best.get(name, float("inf")), own_cpu() - t0)
             episodes = done.episodes
-        cpu, frames, drawn = raw_encode_cpu(root / f"overhead-video-{k}", settings, crf, preset, pix_fmt)
-        best["raw"] = min(best["raw"], cpu)
-        best["frames"] = min(best["frames"], drawn)
+        raw = raw_encode_cpu(root / f"overhead-video-{k}", settings, crf, preset, pix_fmt)
+        for name in ("videos", "encoded", "drawing"):
+            best[name] = min(best.get(name, float("inf")), raw[name])
+    frames, encoded = int(raw["videos_frames"]), int(raw["encoded_frames"])
     extra = best["video"] - best["symbolic"]
-    print(f"video overhead on the same {episodes} episodes ({pairs} pairs per condition, {frames} frames, "
-          f"{settings.frame_size(10, 10)[0]} px, {settings.fps} fps, libx264 {preset} crf {crf} {pix_fmt}, one thread; one process, "
-          f"CPU incl. ffmpeg children, best of {repeats}; load average {load0} before, {loadavg()} after):")
-    for name in ("symbolic", "video", "raw", "frames"):
-        label = {"symbolic": "generation without video", "video": "generation with video",
-                 "raw": "raw libx264 encode from a file", "frames": "  of which drawing the frames"}[name]
-        if name == "frames":
-            print(f"  (video - symbolic = drawing the frames {1e6 * best['frames'] / frames:.0f} us/frame + piping them "
-                  f"and ffmpeg {1e6 * (extra - best['frames']) / frames:.0f} us/frame)")
-            continue
-        print(f"  {label:34s} {best[name]:7.2f} s = {1000 * best[name] / episodes:6.1f} ms/episode "
-              f"= {1e6 * best[name] / frames:5.0f} us/frame")
-    print(f"NUMBER 1: (video generation - symbolic generation) / raw libx264 encode of the same frames = "
-          f"{extra / best['raw']:.2f} (target <= 1.2); {1e6 * extra / frames:.0f} us CPU per frame for video, raw encode "
-          f"{1e6 * best['raw'] / frames:.0f}")
+    print(f"video overhead on the same {episodes} episodes ({pairs} pairs per condition, {frames} video frames of which "
+          f"the pipeline encodes {encoded} ({100 * encoded / frames:.0f}%: a pair's familiarization once), "
+          f"{settings.frame_size(10, 10)[0]} px, {settings.fps} fps, libx264 {preset} crf {crf} {pix_fmt}, one thread; "
+          f"one process, CPU incl. ffmpeg children, best of {repeats}; load average {load0} before, {loadavg()} after):")
+    rows = (("symbolic", "generation without video"), ("video", "generation with video"),
+            ("videos", "raw CLI encode, every video's frames"), ("encoded", "raw CLI encode, the encoded frames"))
+    for name, label in rows:
+        print(f"  {label:38s} {best[name]:7.2f} s = {1000 * best[name] / episodes:6.1f} ms/episode "
+              f"= {1e6 * best[name] / frames:5.0f} us/video frame")
+    print(f"  (video - symbolic = drawing every video's frames {1e6 * best['drawing'] / frames:.0f} us/video frame (the "
+          f"pipeline draws shared frames once) + the rest, encoding in-process and muxing, "
+          f"{1e6 * (extra - best['drawing']) / frames:.0f} us/video frame)")
+    print(f"NUMBER 1: (video generation - symbolic generation) / raw libx264 encode of the videos' frames = "
+          f"{extra / best['videos']:.2f} (target <= 1.2; the issue's figure); {1e6 * extra / frames:.0f} us CPU per video "
+          f"frame for video, raw encode {1e6 * best['videos'] / frames:.0f}")
+    print(f"  against the raw encode of only the frames the pipeline encodes: {extra / best['encoded']:.2f} "
+          f"({1e6 * extra / encoded:.0f} us CPU per encoded frame for video, raw encode {1e6 * best['encoded'] / encoded:.0f})")
     from bib.tasks import make_unit
 
     per_frame = extra / frames
@@ -226,8 +257,8 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
     print(f"NUMBER 2: full {spec.name} with videos projected = {n_eps} episodes x ({1000 * symbolic_per_ep:.1f} ms + "
           f"{frames_per_ep:.0f} frames x {1e6 * per_frame:.0f} us) = {total:.0f} CPU s = {total / workers / 60:.1f} min on "
           f"{workers} workers (target <= 30 min; CPU-bound, so CPU / workers; frames per episode from pair 0 of each "
-          f"condition; from this subset, at load average {loadavg()}); of which the raw encode alone "
-          f"{n_eps * frames_per_ep * best['raw'] / frames / workers / 60:.1f} min")
+          f"condition; from this subset, at load average {loadavg()}); the raw CLI encode of every video's frames alone "
+          f"would take {n_eps * frames_per_ep * best['videos'] / frames / workers / 60:.1f} min")
     peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     peak_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"  peak memory: this process {peak_self:.0f} MB, largest ffmpeg child {peak_child:.0f} MB")

@@ -55,14 +55,29 @@ def test_a_pair_shares_its_familiarization_and_its_test_trial_starts_on_a_keyfra
     assert data.index(b"moov") < data.index(b"mdat")  # +faststart
 
 
+def psnr(got: list[np.ndarray], src: list[np.ndarray]) -> float:
+    assert len(got) == len(src)
+    mse = np.mean([np.mean((g.astype(np.float64) - s) ** 2) for g, s in zip(got, src)])
+    return 10 * np.log10(255.0**2 / mse)
+
+
 def test_decoded_frames_are_close_to_the_source_frames(pair):
     """PSNR of the decoded planes against the drawn ones: crf 18 keeps it far above 40 dB."""
     eps, paths, _ = pair
     for ep, path in zip(eps, paths):
-        got = decode(path)[0]
-        src = list(episode_yuv(ep, SMALL))
-        mse = np.mean([np.mean((g.astype(np.float64) - s) ** 2) for g, s in zip(got, src)])
-        assert 10 * np.log10(255.0**2 / mse) > 40
+        assert psnr(decode(path)[0], list(episode_yuv(ep, SMALL))) > 40
+
+
+def test_a_preset_with_b_frames_and_lookahead_gives_the_frames_too(tmp_path):
+    """medium: B-frames (negative first dts, timestamps continued across segments) and a lookahead that
+    holds pictures: the frame handed to the encoder is reused, which is only right if it copies them."""
+    eps = make_unit("preference", 0, 0)
+    s = replace(SMALL, preset="medium")
+    render_episodes(eps, [tmp_path / "a.mp4", tmp_path / "b.mp4"], s)
+    fam = sum(1 for _ in episode_yuv(eps[1], s, "yuv420p", 0, len(eps[1].trials) - 1))
+    got, keys, facts = decode(tmp_path / "b.mp4")
+    assert len(got) == facts[0] == episode_frame_count(eps[1], s) and keys[fam]
+    assert psnr(got, list(episode_yuv(eps[1], s))) > 40
 
 
 def test_segment_bounds_cut_where_leading_trials_stop_matching_and_before_the_test():
@@ -129,10 +144,8 @@ def test_yuv444p_is_encoded_from_its_planes(tmp_path):
     n = render_episode(ep, tmp_path / "x.mp4", s)
     with av.open(str(tmp_path / "x.mp4")) as c:
         frames = [f.to_ndarray() for f in c.decode(video=0)]
-    src = list(episode_yuv(ep, s, "yuv444p"))
-    assert len(frames) == n == len(src) and frames[0].shape == (3, *s.frame_size(ep.width, ep.height)[::-1])
-    mse = np.mean([np.mean((f.reshape(-1).astype(np.float64) - x) ** 2) for f, x in zip(frames, src)])
-    assert 10 * np.log10(255.0**2 / mse) > 40
+    assert len(frames) == n and frames[0].shape == (3, *s.frame_size(ep.width, ep.height)[::-1])
+    assert psnr([f.reshape(-1) for f in frames], list(episode_yuv(ep, s, "yuv444p"))) > 40
 
 
 @pytest.mark.parametrize("command", [["generate", "--task", "preference", "--n", "1", "--video"], ["render", "ep.json"]])

@@ -119,27 +119,24 @@ def _context(enc: Encoding, ctx: av.VideoCodecContext | None = None) -> av.Video
 
 
 def _av_frames(buffers: Iterable[np.ndarray], enc: Encoding, count: list[int]) -> Iterable[av.VideoFrame]:
-    """Each flat planar buffer as a PyAV frame with its pts (frames from the first; ``count[0]`` counts
-    them). A ``yuv420p`` frame wraps the buffer without copying (the encoder copies it when it receives
-    it); a buffer yielded again (a pause) reuses its frame."""
+    """Each flat planar buffer copied into one PyAV frame (its planes padded to PyAV's line size), with its
+    pts (frames from the first; ``count[0]`` counts them). The same frame object serves every buffer: an
+    encoder holds no reference to a frame once ``encode`` has returned (libx264 copies each picture in), so
+    it can be overwritten; a buffer yielded again (a pause) is not copied again."""
     import av
 
     w, h = enc.size
+    frame = av.VideoFrame(w, h, enc.pix_fmt)
+    views = [np.frombuffer(p, np.uint8).reshape(-1, p.line_size)[: src.shape[0], : src.shape[1]]
+             for p, src in zip(frame.planes, planes(np.empty(enc.frame_bytes, np.uint8), w, h, enc.pix_fmt))]
     last: np.ndarray | None = None
-    frame: av.VideoFrame | None = None
     for i, buf in enumerate(buffers):
         if buf is not last:
             if buf.nbytes != enc.frame_bytes:
                 raise ValueError(f"frame {i} has {buf.nbytes} bytes, expected {enc.frame_bytes}")
-            if enc.pix_fmt == "yuv420p":
-                frame = av.VideoFrame.from_numpy_buffer(buf.reshape(h * 3 // 2, w), format="yuv420p")
-            else:  # planes padded to PyAV's line size: one copy
-                frame = av.VideoFrame(w, h, enc.pix_fmt)
-                for plane, src in zip(frame.planes, planes(buf, w, h, enc.pix_fmt)):
-                    view = np.frombuffer(plane, np.uint8).reshape(-1, plane.line_size)
-                    view[: src.shape[0], : src.shape[1]] = src
+            for view, src in zip(views, planes(buf, w, h, enc.pix_fmt)):
+                np.copyto(view, src)
             last = buf
-        assert frame is not None
         frame.pts = i
         count[0] = i + 1
         yield frame

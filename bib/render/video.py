@@ -234,6 +234,12 @@ def segment_bounds(episode: Episode, others: Iterable[Episode] = ()) -> list[int
     return sorted(cuts)
 
 
+def segment_key(episode: Episode, a: int, b: int) -> tuple[object, ...]:
+    """What the frames of the segment of trials ``a`` to ``b - 1`` depend on (besides the render settings):
+    segments of equal keys are encoded once."""
+    return (episode.width, episode.height, episode.trials[a:b], b < len(episode.trials))
+
+
 def _encoding(episode: Episode, s: RenderSettings, target: Path) -> Encoding:
     w, h = s.frame_size(episode.width, episode.height)
     if w % 2 or h % 2:
@@ -249,7 +255,7 @@ def _render_h264(episode: Episode, target: Path, s: RenderSettings, bounds: list
     enc = _encoding(episode, s, target)
     head = []
     for a, b in zip(bounds, bounds[1:-1]):
-        key = (episode.width, episode.height, episode.trials[a:b], b < len(episode.trials))
+        key = segment_key(episode, a, b)
         if key not in segments:
             segments[key] = encode_segment(episode_yuv(episode, s, s.pix_fmt, a, b), enc)
         head.append(segments[key])
