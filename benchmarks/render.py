@@ -1,8 +1,8 @@
 """Rendering and encoding speed: the encoder table (preset x crf), frames/s at 84 x 84 and 200 x 200, H.264 encode frames/s.
 
-First the encoder table of docs/stimuli.md: per libx264 preset and crf, CPU per frame, file size and
-PSNR of the decoded frames against the rendered ones, on a fixed set of episodes
-(``--presets``, ``--crfs``; ``--only-table`` stops there).
+First the encoder table of docs/stimuli.md: per libx264 preset and crf, the pipeline's encoder (in-process,
+PyAV) CPU per frame, file size and PSNR of the decoded frames against the rendered ones, on a fixed set
+of episodes (``--presets``, ``--crfs``; ``--only-table`` stops there).
 
 References run in the same process: a naive renderer that redraws every sprite with pygame for
 each frame (what the cached numpy renderer replaces) and OpenCV's MP4V writer (the fallback
@@ -62,50 +62,39 @@ TABLE_TASKS = ("preference", "efficiency-path", "instrumental-blocking", "multi-
 """The fixed episodes of the encoder table: both episodes of pair 0 of each (seed 0)."""
 
 
-def child_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def encoder_table(presets: list[str], crfs: list[int]) -> None:
-    """Per preset and crf: libx264's CPU per frame (ffmpeg encoding the frames from a raw yuv420p file, the
-    pipeline's command), file size, and PSNR of the decoded RGB frames against the rendered source frames."""
-    import subprocess
+    """Per preset and crf: the pipeline's encoder (libx264 in-process through PyAV, :func:`encode_h264`, one
+    encoder per episode) CPU per frame on frames drawn beforehand (not timed), file size, and PSNR of the
+    decoded RGB frames against the rendered source frames."""
+    import av
 
-    import imageio_ffmpeg
-
-    from bib.render.video import h264_command
+    from bib.render.h264 import encode_h264
     from bib.render.yuv import episode_yuv
 
     s = RenderSettings()
     episodes = [ep for task in TABLE_TASKS for ep in make_unit(task, 0, 0)]
     size = s.frame_size(episodes[0].width, episodes[0].height)
+    n = sum(episode_frame_count(ep, s) for ep in episodes)
+    print(f"encoder table: {n} frames of {len(episodes)} episodes ({', '.join(TABLE_TASKS)}, pair 0, seed 0), "
+          f"{size[0]} x {size[1]}, {s.fps} fps, yuv420p, libx264 in-process (PyAV {av.__version__}), one thread, "
+          f"one encoder per episode; load average {os.getloadavg()[0]:.1f}")
+    print(f"  {'preset':10s} {'crf':>4s} {'CPU us/frame':>13s} {'size kB':>9s} {'kB/episode':>11s} {'PSNR dB':>8s}")
     with tempfile.TemporaryDirectory() as tmp:
-        raw, out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
-        n = 0
-        with open(raw, "wb") as fh:
-            for ep in episodes:
-                for buf in episode_yuv(ep, s):
-                    fh.write(buf.tobytes())
-                    n += 1
-        print(f"encoder table: {n} frames of {len(episodes)} episodes ({', '.join(TABLE_TASKS)}, pair 0, seed 0), "
-              f"{size[0]} x {size[1]}, {s.fps} fps, yuv420p, one libx264 thread; load average {os.getloadavg()[0]:.1f}")
-        print(f"  {'preset':10s} {'crf':>4s} {'CPU us/frame':>13s} {'size kB':>9s} {'kB/episode':>11s} {'PSNR dB':>8s}")
+        out = Path(tmp) / "out.mp4"
         for preset in presets:
             for crf in crfs:
-                t0 = child_cpu()
-                subprocess.run(h264_command(str(raw), out, size, s.fps, crf, preset, "yuv420p"), check=True)
-                cpu = child_cpu() - t0
-                sq, count = 0.0, 0
-                reader = imageio_ffmpeg.read_frames(str(out))
-                next(reader)
-                source = (f for ep in episodes for f in episode_frames(ep, s))
-                for raw_frame, ref in zip(reader, source):
-                    got = np.frombuffer(raw_frame, np.uint8).reshape(ref.shape)
-                    sq += float(((got.astype(np.int32) - ref) ** 2).sum())
-                    count += ref.size
+                cpu, sq, count, kb = 0.0, 0.0, 0, 0.0
+                for ep in episodes:
+                    frames = list(episode_yuv(ep, s))  # a pause is the same array again, as in the pipeline
+                    t0 = time.process_time()
+                    encode_h264(frames, out, size, s.fps, crf, preset, "yuv420p")
+                    cpu += time.process_time() - t0
+                    kb += out.stat().st_size / 1000
+                    with av.open(str(out)) as c:
+                        for frame, ref in zip(c.decode(video=0), episode_frames(ep, s)):
+                            sq += float(((frame.to_ndarray(format="rgb24").astype(np.int32) - ref) ** 2).sum())
+                            count += ref.size
                 psnr = 10 * np.log10(255.0**2 / (sq / count)) if sq else float("inf")
-                kb = out.stat().st_size / 1000
                 mark = "  <- default" if (preset, crf) == (s.preset, s.crf) else ""
                 print(f"  {preset:10s} {crf:4d} {1e6 * cpu / n:13.0f} {kb:9.0f} {kb / len(episodes):11.1f} {psnr:8.2f}{mark}")
 

@@ -85,6 +85,34 @@ def test_videos_are_rebuilt_when_render_settings_change(tmp_path: Path) -> None:
     assert build([("single-object", 1)], 0, out, video=False).built == 0  # episodes are still intact
 
 
+def test_videos_are_rebuilt_when_an_encoder_setting_changes(tmp_path: Path) -> None:
+    """A preset, crf or colour change leaves size, frame rate and frame count alone: the render stamp
+    (videos/render.json, per task) shows it, and only the tasks it concerns are re-rendered."""
+    import json
+    from dataclasses import replace
+
+    from bib.render.frames import RenderSettings
+
+    out = tmp_path / "set"
+    small = RenderSettings(cell_px=4, fps=5)
+    units = [("single-object", 1), ("preference", 1)]
+    first = build(units, 0, out, video=True, settings=small)
+    video = next((out / "videos").glob("single-object-*.mp4"))
+    before = video.read_bytes()
+    for change in ({"crf": 30}, {"preset": "veryfast"}, {"background": (250, 250, 250)}):
+        again = build(units, 0, out, video=True, settings=replace(small, **change))
+        assert (again.built, again.kept) == (2, 0), change
+        assert video.read_bytes() != before
+        before = video.read_bytes()
+    assert build(units, 0, out, video=True, settings=replace(small, background=(250, 250, 250))).built == 0
+    stamps = json.loads((out / "videos" / "render.json").read_text())
+    assert set(stamps) == {"single-object", "preference"} and stamps["preference"]["background"] == [250, 250, 250]
+    # another set's task in the same folder keeps its own stamp and videos
+    other = build([("single-object", 1)], 0, out, video=True, settings=small)
+    assert other.built == 1 and build(units[1:], 0, out, video=True, settings=replace(small, background=(250, 250, 250))).built == 0
+    assert first.episodes == 3
+
+
 def test_limit_caps_units_per_task(tmp_path: Path) -> None:
     spec = parse_spec({"name": "l", "tasks": [{"id": "single-object", "n": 50}]}, "t")
     summary = build_spec(spec, tmp_path / "l", limit=2)

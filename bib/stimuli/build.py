@@ -5,7 +5,8 @@ Each unit is generated from its own seed (:func:`bib.tasks.unit_seed`), so the o
 byte-identical for any worker count. A rerun into the same folder keeps every unit whose files
 match the hashes in the manifest (and whose recorded seed is the unit's seed under the current base
 seed) and only builds the rest; a video is kept only when its size, frame rate and frame count
-are what the current render settings give. :func:`build_spec` builds a whole
+are what the current render settings give and its task's render stamp (``videos/render.json``, every
+render setting: :mod:`bib.stimuli.render_stamp`) is the current one. :func:`build_spec` builds a whole
 :class:`~bib.stimuli.spec.StimulusSpec` and writes the resolved ``spec.toml`` (rerunnable) and,
 for lab sets, ``orders.csv``.
 """
@@ -25,6 +26,7 @@ from bib.parallel import map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, check_video, codec_for, render_episodes
+from bib.stimuli import render_stamp
 from bib.stimuli.manifest import COLUMNS, MANIFEST, format_rows, iter_manifest, read_manifest, row_is_intact
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
 from bib.tasks.difficulty import DECIMALS, pair_difficulty, pair_evidence
@@ -244,10 +246,11 @@ class _Kept:
 _MANIFEST_PARTS = (".manifest.others.tmp", ".manifest.kept.tmp")
 
 
-def _keep_intact(root: Path, plan: Plan) -> _Kept:
+def _keep_intact(root: Path, plan: Plan, stale: frozenset[str] = frozenset()) -> _Kept:
     """Rewrite ``manifest.csv`` (atomically, streaming) to its intact rows: rows of other units whose
     files match their hashes, then this build's complete units whose files match their hashes,
-    seeds and render settings; record where each part lies."""
+    seeds and render settings (with video, none of a task in ``stale``: its videos were rendered with
+    other settings, :mod:`bib.stimuli.render_stamp`); record where each part lies."""
     import shutil
 
     kept = _Kept()
@@ -263,6 +266,8 @@ def _keep_intact(root: Path, plan: Plan) -> _Kept:
                 kept.n_other_rows += len(intact)
                 continue
             job = plan.job(*key)
+            if job.video and job.task in stale:
+                continue
             if len(rows) != job.n_episodes or not all(_row_ok(root, r, job) for r in rows):
                 continue
             if last is None or key <= last:
@@ -375,7 +380,12 @@ def build(
         seed, str(root), video, s, chosen, per_trial,
     )
     _remove_leftovers(root)
-    kept = _keep_intact(root, plan)  # drops rows whose files are missing or changed
+    current = render_stamp.stamp(s, chosen)
+    tasks = [t for t, _, _ in plan.tasks]
+    stale = render_stamp.stale_tasks(root, tasks, current) if video else frozenset()
+    kept = _keep_intact(root, plan, stale)  # drops rows whose files are missing or changed
+    if video:  # from here on, the manifest lists only videos of these settings for these tasks
+        render_stamp.write_stamps(root, tasks, current)
     manifest_path = root / MANIFEST
 
     def todo() -> Iterator[Job]:
