@@ -87,7 +87,7 @@ def test_videos_are_rebuilt_when_render_settings_change(tmp_path: Path) -> None:
 
 def test_videos_are_rebuilt_when_an_encoder_setting_changes(tmp_path: Path) -> None:
     """A preset, crf or colour change leaves size, frame rate and frame count alone: the render stamp
-    (videos/render.json, per task) shows it, and only the tasks it concerns are re-rendered."""
+    (render.json, per task) shows it, and only the tasks it concerns are re-rendered."""
     import json
     from dataclasses import replace
 
@@ -105,8 +105,11 @@ def test_videos_are_rebuilt_when_an_encoder_setting_changes(tmp_path: Path) -> N
         assert video.read_bytes() != before
         before = video.read_bytes()
     assert build(units, 0, out, video=True, settings=replace(small, background=(250, 250, 250))).built == 0
-    stamps = json.loads((out / "videos" / "render.json").read_text())
+    stamps = json.loads((out / "render.json").read_text())
     assert set(stamps) == {"single-object", "preference"} and stamps["preference"]["background"] == [250, 250, 250]
+    from bib.stimuli.check import check_path
+
+    assert check_path(out, progress=False).problems == []  # the stamp is not a stray file of the set
     # another set's task in the same folder keeps its own stamp and videos
     other = build([("single-object", 1)], 0, out, video=True, settings=small)
     assert other.built == 1 and build(units[1:], 0, out, video=True, settings=replace(small, background=(250, 250, 250))).built == 0

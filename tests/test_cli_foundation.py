@@ -37,7 +37,7 @@ def test_generate_is_byte_identical_for_any_worker_count(tmp_path, capsys):
     fa, fb = files(a), files(b)
     assert fa == fb
     assert sorted(fa) == ["episodes/single-object-000000.json", "episodes/single-object-000001.json",
-                          "episodes/single-object-000002.json", "manifest.csv", "videos/single-object-000000.mp4",
+                          "episodes/single-object-000002.json", "manifest.csv", "render.json", "videos/single-object-000000.mp4",
                           "videos/single-object-000001.mp4", "videos/single-object-000002.mp4"]
     rows = read_manifest(a)
     assert list(rows[0]) == COLUMNS and [r["n_trials"] for r in rows] == ["9"] * 3

@@ -5,7 +5,7 @@ Each unit is generated from its own seed (:func:`bib.tasks.unit_seed`), so the o
 byte-identical for any worker count. A rerun into the same folder keeps every unit whose files
 match the hashes in the manifest (and whose recorded seed is the unit's seed under the current base
 seed) and only builds the rest; a video is kept only when its size, frame rate and frame count
-are what the current render settings give and its task's render stamp (``videos/render.json``, every
+are what the current render settings give and its task's render stamp (``render.json``, every
 render setting: :mod:`bib.stimuli.render_stamp`) is the current one. :func:`build_spec` builds a whole
 :class:`~bib.stimuli.spec.StimulusSpec` and writes the resolved ``spec.toml`` (rerunnable) and,
 for lab sets, ``orders.csv``.

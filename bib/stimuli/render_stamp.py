@@ -1,4 +1,4 @@
-"""What a set's videos were rendered with, per task: ``videos/render.json``, compared when a build resumes.
+"""What a set's videos were rendered with, per task: ``render.json`` in the set folder, compared when a build resumes.
 
 A video's size, frame rate and frame count do not show a changed preset, crf, pixel format, colour or
 pause, so a resumed build keeps a unit's videos only when its task's stamp (every render setting, the
@@ -18,7 +18,7 @@ from pathlib import Path
 from bib.io import atomic_write_text
 from bib.render.frames import RenderSettings
 
-STAMP = "videos/render.json"
+STAMP = "render.json"
 """The stamp file, relative to the set folder."""
 
 PIPELINE = "h264-segments-1"
