@@ -7,14 +7,15 @@ of every registered evaluation condition, read from disk as ``bib score`` does),
 ``score_refs`` with 1 and 2 worker processes by ``bc-mlp``, ``bc-rnn`` and ``video-rnn`` at their
 ``baselines/*.toml`` configs (symbolic input; target >= 50 episodes/s), then with
 ``input = "frames"`` (84 x 84 rendered frames; ``--frame-pairs`` pairs per condition, default 40)
-on 1 worker (target >= 50 episodes/s; the rate per CPU-second is what an idle core gives) and on
-2 workers (target >= 100 on 2 cores): the whole run's rate and, separately, a run's fixed cost
-(the pool's start-up) and the rate after it (see :func:`frame_rates`; a worker process pays a torch import and a
-checkpoint load once, which dominates a run of a few hundred episodes but not bib-eval's 16,534).
-With 2 workers, ``score_refs`` scores chunks in this process too beside one pool process. The
-checkpoints are untrained (weights do not change the cost). Reference: ``closest-object`` on the
-same files in the same process (ratio of CPU-time rates on 1 worker, which other jobs on the shared
-VM do not distort).
+on 1 worker (target >= 50 episodes/s; the rate per CPU-second is what an idle core gives), then
+in fresh processes as ``bib score`` runs (start-up included) on 1 and 2 workers (target >= 100 on
+2 cores): the whole run's rate and, separately, a run's fixed cost and the rate after it (see
+:func:`frame_rates`), the peak memory of the scoring process, and what the start-up is made of
+(:func:`child_startup`: imports, checkpoint load, a pool process's first result with and without
+the forkserver's preload of torch, a first chunk's one-off cost). With 2 workers, ``score_refs``
+scores chunks in this process too beside one pool process. The checkpoints are untrained (weights
+do not change the cost). Reference: ``closest-object`` on the same files in the same process (ratio
+of CPU-time rates on 1 worker, which other jobs on the shared VM do not distort).
 
 Training: one epoch of ``bc-rnn`` at ``baselines/bc-rnn.toml`` on ``--background`` episodes per
 background task (80/20 split, validation included), timed in wall-clock and CPU seconds; the

@@ -133,12 +133,12 @@ def map_ordered(
         for item in items:
             yield fn(item)
         return
-    pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=_context(preload), initializer=_worker_init,
-                               initargs=(setup,))
+    ctx = _context(preload)
+    pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=ctx, initializer=_worker_init, initargs=(setup,))
     started: list[Future] = []
     try:
         if local:
-            started = [pool.submit(_ready) for _ in range(workers - 1)]  # starts the processes now
+            _start_in_background(pool, ctx, workers - 1, started)
             yield from _drain_local(pool.submit, fn, items, limit, 2 * (workers - 1),
                                     lambda: any(f.done() for f in started))
         else:
@@ -151,6 +151,29 @@ def map_ordered(
         _stop(pool)
     else:
         pool.shutdown()
+
+
+def _start_in_background(pool: ProcessPoolExecutor, ctx: multiprocessing.context.BaseContext, n: int,
+                         started: list[Future]) -> None:
+    """Start the pool's ``n`` processes now without waiting for them: a thread submits one :func:`_ready`
+    task per process (appended to ``started``). Starting a process waits for the forkserver, which
+    may still be importing its preloaded modules; this process scores meanwhile. The forkserver
+    itself is started here, from this (main) thread, as its death signal follows the thread that
+    started it.
+    """
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+    def submit() -> None:
+        try:
+            for _ in range(n):
+                started.append(pool.submit(_ready))
+        except Exception:  # noqa: S110 - shut down or broken meanwhile: this process scores alone
+            pass
+
+    threading.Thread(target=submit, name="bib-pool-start", daemon=True).start()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

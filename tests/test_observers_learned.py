@@ -392,3 +392,37 @@ def test_scoring_workers_preload_the_observer_module():
     assert worker_modules("video-rnn") == ["bib.observers.scoring", "bib.observers.video_rnn"]
     assert worker_modules("bc-mlp") == ["bib.observers.scoring", "bib.observers.bc"]
     assert worker_modules("mypackage.mymodule:Observer") == ["bib.observers.scoring"]  # a user's: not preloaded
+
+
+def test_frame_scoring_from_a_fresh_process_on_2_workers_gives_the_same_surprise(tmp_path):
+    """The path of a fresh `bib score --workers 2` (torch not imported yet: the forkserver preloads the
+    observer's modules, pool processes load the checkpoint at their start) gives this process's values."""
+    import json
+    import subprocess
+    import sys
+
+    from bib.evaluation import find_episodes
+    from bib.observers import scoring
+
+    for ep in make_unit("inaccessible-goal", 1, 3) + make_unit("preference", 0, 3):
+        save_episode(ep, tmp_path / f"{ep.id}.json")
+    ckpt = tmp_path / "frames.pt"
+    tiny(BCMLPObserver, input="frames").save(ckpt)
+    script = tmp_path / "fresh.py"
+    script.write_text(
+        "import json, sys\n"
+        "from bib.evaluation import find_episodes\n"
+        "from bib.observers.scoring import score_refs\n"
+        "if __name__ == '__main__':\n"
+        "    assert 'torch' not in sys.modules\n"
+        "    refs = find_episodes(sys.argv[1]).refs\n"
+        "    out = score_refs('bc-mlp', refs, checkpoint=sys.argv[2], workers=2, chunk=1)\n"
+        "    print(json.dumps({eid: s.tolist() for eid, s in out}))\n"
+    )
+    run = subprocess.run([sys.executable, str(script), str(tmp_path), str(ckpt)], capture_output=True, text=True,
+                         timeout=300, check=True)
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    want = dict(scoring.score_refs("bc-mlp", find_episodes(tmp_path).refs, checkpoint=ckpt, workers=1, chunk=1))
+    assert sorted(got) == sorted(want)
+    for eid, s in want.items():
+        assert np.array_equal(np.asarray(got[eid]), s)
