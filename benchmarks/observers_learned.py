@@ -197,6 +197,9 @@ def frame_rates(name: str, folder: Path, n: int, ckpt: Path, reference_cpu: floa
     label = f"{name + ' (frames 84x84)':28s}"
     print(f"{label} workers=1: {wall1:8.1f} episodes/s wall, {cpu1:7.1f} per CPU-second "
           f"({cpu1 / reference_cpu:.2f}x reference; target >= 50: {'PASS' if cpu1 >= 50 else 'FAIL'} on an idle core)")
+    wall2_here, _ = bench.time_observer(name, refs, 2, ckpt)
+    print(f"{label} workers=2: {wall2_here:8.1f} episodes/s wall in this process (torch imported already, its "
+          f"pool process imports it while this process scores; the method of the figures before session 4)")
     one = child("--child-run", name, ckpt, folder, n, 1)
     small = child("--child-run", name, ckpt, folder, 4 * CHUNK, 2)
     full = child("--child-run", name, ckpt, folder, n, 2)

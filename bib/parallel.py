@@ -147,7 +147,8 @@ def map_ordered(
         # An error, Ctrl-C or an abandoned generator: stop now instead of finishing the tasks in flight.
         _stop(pool)
         raise
-    if not all(f.done() for f in started):  # this process did everything: do not wait for a pool still starting
+    if local and (len(started) < workers - 1 or not all(f.done() for f in started)):
+        # this process did everything: do not wait for a pool still starting
         _stop(pool)
     else:
         pool.shutdown()
