@@ -91,11 +91,8 @@ def bench_pages(site: Path) -> dict[str, float]:
         driver.get((site / "index.html").as_uri())  # warm the browser
         for page in sorted(site.glob("*.html")):
             driver.get(page.as_uri())
-            for _ in range(200):
-                ms = driver.execute_script("var n = performance.getEntriesByType('navigation')[0]; return n && n.loadEventEnd")
-                if ms:
-                    break
-                time.sleep(0.05)
+            ms = browser.wait_for(driver, "var n = performance.getEntriesByType('navigation')[0]; return n && n.loadEventEnd",
+                                  timeout=10.0, every=0.05)
             times[page.name] = float(ms) / 1000
     return times
 

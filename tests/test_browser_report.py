@@ -3,7 +3,6 @@ loads, every link resolves."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -12,6 +11,7 @@ from test_report import TABLE, build
 from test_report import inputs as inputs  # noqa: F401 (the fixture)
 
 from bib.report import browser
+from bib.report.browser import wait_for
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=f"no browser: {browser.missing()}")
 
@@ -23,25 +23,14 @@ def site(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> P
     return out
 
 
-def wait(driver, script: str, timeout: float = 20.0):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.1)
-    return value
-
-
 def test_every_page_loads_its_videos_figures_and_links(site: Path) -> None:
     assert TABLE.is_file()
     with browser.chromium(1200, 900) as driver:
         for page in sorted(site.glob("*.html")):
             driver.get(page.as_uri())
-            assert wait(driver, "return document.readyState === 'complete'"), page.name
+            assert wait_for(driver, "return document.readyState === 'complete'"), page.name
             # figures and contact sheets: loaded and decoded
-            images = wait(driver, "var im = Array.from(document.images);"
+            images = wait_for(driver, "var im = Array.from(document.images);"
                                   "return im.every(i => i.complete) ? im.map(i => [i.src, i.naturalWidth]) : null")
             assert images is not None, page.name
             assert all(w > 0 for _, w in images), (page.name, images)
@@ -50,11 +39,11 @@ def test_every_page_loads_its_videos_figures_and_links(site: Path) -> None:
             if n_videos:
                 # preload="none" (a page of 200 videos must load in < 1 s): load them now
                 driver.execute_script("document.querySelectorAll('video').forEach(v => v.load())")
-                ready = wait(driver, "var v = Array.from(document.querySelectorAll('video'));"
+                ready = wait_for(driver, "var v = Array.from(document.querySelectorAll('video'));"
                                      "return v.every(x => x.readyState >= 1 || x.error) ? v.map(x => [x.readyState, x.duration, !!x.error]) : null")
                 assert ready is not None and all(r >= 1 and d > 0 and not e for r, d, e in ready), (page.name, ready)
                 driver.execute_script("document.querySelectorAll('video').forEach(v => { v.muted = true; v.play(); })")
-                played = wait(driver, "var v = Array.from(document.querySelectorAll('video'));"
+                played = wait_for(driver, "var v = Array.from(document.querySelectorAll('video'));"
                                       "return v.every(x => x.currentTime > 0) ? v.map(x => x.currentTime) : null")
                 assert played is not None, page.name
             # links: every local target exists

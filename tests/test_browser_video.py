@@ -3,28 +3,16 @@ Chromium: metadata with the full duration, a seek to the test trial, and playing
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import render_episodes
 from bib.render.yuv import episode_yuv
 from bib.report import browser
+from bib.report.browser import wait_for
 from bib.tasks import make_unit
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=f"no browser: {browser.missing()}")
-
-
-def wait(driver, script: str, timeout: float = 20.0):  # noqa: ANN001, ANN201
-    deadline = time.monotonic() + timeout
-    value = None
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.1)
-    return value
 
 
 def test_pair_videos_play_across_segments_and_seek_to_the_test_trial(tmp_path):
@@ -38,14 +26,14 @@ def test_pair_videos_play_across_segments_and_seek_to_the_test_trial(tmp_path):
     test_start = sum(1 for _ in episode_yuv(eps[0], s, "yuv420p", 0, len(eps[0].trials) - 1)) / s.fps
     with browser.chromium(800, 400) as driver:
         driver.get(page.as_uri())
-        meta = wait(driver, "var v = Array.from(document.querySelectorAll('video'));"
+        meta = wait_for(driver, "var v = Array.from(document.querySelectorAll('video'));"
                             "return v.every(x => x.readyState >= 1 || x.error) ? v.map(x => [x.duration, !!x.error]) : null")
         assert meta is not None and not any(e for _, e in meta), meta
         for (duration, _), ep in zip(meta, eps):
             assert abs(duration - episode_frame_count(ep, s) / s.fps) < 0.1
         # play from just before the test trial: the player crosses from the shared segment into the test trial's
         driver.execute_script(f"document.querySelectorAll('video').forEach(v => {{ v.currentTime = {test_start - 0.3}; v.play(); }})")
-        crossed = wait(driver, f"var v = Array.from(document.querySelectorAll('video'));"
+        crossed = wait_for(driver, f"var v = Array.from(document.querySelectorAll('video'));"
                                f"return v.every(x => x.currentTime > {test_start + 0.3} && !x.error) ? v.map(x => x.currentTime) : null")
         assert crossed is not None
         assert browser.console_errors(driver) == []

@@ -81,6 +81,21 @@ def chromium(width: int = 1280, height: int = 900, downloads: str | os.PathLike[
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def wait_for(driver: Any, script: str, timeout: float = 20.0, every: float = 0.1) -> Any:
+    """Run ``script`` in the page every ``every`` seconds until it returns something truthy (returned),
+    or ``timeout`` seconds have passed (its last value is returned)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(every)
+    return value
+
+
 def console_errors(driver: Any) -> list[str]:
     """Console messages of level SEVERE since the last call (Chromium's JS errors, failed loads)."""
     return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
