@@ -83,7 +83,12 @@ def start_forkserver(preload: Sequence[str] = ()) -> None:
     the forkserver's imports run on another core meanwhile and pool processes forked from it later
     start with them done: a worker's start-up is then a fork, not a torch import (issue 19).
     """
-    if _context(preload).get_start_method() == "forkserver":
+    _ensure_forkserver(_context(preload))
+
+
+def _ensure_forkserver(ctx: multiprocessing.context.BaseContext) -> None:
+    """Start ``ctx``'s forkserver unless it runs already (no-op for a context that spawns)."""
+    if ctx.get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
@@ -162,10 +167,7 @@ def _start_in_background(pool: ProcessPoolExecutor, ctx: multiprocessing.context
     itself is started here, from this (main) thread, as its death signal follows the thread that
     started it.
     """
-    if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
+    _ensure_forkserver(ctx)
 
     def submit() -> None:
         try:
