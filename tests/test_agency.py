@@ -16,6 +16,7 @@ from bib.agency.env import INVALID, MOVES, Grid, load_grid, optimal_set, run_rol
 from bib.agency.keys import key_columns
 from bib.agency.metrics import entropy2, grid_metrics, jsd2, trajectory_meg
 from bib.agency.suite import run_suite
+from bib.agency.tables import AgencyTables, read_run
 from bib.agency.transforms import TRANSFORMS, paired_test, rank_biserial, transform
 from bib.cli import app
 from bib.errors import BibInputError
@@ -199,10 +200,36 @@ def test_suite_is_deterministic_across_workers(tmp_path) -> None:
     spec = AgentSpec("noisy", epsilon=0.3)
     a = run_suite("keys", spec, tmp_path / "a", grids=2, rollouts=2, meg=False)
     b = run_suite("keys", spec, tmp_path / "b", grids=2, rollouts=2, meg=False, workers=2)
-    assert (tmp_path / "a" / "grids.csv").read_bytes() == (tmp_path / "b" / "grids.csv").read_bytes()
-    assert (tmp_path / "a" / "rollouts.jsonl").read_bytes() == (tmp_path / "b" / "rollouts.jsonl").read_bytes()
-    assert [r["variant"] for r in a if r["task"] == "two-path-key"] == ["base", "no-key"] * 2
-    assert all(0.0 <= r["jaccard_no_key"] <= 1.0 for r in b if r["task"] == "two-path-key" and r["variant"] == "base")
+    for name in ("grids.csv", "rollouts.jsonl", "tables.md"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert a.to_markdown() == b.to_markdown()
+    rows = read_run(tmp_path / "b")[0].to_dict("records")
+    assert [r["variant"] for r in rows if r["task"] == "two-path-key"] == ["base", "no-key"] * 2
+    assert all(0.0 <= r["jaccard_no_key"] <= 1.0 for r in rows if r["task"] == "two-path-key" and r["variant"] == "base")
+
+
+def test_run_suite_returns_the_tables_it_wrote_and_the_cli_prints_them(tmp_path, monkeypatch) -> None:
+    """run_suite returns the AgencyTables it wrote (tables.md is its markdown); `bib agency run` prints that
+    result and makes the tables from grids.csv once, not a second time after run_suite."""
+    import bib.agency.tables
+
+    result = run_suite("keys", AgentSpec("optimal"), tmp_path / "lib", grids=1, rollouts=1, meg=False)
+    assert isinstance(result, AgencyTables)
+    assert (tmp_path / "lib" / "tables.md").read_text() == result.to_markdown() + "\n"
+    assert result.meta == json.loads((tmp_path / "lib" / "run.json").read_text())
+    assert list(result.tables) == ["summary", "key_rooms"]
+    assert (result.tables["summary"]["success"] == 1.0).all()  # the planner always reaches the goal
+
+    made = []
+    tables_of = bib.agency.tables.agency_tables
+    monkeypatch.setattr(bib.agency.tables, "agency_tables", lambda folder: made.append(folder) or tables_of(folder))
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    out = tmp_path / "cli"
+    res = runner.invoke(app, ["agency", "run", "--agent", "optimal", "--suite", "keys", "--grids", "1",
+                              "--rollouts", "1", "--no-meg", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(made) == 1
+    assert res.stdout == (out / "tables.md").read_text()
 
 
 def test_cli_run_report_and_bad_input(tmp_path, monkeypatch) -> None:

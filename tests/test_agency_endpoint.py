@@ -209,10 +209,11 @@ def test_endpoint_suite_bounds_concurrency_and_summarises_failures(tmp_path) -> 
     with Server("oracle", delay=0.05) as srv:
         spec = AgentSpec("endpoint", endpoint=srv.url, model="tiny", temperature=0.7,
                          options={"timeout": 5.0, "retries": 0, "concurrency": 2, "cache_dir": str(tmp_path / "c")})
-        rows = run_suite("keys", spec, tmp_path / "run", grids=2, rollouts=1, workers=4, meg=False)
+        result = run_suite("keys", spec, tmp_path / "run", grids=2, rollouts=1, workers=4, meg=False)
         assert srv.max_in_flight <= 2 and srv.requests > 0
-    assert all(r["success"] == 1.0 for r in rows)
+    assert (result.tables["summary"]["success"] == 1.0).all()
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert result.meta == meta
     assert meta["agent"] == "endpoint:tiny" and meta["invalid_steps"] == 0
     assert meta["endpoint"]["requests"] == srv.requests == meta["steps"] and meta["endpoint"]["failures"] == 0
     with Server("garbage") as srv:

@@ -44,8 +44,12 @@ def _bars(plt, labels: list[str], series: dict[str, np.ndarray], title: str, lin
     return fig
 
 
-def make_report(folder: str | Path) -> tuple[AgencyTables, list[Path]]:
-    """Write tables and figures for a run folder; return ``(the tables, figure paths)``."""
+def make_report(folder: str | Path, tables: AgencyTables | None = None) -> tuple[AgencyTables, list[Path]]:
+    """Write tables and figures for a run folder; return ``(the tables, figure paths)``.
+
+    ``tables``: the folder's tables when the caller already has them (what :func:`bib.agency.suite.run_suite`
+    returned, already written); without them they are made and written from the folder's files.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -53,7 +57,7 @@ def make_report(folder: str | Path) -> tuple[AgencyTables, list[Path]]:
     import pandas as pd
 
     folder = Path(folder)
-    result = write_tables(folder)
+    result = write_tables(folder) if tables is None else tables
     title = result.meta.get("command") or "bib agency run"
     pdir = ensure_dir(folder / "plots")
     figures: list[Path] = []

@@ -19,6 +19,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from bib.io import atomic_write_text, ensure_dir
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.registry import Registry
+
+if TYPE_CHECKING:  # pandas (and so the tables module) is imported only when a suite runs
+    from bib.agency.tables import AgencyTables
 
 SUITES: Registry[tuple[int, int]] = Registry("suite")
 """Suite -> default (grids, rollouts): grids per (size, density) cell for navigation suites, per task for keys."""
@@ -115,8 +119,10 @@ def run_suite(
     workers: int = 1,
     meg: bool = True,
     command: str = "",
-) -> list[dict]:
-    """Run a suite and write its results under ``out``; returns the per-grid rows.
+) -> AgencyTables:
+    """Run a suite and write its results under ``out``; returns its tables (what ``tables.md`` shows).
+
+    The per-grid rows are in ``out/grids.csv`` (:func:`bib.agency.tables.read_run` reads them).
 
     Args:
         suite: ``navigation``, ``perturbations`` or ``keys``.
@@ -128,6 +134,9 @@ def run_suite(
         workers: processes (local agents) or threads (endpoint agent).
         meg: also compute MEG (the slowest metric).
         command: the command line, recorded in ``run.json``.
+
+    Returns:
+        The :class:`bib.agency.tables.AgencyTables` of the run, as written to ``tables.md`` and ``tables/``.
     """
     check_spec(spec)
     if workers < 1:
@@ -180,5 +189,4 @@ def run_suite(
         meta["endpoint"] = {"url": spec.endpoint, "model": spec.model,
                             **{k: after[k] - before.get(k, 0) for k in after}}
     atomic_write_text(out / "run.json", json.dumps(meta, indent=2) + "\n")
-    write_tables(out)
-    return rows
+    return write_tables(out)

@@ -57,7 +57,6 @@ def register(app: typer.Typer) -> None:
         """Run a suite for one agent and write grids.csv, rollouts.jsonl, run.json and tables."""
         from bib.agency.agents import AgentSpec, check_spec
         from bib.agency.suite import run_suite
-        from bib.agency.tables import agency_tables
         from bib.io import OutputFolder
 
         if (agent is None) == (endpoint is None):
@@ -91,9 +90,8 @@ def register(app: typer.Typer) -> None:
         if endpoint is not None:
             typer.echo(f"endpoint answers cached in {options['cache_dir']}", err=True)
         with folder as tmp:
-            run_suite(suite.value, spec, tmp, grids=grids, rollouts=rollouts, seed=seed, workers=workers,
-                      meg=not no_meg, command=command)
-            result = agency_tables(tmp)
+            result = run_suite(suite.value, spec, tmp, grids=grids, rollouts=rollouts, seed=seed, workers=workers,
+                               meg=not no_meg, command=command)
         typer.echo(result.to_markdown())
 
     @sub.command()
