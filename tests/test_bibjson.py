@@ -175,6 +175,33 @@ def test_a_solvingbib_style_reader_sees_our_key_lock_objects_and_walls(made: Pat
             assert objects == [o.cell for o in lay.objects] and walls == set(lay.walls)
 
 
+def test_exported_frames_follow_the_renderers_timing(made: Path) -> None:
+    """Export reads the renderer's per-frame states (bib.render.frames.trial_state_arrays, the one timing
+    source): odd speed, fps and unlock pause give the renderer's frame count, agent position, key and barrier."""
+    from bib.render.frames import trial_state_arrays
+
+    s = RenderSettings(fps=7, speed=3.3, unlock_pause=1.3, pause_start=0.3, pause_end=0.5)
+    unlocked = 0
+    for ep in _unit(made, "instrumental-blocking"):
+        for trial, frames in zip(ep.trials, episode_to_bib(ep, s), strict=True):
+            st = trial_state_arrays(trial, s)
+            assert len(frames) == len(st.index) == frame_count(trial, s)
+            h = trial.layout.height
+            for f, k in zip(frames, st.index, strict=True):
+                x, y = (st.x[k] + 0.5) * 20, (h - 0.5 - st.y[k]) * 20
+                assert f["agent"][0] == [round(x - 6), round(y - 6)]
+                assert (f["fuse_walls"] == []) == (st.fade[k] == 0.0 or not trial.layout.barriers)
+                if trial.layout.key is not None and st.carrying[k]:
+                    assert f["pin"][0][0] == [round(x - 9), round(y - 9)]  # carried with the agent
+                elif trial.layout.key is not None and st.before_pickup[k]:
+                    kx, ky = trial.layout.key
+                    assert f["pin"][0][0] == [20 * kx + 1, 20 * (h - 1 - ky) + 1]
+                else:
+                    assert f["pin"] == []
+            unlocked += trial.unlock_step() is not None
+    assert unlocked > 0  # the barrier's fade was exercised
+
+
 def test_every_exported_icon_is_in_bibs_sprite_vocabulary(made: Path, tmp_path: Path) -> None:
     """An IRENE-style parser asserts every icon is one of BIB's sprites; every exported episode passes."""
     allowed_objects = set(BIB_OBJECT_SHAPES)

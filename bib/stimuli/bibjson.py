@@ -33,7 +33,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from bib.io import OutputFolder, atomic_write_text
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.registry import Registry
-from bib.render.frames import RenderSettings, agent_timeline, motion_frames
+from bib.render.frames import RenderSettings, trial_state_arrays
 from bib.stimuli.sets import find_episodes
 from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
 from bib.tasks import bib_folders, unit_id
@@ -141,35 +141,6 @@ def _rect(cell: Cell, height: int) -> list[list[int]]:
     return [[cell[0] * CELL_PX, (height - 1 - cell[1]) * CELL_PX], [CELL_PX, CELL_PX]]
 
 
-@dataclass(frozen=True)
-class FrameState:
-    """What changes from frame to frame: the agent's position (cells) and the key/barrier state."""
-
-    x: float
-    y: float
-    before_pickup: bool
-    fade: float
-
-
-def frame_states(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS) -> Iterator[FrameState]:
-    """One state per frame of :func:`bib.render.frames.trial_frames` (same count, same timing)."""
-    s = settings
-    times, cells, t_pickup, t_unlock = agent_timeline(trial, s)
-    n = motion_frames(trial, s)
-    ts = np.minimum(np.arange(n) / s.fps, times[-1])
-    xs = np.interp(ts, times, cells[:, 0])
-    ys = np.interp(ts, times, cells[:, 1])
-    idx = np.concatenate([np.zeros(round(s.pause_start * s.fps), dtype=int), np.arange(n),
-                          np.full(round(s.pause_end * s.fps), n - 1)])
-    for k in idx:
-        t = float(ts[k])
-        if t_unlock is None or t < t_unlock:
-            fade = 1.0
-        else:
-            fade = max(0.0, 1.0 - (t - t_unlock) / s.unlock_pause) if s.unlock_pause > 0 else 0.0
-        yield FrameState(float(xs[k]), float(ys[k]), t_pickup is None or t < t_pickup, fade)
-
-
 def _frame(size, walls, barriers, key, lock, objects, home, agent, naming: str) -> dict[str, Json]:
     key_field, lock_field = NAMINGS[naming]
     if naming == "v1.1":  # the public recordings' field order
@@ -220,15 +191,16 @@ def trial_to_bib(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS, namin
             frames.append(_frame(size, walls, [] if opened else barriers, key, [] if opened else lock, objects, home,
                                  _sprite(a, AGENT_RADIUS_PX, a_icon, agent.color), naming))
         return frames
-    for st in frame_states(trial, settings):
-        pos = _centre_px(st.x, st.y, h)
-        if not key_rest or not st.before_pickup and st.fade < 1.0:
+    st = trial_state_arrays(trial, settings)  # the renderer's timing: one state per frame of trial_frames
+    for k in st.index:
+        pos = _centre_px(float(st.x[k]), float(st.y[k]), h)
+        if not key_rest or not st.before_pickup[k] and st.fade[k] < 1.0:
             key = []
-        elif st.before_pickup:
+        elif st.before_pickup[k]:
             key = key_rest
         else:
             key = [_sprite(pos, OBJECT_RADIUS_PX, KEY_ICON, KEY_COLOR)]  # carried
-        present = st.fade > 0.0
+        present = st.fade[k] > 0.0
         frames.append(_frame(size, walls, barriers if present else [], key, lock if present else [], objects, home,
                              _sprite(pos, AGENT_RADIUS_PX, a_icon, agent.color), naming))
     return frames
