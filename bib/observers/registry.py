@@ -134,7 +134,7 @@ def make_observer(name: str, checkpoint: str | Path | None = None, **config: Any
     spec = get_observer_spec(name)
     ckpt = None if checkpoint is None else Path(checkpoint)
     if spec.needs_checkpoint and ckpt is None:
-        hint = spec.checkpoint_hint or f"train one with `bib train --observer {name}`"
+        hint = spec.checkpoint_hint or f"train one with `bib train {name} BACKGROUND --out DIR`"
         raise BibInputError(f"observer {name!r} needs --checkpoint ({hint})")
     if ckpt is not None and not ckpt.exists():
         raise BibInputError(f"{ckpt}: checkpoint not found")
