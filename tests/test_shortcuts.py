@@ -19,6 +19,7 @@ from bib.observers.audit import (
     BAND,
     battery_surprise,
     check_set,
+    features_and_scores,
     fit_single_feature,
     in_fit_split,
     judge,
@@ -295,6 +296,24 @@ def test_twins_give_exactly_half_to_familiarization_blind_shortcuts(tmp_path: Pa
     for r in found.refs:
         by_pair.setdefault(r.pair_id, {})[r.outcome] = float(obs.surprise(load_episode(r.path)).max())
     assert all(v["expected"] < v["unexpected"] for v in by_pair.values())
+
+
+def test_audit_scores_alike_for_any_worker_count_with_this_process_scoring_too(tmp_path: Path, monkeypatch) -> None:
+    """The battery runs through map_ordered(local=True): the same scores and features, in the same order, for
+    1, 2 and 3 workers, and with a pool this process scores chunks too (its battery observers get built here)."""
+    import bib.observers.audit as audit
+
+    found = _twin_groups(tmp_path, 3)  # 12 episodes, one per chunk
+    scores, feats = features_and_scores(found.refs, workers=1, progress=False, chunk=1)
+    assert list(scores) == [r.id for r in found.refs]
+    for workers in (2, 3):
+        monkeypatch.setattr(audit, "_OBSERVERS", {})
+        got_scores, got_feats = features_and_scores(found.refs, workers=workers, progress=False, chunk=1)
+        assert list(got_scores) == list(scores) and list(got_feats) == list(feats)
+        assert all(np.array_equal(got_scores[k], scores[k]) and np.array_equal(got_feats[k], feats[k]) for k in scores)
+        assert audit._OBSERVERS, "this process scored no chunk beside the pool"
+    one = run_audit(found, "set", n_boot=50, progress=False)
+    assert run_audit(found, "set", workers=2, n_boot=50, progress=False).to_json_text() == one.to_json_text()
 
 
 def test_audit_of_hand_built_pairs_by_hand(tmp_path: Path) -> None:

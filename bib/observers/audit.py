@@ -257,14 +257,19 @@ def check_set(source: str | os.PathLike[str]) -> EpisodeSet:
 def features_and_scores(
     refs: Sequence[EpisodeRef], workers: int = 1, scheduler: str | None = None, progress: bool = True, chunk: int = 32
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """``({episode id: battery scores}, {episode id: features})`` of the paired episodes, in parallel."""
+    """``({episode id: battery scores}, {episode id: features})`` of the paired episodes, in parallel.
+
+    With ``workers > 1`` this process scores chunks too, beside ``workers - 1`` pool processes
+    (:func:`bib.parallel.map_ordered` with ``local=True``, as ``bib score`` does), and alone until one of them
+    has started; the results are the same, in the same order, for any worker count.
+    """
     from bib.parallel import map_ordered
     from bib.progress import track
 
     paired = [r for r in refs if r.outcome in ("expected", "unexpected")]
     items = [[(r.id, str(r.path)) for r in paired[i : i + chunk]] for i in range(0, len(paired), chunk)]
     results: Iterator[list[tuple[str, np.ndarray, np.ndarray]]] = map_ordered(
-        _audit_chunk, iter(items), workers=workers, scheduler=scheduler
+        _audit_chunk, iter(items), workers=workers, scheduler=scheduler, local=True
     )
     flat = (row for rows in results for row in rows)
     if progress:
