@@ -10,10 +10,11 @@ these durations, the moving part has frames at ``t = k / fps`` for ``k = 0 .. ce
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -192,23 +193,35 @@ class _Painter:
         self.offset = ((w - base.shape[1]) // 2, (h - base.shape[0]) // 2)
         if settings.canvas is not None:  # letterbox the backgrounds once, not every frame
             self.open, self.no_key, self.with_key = (self._letterbox(b, w, h) for b in (self.open, self.no_key, self.with_key))
-        # The pixels the barrier fade changes (barriers and lock; compared only around their cells):
-        # a fade frame blends only these.
-        self.fade_pixels = np.empty(0, dtype=np.intp)
-        self.fade_box: tuple[int, int, int, int] | None = None
-        """``(y0, y1, x0, x1)`` (end exclusive) around the fading pixels, None when nothing fades."""
+
+    @cached_property
+    def _fade(self) -> tuple[np.ndarray, tuple[int, int, int, int] | None, tuple[np.ndarray, np.ndarray]]:
+        """:attr:`fade_pixels`, :attr:`fade_box` and the fading pixels of both backgrounds (found on first use:
+        pictures without a fade, such as :func:`step_pictures`, never need them)."""
+        lay, px = self.trial.layout, self.s.cell_px
+        pixels = np.empty(0, dtype=np.intp)
+        box = None
         cells = [*lay.barriers, *([lay.lock] if lay.lock is not None else [])]
-        if cells:
+        if cells:  # compared only around their cells
             ox, oy = self.offset
             y0, x0 = min(c[1] for c in cells) * px + oy, min(c[0] for c in cells) * px + ox
             y1, x1 = (max(c[1] for c in cells) + 1) * px + oy, (max(c[0] for c in cells) + 1) * px + ox
             changed = differs(self.no_key[y0:y1, x0:x1], self.open[y0:y1, x0:x1])
             rows, cols = np.nonzero(changed)
-            self.fade_pixels = (rows + y0) * self.open.shape[1] + cols + x0
+            pixels = (rows + y0) * self.open.shape[1] + cols + x0
             if len(rows):
-                self.fade_box = (int(rows.min()) + y0, int(rows.max()) + y0 + 1, int(cols.min()) + x0, int(cols.max()) + x0 + 1)
-            idx = self.fade_pixels
-            self._fade_ends = (self.no_key.reshape(-1, 3)[idx], self.open.reshape(-1, 3)[idx])
+                box = (int(rows.min()) + y0, int(rows.max()) + y0 + 1, int(cols.min()) + x0, int(cols.max()) + x0 + 1)
+        return pixels, box, (self.no_key.reshape(-1, 3)[pixels], self.open.reshape(-1, 3)[pixels])
+
+    @property
+    def fade_pixels(self) -> np.ndarray:
+        """The pixels (flat indices) the barrier fade changes (barriers and lock): a fade frame blends only these."""
+        return self._fade[0]
+
+    @property
+    def fade_box(self) -> tuple[int, int, int, int] | None:
+        """``(y0, y1, x0, x1)`` (end exclusive) around the fading pixels, None when nothing fades."""
+        return self._fade[1]
 
     def _letterbox(self, img: np.ndarray, w: int, h: int) -> np.ndarray:
         out = np.empty((h, w, 3), dtype=np.uint8)
@@ -235,7 +248,7 @@ class _Painter:
     def fade_values(self, fade: float | np.ndarray) -> np.ndarray:
         """The fading pixels (:attr:`fade_pixels`) at ``fade`` strictly between 0 and 1: uint8 ``[n, 3]``
         (``[m, n, 3]`` for ``m`` fades at once, the same bytes)."""
-        closed, gone = self._fade_ends  # the fading pixels of both backgrounds, gathered once
+        closed, gone = self._fade[2]  # the fading pixels of both backgrounds, gathered once
         f = np.asarray(fade, dtype=np.float64)[..., None, None]
         return (closed * f + gone * (1.0 - f) + 0.5).astype(np.uint8)
 
@@ -396,8 +409,153 @@ class StepPictures:
     boxes: np.ndarray
 
 
+_REACH_MARGIN = 2
+"""Source pixels, beyond ``[floor(d * n / size), ceil((d + 1) * n / size))``, that output pixel ``d`` of a resize
+of ``n`` pixels to ``size`` is taken to read: OpenCV's area downscale reads exactly that interval, its area
+upscale (two-tap linear) reads ``sx`` and ``sx + 1`` with ``sx`` that interval's start computed in floating
+point (one less at worst); 2 leaves room for a wider kernel."""
+
+
+@lru_cache(maxsize=32)
+def _reach(n: int, size: int) -> tuple[list[int], list[int]]:
+    """Per output pixel ``d`` of a resize of ``n`` pixels to ``size`` (one axis), the source pixels
+    ``[lo[d], hi[d])`` it may read (a superset, see :data:`_REACH_MARGIN`); both non-decreasing."""
+    lo = [d * n // size - _REACH_MARGIN for d in range(size)]
+    hi = [-(-(d + 1) * n // size) + _REACH_MARGIN for d in range(size)]
+    return lo, hi
+
+
+def _rectangle(lo: list[int], hi: list[int], s0: int, s1: int) -> tuple[int, int]:
+    """The output pixels ``[d0, d1)`` that may read source pixels ``[s0, s1)`` (:func:`_reach`'s ``lo``, ``hi``)."""
+    return bisect.bisect_right(hi, s0), bisect.bisect_left(lo, s1)
+
+
+@lru_cache(maxsize=8)
+def _settings(cell_px: int) -> RenderSettings:
+    return RenderSettings(cell_px=cell_px)
+
+
+def _step_kinds(trial: Trial) -> tuple[list[tuple[bool, float]], list[int], list[bool]]:
+    """Per path cell, as :func:`_step_status` gives them: the distinct ``(before_pickup, fade)`` in order of
+    first appearance, each cell's index into them, and whether the agent carries the key."""
+    pickup, unlock = trial.pickup_step(), trial.unlock_step()
+    kinds: dict[tuple[bool, float], int] = {}
+    background, carrying = [], []
+    for i in range(len(trial.path)):
+        picked = pickup is not None and i >= pickup
+        opened = unlock is not None and i >= unlock
+        background.append(kinds.setdefault((not picked, 0.0 if opened else 1.0), len(kinds)))
+        carrying.append(picked and not opened)
+    return list(kinds), background, carrying
+
+
 def step_pictures(trial: Trial, cell_px: int, size: int) -> StepPictures:
     """The still frame of every path cell (:func:`step_frames` at ``cell_px``), resized to ``size x size``
+    with OpenCV's area interpolation (the same bytes as resizing each frame of :func:`step_frames`),
+    with the backgrounds they share and, per frame, the box where it differs from its background
+    (found by comparing the pixels, so it is exact whatever the interpolation reads).
+
+    A frame differs from its background only in the agent's cell, so only the output pixels that may
+    read that cell (:func:`_reach`: its *rectangle*) can differ from the resized background. Several
+    agents whose rectangles do not overlap are drawn on one copy of a background (a *sheet*) and
+    resized together, each rectangle read back from it: every output pixel of a rectangle reads the
+    pixels it reads in the agent's own whole frame, and the resize computes each output pixel from
+    the pixels it reads with coefficients that depend on its place only, so the bytes are those of
+    resizing each whole frame (:func:`_step_pictures_whole`, which a test compares on every task).
+    Each distinct picture (cell, key carried, background) is drawn once.
+    """
+    import cv2
+
+    painter = _Painter(trial, _settings(cell_px))
+    kinds, background, carrying = _step_kinds(trial)
+    natives = [painter.background(before_pickup, fade) for before_pickup, fade in kinds]
+    height, width = natives[0].shape[:2]
+    whole = (height, width) == (size, size)  # no resize: a copy
+
+    def resized(img: np.ndarray, out: np.ndarray) -> None:
+        if whole:
+            out[...] = img
+        else:
+            cv2.resize(img, (size, size), dst=out, interpolation=cv2.INTER_AREA)
+
+    backgrounds = np.empty((len(kinds), size, size, 3), dtype=np.uint8)
+    for g, img in enumerate(natives):
+        resized(img, backgrounds[g])
+    # The distinct pictures: the agent's corner (as _Painter.agent_corner puts it: whole cells), the key, the background.
+    px = cell_px
+    ox, oy = painter.offset
+    pictures: dict[tuple[int, int, bool, int], int] = {}
+    step_picture = [pictures.setdefault((x * px + ox, y * px + oy, c, g), len(pictures))
+                    for (x, y), c, g in zip(trial.path, carrying, background)]
+    xs, ys, carry, kind = (list(v) for v in zip(*pictures))
+    if min(xs) < 0 or min(ys) < 0 or max(xs) + px > width or max(ys) + px > height:
+        return _step_pictures_whole(trial, cell_px, size)  # an agent off the picture (not on a valid trial)
+    cells = np.stack([natives[g][y : y + px, x : x + px] for x, y, _, g in pictures])
+    for flag in (False, True):
+        sel = [u for u, c in enumerate(carry) if c == flag]
+        if sel:
+            drawn = cells[sel]
+            painter.draw_agents(drawn, 0, 0, flag)
+            cells[sel] = drawn
+    # Each picture's rectangle: the output pixels that may read its cell, all of one size (h x w) (and
+    # ``[sr0, sr1) x [sc0, sc1)``: the source pixels they may read).
+    if whole:
+        rows, cols = [(y, y + px) for y in ys], [(x, x + px) for x in xs]
+    else:
+        (ylo, yhi), (xlo, xhi) = _reach(height, size), _reach(width, size)
+        rows, cols = [_rectangle(ylo, yhi, y, y + px) for y in ys], [_rectangle(xlo, xhi, x, x + px) for x in xs]
+    h, w = max(e - b for b, e in rows), max(e - b for b, e in cols)
+    r0, c0 = [min(b, size - h) for b, _ in rows], [min(b, size - w) for b, _ in cols]
+    # The backgrounds differ only in the key, barrier and lock cells: a picture whose rectangle reads none
+    # of their pixels may go on a sheet of another background.
+    lay = trial.layout
+    dynamic = [*([lay.key] if lay.key is not None else []), *lay.barriers, *([lay.lock] if lay.lock is not None else [])]
+    touches = [False] * len(pictures)
+    if len(natives) > 1 and dynamic:
+        for u in range(len(pictures)):
+            if whole:
+                sr0, sr1, sc0, sc1 = r0[u], r0[u] + h, c0[u], c0[u] + w
+            else:
+                sr0, sr1, sc0, sc1 = ylo[r0[u]], yhi[r0[u] + h - 1], xlo[c0[u]], xhi[c0[u] + w - 1]
+            touches[u] = any(sr0 < cy * px + oy + px and sr1 > cy * px + oy and sc0 < cx * px + ox + px and sc1 > cx * px + ox
+                             for cx, cy in dynamic)
+    # Sheets: pictures whose rectangles do not overlap, drawn on one background together (first fit).
+    sheets: list[tuple[int, list[int]]] = []
+    for u in range(len(pictures)):
+        for g, members in sheets:
+            if (g == kind[u] or not touches[u]) and all(abs(r0[u] - r0[v]) >= h or abs(c0[u] - c0[v]) >= w for v in members):
+                members.append(u)
+                break
+        else:
+            sheets.append((kind[u], [u]))
+    patches = np.empty((len(pictures), h, w, 3), dtype=np.uint8)
+    under = np.empty_like(patches)  # the backgrounds' rectangles
+    out = np.empty((size, size, 3), dtype=np.uint8)
+    for g, members in sheets:
+        img = natives[g].copy()
+        for u in members:
+            img[ys[u] : ys[u] + px, xs[u] : xs[u] + px] = cells[u]
+        resized(img, out)
+        for u in members:
+            patches[u] = out[r0[u] : r0[u] + h, c0[u] : c0[u] + w]
+            under[u] = backgrounds[kind[u], r0[u] : r0[u] + h, c0[u] : c0[u] + w]
+    changed = differs(patches, under)
+    boxes = np.empty((len(pictures), 4), dtype=np.int64)
+    for k, (hit, start, n) in enumerate(((changed.any(axis=2), r0, h), (changed.any(axis=1), c0, w))):
+        none = ~hit.any(axis=1)
+        boxes[:, 2 * k] = np.where(none, 0, np.asarray(start) + hit.argmax(axis=1))
+        boxes[:, 2 * k + 1] = np.where(none, -1, np.asarray(start) + n - 1 - hit[:, ::-1].argmax(axis=1))  # empty: nothing differs
+    frames = backgrounds[background]
+    for frame, u in zip(frames, step_picture):
+        frame[r0[u] : r0[u] + h, c0[u] : c0[u] + w] = patches[u]
+    return StepPictures(frames, backgrounds, np.asarray(background, dtype=np.int64), boxes[step_picture])
+
+
+def _step_pictures_whole(trial: Trial, cell_px: int, size: int) -> StepPictures:
+    """:func:`step_pictures` the direct way (the reference a test compares it with): every whole frame of
+    :func:`step_frames` resized, and compared with its resized background.
+
+    The still frame of every path cell (:func:`step_frames` at ``cell_px``), resized to ``size x size``
     with OpenCV's area interpolation (the same bytes as resizing each frame of :func:`step_frames`),
     with the backgrounds they share and, per frame, the box where it differs from its background
     (found by comparing the pixels, so it is exact whatever the interpolation reads).
