@@ -13,7 +13,9 @@ generation with video, without video, and of a raw libx264 encode (the ffmpeg CL
 file at the same settings, with the ratio (video - symbolic) / raw (target <= 1.2), both against every
 video's frames (the issue's figure) and against only the frames the pipeline encodes (it encodes a
 pair's shared familiarization once), and a projection of the full bib-eval with videos on ``--workers``
-workers (target <= 30 min). Then the CPU time per unit (``time.process_time`` in a fresh single process, best of
+workers (target <= 30 min): the subset's CPU per video frame times the full set's frame count, counted from
+every episode's timing (:func:`set_frames`: generated, not rendered; ``--frames-limit`` counts fewer units and
+scales each condition up). Then the CPU time per unit (``time.process_time`` in a fresh single process, best of
 ``--repeats``) of ``bib.tasks.make_unit`` for every condition and the CPU time the whole spec
 projects to: this is what to compare on a shared machine, where wall time depends on the other
 jobs. With ``--baseline DIR`` (a source tree holding an older ``bib`` package, e.g.
@@ -144,10 +146,36 @@ def loadavg() -> str:
         return "n/a"
 
 
+def children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (the ffmpeg CLI encodes)."""
+    b = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return b.ru_utime + b.ru_stime
+
+
 def own_cpu() -> float:
-    """CPU seconds of this process and of its waited-for children (the ffmpeg encoders)."""
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+    """CPU seconds of this process and of its waited-for children."""
+    a = resource.getrusage(resource.RUSAGE_SELF)
+    return a.ru_utime + a.ru_stime + children_cpu()
+
+
+def run_with_peak(cmd: list[str]) -> int:
+    """Run ``cmd`` to its end and return its own peak resident memory in kB: its VmHWM in /proc, sampled every
+    20 ms (0 where /proc is missing). Not ``RUSAGE_CHILDREN``'s ru_maxrss: that also counts, for a child, this
+    process's resident pages when it was started (the child shares them until it runs ``cmd``)."""
+    proc = subprocess.Popen(cmd)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            status = ""
+        for line in status.splitlines():
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]))
+        time.sleep(0.02)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    return peak
 
 
 def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) -> dict[str, float]:
@@ -156,8 +184,9 @@ def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) ->
     two ways: ``videos``, every video's frames (one file and one encode per episode: the issue's figure),
     and ``encoded``, only the frames the pipeline encodes (per pair, the segments of
     :func:`bib.render.video.segment_bounds` its episodes share written once: one file and one encode per
-    pair). Also the frame counts (``videos_frames``, ``encoded_frames``) and the CPU seconds of drawing
-    every video's frames (``drawing``, :func:`episode_yuv` alone)."""
+    pair). Also the frame counts (``videos_frames``, ``encoded_frames``), the CPU seconds of drawing
+    every video's frames (``drawing``, :func:`episode_yuv` alone) and the largest encode's own peak resident
+    memory in MB (``peak_mb``, :func:`run_with_peak`)."""
     from bib.episode import load_episode
     from bib.render.video import h264_command, segment_bounds, segment_key
     from bib.render.yuv import episode_yuv
@@ -166,7 +195,7 @@ def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) ->
     for path in sorted((root / "episodes").glob("*.json")):
         ep = load_episode(path)
         pairs.setdefault(ep.pair_id or ep.id, []).append(ep)
-    out = dict.fromkeys(("videos", "encoded", "videos_frames", "encoded_frames", "drawing"), 0.0)
+    out = dict.fromkeys(("videos", "encoded", "videos_frames", "encoded_frames", "drawing", "peak_mb"), 0.0)
 
     def encode(parts, kind: str) -> None:
         """Write the frames of ``parts`` ((episode, first trial, end trial) each) to one raw file, then time the CLI on it."""
@@ -176,9 +205,10 @@ def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) ->
                     fh.write(buf.tobytes())
                     out[f"{kind}_frames"] += 1
         size = settings.frame_size(parts[0][0].width, parts[0][0].height)
-        t0 = own_cpu()
-        subprocess.run(h264_command(str(raw), tmp_out, size, settings.fps, crf, preset, pix_fmt), check=True)
-        out[kind] += own_cpu() - t0
+        t0 = children_cpu()  # the encoder's own CPU (this process only waits for it, sampling its memory)
+        peak = run_with_peak(h264_command(str(raw), tmp_out, size, settings.fps, crf, preset, pix_fmt))
+        out[kind] += children_cpu() - t0
+        out["peak_mb"] = max(out["peak_mb"], peak / 1024)
 
     with tempfile.TemporaryDirectory() as tmp:
         raw, tmp_out = Path(tmp) / "frames.yuv", Path(tmp) / "out.mp4"
@@ -200,13 +230,53 @@ def raw_encode_cpu(root: Path, settings, crf: int, preset: str, pix_fmt: str) ->
     return out
 
 
-def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> None:
+def _unit_frames(job) -> tuple[str, int, int]:
+    """Worker: ``(task, episodes, frames)`` of one unit of a build plan, generated but not rendered (frames from
+    the episodes' timing, :func:`bib.render.frames.episode_frame_count`)."""
+    from bib.render.frames import episode_frame_count
+    from bib.tasks import make_unit
+
+    episodes = make_unit(job.task, job.index, job.seed, job.options)
+    return job.task, len(episodes), sum(episode_frame_count(ep, job.settings) for ep in episodes)
+
+
+def set_frames(spec, settings, workers: int = 1, limit: int | None = None) -> tuple[int, float, int]:
+    """``(episodes, video frames, episodes counted)`` of the full ``spec`` at ``settings``, without rendering.
+
+    Every unit of the spec's build (:class:`bib.stimuli.build.Plan`: the tasks, counts, seed and options a
+    build uses) is generated on ``workers`` processes and its episodes' frames counted from their timing, so
+    the count is exact. With ``limit``, only the first ``limit`` units of each task are counted and each
+    task's count is scaled to its full number of episodes (the frames are then a float estimate).
+    """
+    from collections import Counter
+
+    from bib.parallel import map_ordered
+    from bib.stimuli.build import Plan
+
+    options = spec.options()
+    plan = Plan(tuple((task, n, options[task]) for task, n in spec.units), spec.seed, "", False, settings, "h264", False)
+    full: Counter[str] = Counter()
+    todo = []
+    for _, job in plan.jobs():
+        full[job.task] += job.n_episodes
+        if limit is None or job.index < limit:
+            todo.append(job)
+    episodes: Counter[str] = Counter()
+    frames: Counter[str] = Counter()
+    for task, n, f in map_ordered(_unit_frames, todo, workers=workers):
+        episodes[task] += n
+        frames[task] += f
+    total = sum(frames[t] * full[t] / episodes[t] for t in episodes) if limit is not None else sum(frames.values())
+    return sum(full.values()), total, sum(episodes.values())
+
+
+def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int, frames_limit: int | None = None) -> None:
     """Print, for the same episodes (``pairs`` per condition, one process), the CPU of generation with
     video, without video and of a raw libx264 encode (ffmpeg CLI) of the same frames from a file at the
     same settings, both of every video's frames and of only the frames the pipeline encodes (a pair's
     familiarization once); the ratios (video - symbolic) / raw (target <= 1.2; the issue's figure is
-    against every video's frames); a projection of the full spec with videos."""
-    from bib.render.frames import episode_frame_count
+    against every video's frames); a projection of the full spec with videos from its frame count
+    (:func:`set_frames`, with ``frames_limit``)."""
     from bib.stimuli.build import build_spec
     from bib.stimuli.spec import override
 
@@ -217,6 +287,7 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
     load0 = loadavg()
     episodes = 0
     raw: dict[str, float] = {}
+    peak_reference = 0.0
     for k in range(repeats):  # interleaved, best of each, so the load shifts all of them alike
         for name, s in (("symbolic", spec), ("video", vid)):
             folder = root / f"overhead-{name}-{k}"
@@ -227,6 +298,7 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
         raw = raw_encode_cpu(root / f"overhead-video-{k}", settings, crf, preset, pix_fmt)
         for name in ("videos", "encoded", "drawing"):
             best[name] = min(best.get(name, float("inf")), raw[name])
+        peak_reference = max(peak_reference, raw["peak_mb"])
     frames, encoded = int(raw["videos_frames"]), int(raw["encoded_frames"])
     extra = best["video"] - best["symbolic"]
     print(f"video overhead on the same {episodes} episodes ({pairs} pairs per condition, {frames} video frames of which "
@@ -246,25 +318,24 @@ def video_overhead(spec, root: Path, pairs: int, repeats: int, workers: int) -> 
           f"frame for video, raw encode {1e6 * best['videos'] / frames:.0f}")
     print(f"  against the raw encode of only the frames the pipeline encodes: {extra / best['encoded']:.2f} "
           f"({1e6 * extra / encoded:.0f} us CPU per encoded frame for video, raw encode {1e6 * best['encoded'] / encoded:.0f})")
-    from bib.tasks import make_unit
-
     per_frame = extra / frames
-    sample = [ep for task, _ in spec.units for ep in make_unit(task, 0, spec.seed)]
-    frames_per_ep = sum(episode_frame_count(ep, settings) for ep in sample) / len(sample)
-    n_eps = sum(2 * n if REGISTRY_KIND[t] == "evaluation" else n for t, n in spec.units)
     symbolic_per_ep = best["symbolic"] / episodes
-    total = n_eps * (symbolic_per_ep + per_frame * frames_per_ep)
-    print(f"NUMBER 2: full {spec.name} with videos projected = {n_eps} episodes x ({1000 * symbolic_per_ep:.1f} ms + "
-          f"{frames_per_ep:.0f} frames x {1e6 * per_frame:.0f} us) = {total:.0f} CPU s = {total / workers / 60:.1f} min on "
-          f"{workers} workers (target <= 30 min; CPU-bound, so CPU / workers; frames per episode from pair 0 of each "
-          f"condition; from this subset, at load average {loadavg()}); the raw CLI encode of every video's frames alone "
-          f"would take {n_eps * frames_per_ep * best['videos'] / frames / workers / 60:.1f} min")
-    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    peak_child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"  peak memory: this process {peak_self:.0f} MB, largest ffmpeg child {peak_child:.0f} MB")
-
-
-REGISTRY_KIND: dict[str, str] = {}
+    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the frame count's workers
+    n_eps, set_frame_count, counted = set_frames(spec, settings, workers, frames_limit)
+    how = ("every episode" if frames_limit is None else
+           f"{counted} episodes ({frames_limit} units per condition), each condition scaled to its size")
+    print(f"  {spec.name}: {n_eps} episodes, {set_frame_count:,.0f} video frames ({set_frame_count / n_eps:,.0f} per "
+          f"episode), counted from the episodes' timing on {how} (generated, not rendered)")
+    total = n_eps * symbolic_per_ep + set_frame_count * per_frame
+    print(f"  rate: {1e6 * per_frame:.0f} us CPU per video frame for video (video - symbolic, this subset) and "
+          f"{1000 * symbolic_per_ep:.1f} ms per episode without video")
+    print(f"NUMBER 2: full {spec.name} with videos projected = {n_eps} episodes x {1000 * symbolic_per_ep:.1f} ms + "
+          f"{set_frame_count:,.0f} frames x {1e6 * per_frame:.0f} us = {total:.0f} CPU s = {total / workers / 60:.1f} "
+          f"min on {workers} workers (target <= 30 min; CPU-bound, so CPU / workers; rates from this subset, at load "
+          f"average {loadavg()}); the raw CLI encode of every video's frames alone would take "
+          f"{set_frame_count * best['videos'] / frames / workers / 60:.1f} min")
+    print(f"  peak memory: this process (generation with and without video) {peak_self:.0f} MB; the raw reference "
+          f"encode (the ffmpeg CLI, largest of its runs, its own VmHWM) {peak_reference:.0f} MB")
 
 
 def main() -> None:
@@ -278,6 +349,9 @@ def main() -> None:
     parser.add_argument("--cpu-units", type=int, default=200, help="units per condition for the CPU-time probe")
     parser.add_argument("--repeats", type=int, default=2, help="probe runs per tree (best taken)")
     parser.add_argument("--overhead-pairs", type=int, default=2, help="pairs per condition for the video overhead")
+    parser.add_argument("--frames-limit", type=int, default=None,
+                        help="units per condition whose frames are counted for the projection (default: all; fewer "
+                             "are scaled to each condition's size)")
     parser.add_argument("--only-video", action="store_true", help="print only the video overhead and projection")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree with an older bib package to compare the CPU time against")
@@ -290,9 +364,8 @@ def main() -> None:
     spec = load_spec(ROOT / "stimuli" / "bib-eval.toml")
     print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; registered tasks: {len(REGISTRY)}; "
           f"load average {loadavg()}")
-    REGISTRY_KIND.update({k: v.kind for k, v in REGISTRY.items()})
     with tempfile.TemporaryDirectory(prefix="bib-bench-video-") as tmp:
-        video_overhead(spec, Path(tmp), args.overhead_pairs, args.repeats, args.workers)
+        video_overhead(spec, Path(tmp), args.overhead_pairs, args.repeats, args.workers, args.frames_limit)
     if args.only_video:
         return
     tasks = [t.id for t in spec.tasks]
