@@ -166,17 +166,32 @@ def _start_in_background(pool: ProcessPoolExecutor, ctx: multiprocessing.context
     may still be importing its preloaded modules; this process scores meanwhile. The forkserver
     itself is started here, from this (main) thread, as its death signal follows the thread that
     started it.
+
+    The thread first waits for the forkserver with a process of its own (:func:`_wait_for_forkserver`),
+    holding no lock of the pool: a pool's submit holds the pool's lock while it starts a process, so a
+    submit waiting there for the forkserver's imports (torch) would make :func:`_stop` (Ctrl-C, an error)
+    wait for them too.
     """
     _ensure_forkserver(ctx)
 
     def submit() -> None:
         try:
+            _wait_for_forkserver(ctx)
             for _ in range(n):
                 started.append(pool.submit(_ready))
         except Exception:  # noqa: S110 - shut down or broken meanwhile: this process scores alone
             pass
 
     threading.Thread(target=submit, name="bib-pool-start", daemon=True).start()
+
+
+def _wait_for_forkserver(ctx: multiprocessing.context.BaseContext) -> None:
+    """Return once ``ctx``'s forkserver forks processes (it has imported its preload): start a process that
+    does nothing and reap it (one fork once the forkserver is ready). No-op for a context that spawns."""
+    if ctx.get_start_method() == "forkserver":
+        probe = ctx.Process(target=_ready, name="bib-forkserver-ready", daemon=True)
+        probe.start()
+        probe.join()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:

@@ -105,3 +105,44 @@ def test_a_started_forkserver_preloads_modules_for_the_pool(tmp_path):
         pytest.skip("forkserver: Linux only")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[True]"
+
+
+def test_ctrl_c_while_the_forkserver_still_imports_does_not_wait_for_the_import(tmp_path):
+    """Ctrl-C (a KeyboardInterrupt in this process) while the pool's processes wait for a forkserver that is still
+    importing its preload (a fresh `bib score`: torch) stops map_ordered at once: the pool's start does not hold the
+    pool's lock while it waits, so stopping the pool does not wait for that import. The preloaded module here
+    imports until a flag file appears (30 s at most), which the script creates only after map_ordered has stopped."""
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("forkserver: Linux only")
+    (tmp_path / "slow_import.py").write_text(
+        "import os, time\n"
+        "open(os.environ['BIB_TEST_STARTED'], 'w').close()\n"
+        "end = time.monotonic() + 30\n"
+        "while not os.path.exists(os.environ['BIB_TEST_FLAG']) and time.monotonic() < end:\n"
+        "    time.sleep(0.01)\n"
+        "open(os.environ['BIB_TEST_DONE'], 'w').close()\n"
+    )
+    script = tmp_path / "interrupt.py"
+    script.write_text(
+        "import os, time\n"
+        "from bib.parallel import map_ordered, start_forkserver\n"
+        "def interrupted(x):\n"
+        "    while not os.path.exists(os.environ['BIB_TEST_STARTED']):  # the forkserver is importing slow_import\n"
+        "        time.sleep(0.01)\n"
+        "    time.sleep(0.1)  # and the pool's start thread is waiting for it\n"
+        "    raise KeyboardInterrupt\n"
+        "if __name__ == '__main__':\n"
+        "    start_forkserver(['slow_import'])\n"
+        "    try:\n"
+        "        list(map_ordered(interrupted, range(4), workers=2, local=True))\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('stopped while the forkserver imports:', not os.path.exists(os.environ['BIB_TEST_DONE']))\n"
+        "    open(os.environ['BIB_TEST_FLAG'], 'w').close()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+           **{f"BIB_TEST_{k}": str(tmp_path / k.lower()) for k in ("STARTED", "FLAG", "DONE")}}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert out.stdout.strip() == "stopped while the forkserver imports: True", out.stdout + out.stderr
