@@ -6,6 +6,8 @@ import json
 import math
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +15,14 @@ from bib import __version__
 from bib.errors import BibInputError
 from bib.io import atomic_write_text
 from bib.vocabulary import is_agent_shape, is_object_shape
-from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, move_legal, step
+from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
 
 SCHEMA = "bib.episode/1"
 PHASES = ("familiarization", "test")
 OUTCOMES = ("expected", "unexpected", "none")
 EVENT_TYPES = ("pickup-key", "unlock")
+_second = itemgetter(1)
 
 
 @dataclass(frozen=True)
@@ -264,6 +267,10 @@ class _Reader:
         return BibInputError(f"{self.source}: field '{where}': {msg}")
 
     def get(self, d: Any, key: str, where: str, kinds: type | tuple[type, ...], optional: bool = False) -> Any:
+        if type(d) is dict and key in d:  # the common case: a present value of an expected type (not a bool)
+            value = d[key]
+            if type(value) is not bool and isinstance(value, kinds):
+                return value
         if not isinstance(d, dict):
             raise self.fail(where.rsplit(".", 1)[0] or where, "expected an object")
         full = f"{where}.{key}" if where else key
@@ -292,12 +299,18 @@ class _Reader:
     def cells(self, value: Any, where: str) -> list[Cell]:
         if not isinstance(value, list):
             raise self.fail(where, "expected a list of cells")
-        # The common case checked inline (a path has dozens of cells; loading is part of every score):
-        # JSON gives exact ints (``type(x) is int`` also refuses bools); anything else goes through
+        # The common case checked inline, in one loop (a path has dozens of cells; loading is part of every
+        # score): JSON gives exact ints (``type(x) is int`` also refuses bools); anything else goes through
         # :meth:`cell`, which names the first bad entry.
-        if all(type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int for v in value):
-            return [(v[0], v[1]) for v in value]
-        return [self.cell(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        out = []
+        for v in value:
+            if type(v) is list and len(v) == 2:
+                x, y = v
+                if type(x) is int and type(y) is int:
+                    out.append((x, y))
+                    continue
+            return [self.cell(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return out
 
     def color(self, value: Any, where: str) -> tuple[int, int, int]:
         if not (
@@ -362,9 +375,11 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
     rec_raw = r.get(d, "recording", where, dict, optional=True)
     recording = None if rec_raw is None else _recording_from_dict(rec_raw, r, f"{where}.recording")
     for name, cells in (("walls", walls), ("barriers", barriers), ("path", path)):
-        for i, c in enumerate(cells):
-            if not (0 <= c[0] < width and 0 <= c[1] < height):
-                raise r.fail(f"{where}.{name}[{i}]", f"cell {list(c)} is outside the {width} x {height} grid")
+        if cells and not (min(cells)[0] >= 0 and max(cells)[0] < width  # x: the tuples' order; y: a C-level map
+                          and min(map(_second, cells)) >= 0 and max(map(_second, cells)) < height):
+            for i, c in enumerate(cells):  # name the first cell outside
+                if not (0 <= c[0] < width and 0 <= c[1] < height):
+                    raise r.fail(f"{where}.{name}[{i}]", f"cell {list(c)} is outside the {width} x {height} grid")
     layout = Layout(
         width=width,
         height=height,
@@ -409,8 +424,12 @@ def _recording_from_dict(d: dict[str, Any], r: _Reader, where: str) -> Recording
     )
 
 
-def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
-    """Parse a ``bib.episode/1`` object; errors name ``source`` and the field."""
+def episode_from_dict(d: Any, source: str = "<episode>", trial_texts: list[str] | None = None) -> Episode:
+    """Parse a ``bib.episode/1`` object; errors name ``source`` and the field.
+
+    ``trial_texts`` (from :func:`loads`): the JSON text of each trial, under which its parsed trial is
+    remembered (:func:`_trial_from_text`); ``d["trials"]`` then holds None for a trial read before.
+    """
     r = _Reader(source)
     if not isinstance(d, dict):
         raise BibInputError(f"{source}: expected a JSON object at the top level")
@@ -431,7 +450,11 @@ def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
     trials_raw = r.get(d, "trials", "", list)
     if not trials_raw:
         raise r.fail("trials", "empty")
-    trials = tuple(trial_from_dict(t, width, height, moves, r, f"trials[{i}]") for i, t in enumerate(trials_raw))
+    if trial_texts is None:
+        trials = tuple(trial_from_dict(t, width, height, moves, r, f"trials[{i}]") for i, t in enumerate(trials_raw))
+    else:
+        trials = tuple(_trial_from_text(text, t, width, height, moves, r, f"trials[{i}]")
+                       for i, (text, t) in enumerate(zip(trial_texts, trials_raw)))
     generator = r.get(d, "generator", "", dict, optional=True) or {"name": "unknown", "version": "unknown"}
     difficulty = r.get(d, "difficulty", "", (int, float), optional=True)
     beta = r.get(d, "beta", "", (int, float), optional=True)
@@ -460,11 +483,70 @@ def episode_from_dict(d: Any, source: str = "<episode>") -> Episode:
 
 def loads(text: str, source: str = "<episode>") -> Episode:
     """Parse episode JSON text."""
+    split = _split_trials(text)
+    if split is not None:
+        return episode_from_dict(split[0], source, split[1])
     try:
         d = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BibInputError(f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     return episode_from_dict(d, source)
+
+
+_TRIALS_OPEN, _TRIALS_SEP, _TRIALS_CLOSE = '"trials": [\n  ', ",\n  ", "\n]}"
+"""How :func:`dumps` lays out the trials: one per line, last in the object."""
+_TRIAL_TEXTS: dict[str, dict[tuple[int, int, int], Trial]] = {}
+"""Trial JSON text -> (grid width, height, moves) -> the trial parsed from it (the most recent texts)."""
+_TRIAL_TEXTS_MAX = 512
+
+
+def _split_trials(text: str) -> tuple[dict[str, Any], list[str]] | None:
+    """``(document, trial texts)`` of an episode laid out as :func:`dumps` writes it, else None.
+
+    The document is what ``json.loads(text)`` gives, except that a trial whose text was read before is
+    None (:func:`_trial_from_text` has it). The text splits there only when the head (everything before
+    the trials, closed) parses with ``trials`` as its last key and every trial text not read before parses
+    alone: then they are exactly the array's elements (JSON strings hold no raw newline). Anything else
+    (another layout, malformed JSON) returns None and is read whole, with the usual errors.
+    """
+    start, end = text.find(_TRIALS_OPEN), text.rfind(_TRIALS_CLOSE)
+    if start < 0 or end < start + len(_TRIALS_OPEN) or text[end + len(_TRIALS_CLOSE) :].strip():
+        return None
+    try:
+        d = json.loads(text[:start] + '"trials": []}')
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(d, dict) or next(reversed(d), None) != "trials" or d["trials"] != []:
+        return None
+    texts = text[start + len(_TRIALS_OPEN) : end].split(_TRIALS_SEP)
+    trials = []
+    for t in texts:
+        if t in _TRIAL_TEXTS:  # parsed before, so valid JSON
+            trials.append(None)
+            continue
+        try:
+            trials.append(json.loads(t))
+        except json.JSONDecodeError:
+            return None
+    d["trials"] = trials
+    return d, texts
+
+
+def _trial_from_text(text: str, d: Any, width: int, height: int, moves: int, r: _Reader, where: str) -> Trial:
+    """:func:`trial_from_dict` of the trial whose JSON text is ``text`` (``d`` its parsed object, or None
+    when that text was read before), once per text and grid: a pair's two episode files hold the same
+    familiarization trials. Only trials that parsed are remembered, so every error is raised as before."""
+    known = _TRIAL_TEXTS.get(text)
+    grid = (width, height, moves)
+    if known is not None and grid in known:
+        return known[grid]
+    trial = trial_from_dict(json.loads(text) if d is None else d, width, height, moves, r, where)
+    if known is None:
+        while len(_TRIAL_TEXTS) >= _TRIAL_TEXTS_MAX:
+            del _TRIAL_TEXTS[next(iter(_TRIAL_TEXTS))]
+        known = _TRIAL_TEXTS[text] = {}
+    known[grid] = trial
+    return trial
 
 
 def load_episode(path: str | os.PathLike[str]) -> Episode:
@@ -506,12 +588,28 @@ class Problem:
 def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[Problem]:
     """Generic rules of one trial: shapes of :mod:`bib.vocabulary`, entities on free cells, legal moves,
     events, path ends on its goal."""
+    try:
+        found = _trial_problems_cached(trial)
+    except TypeError:  # unhashable content (not from a file): checked directly
+        found = _trial_problems(trial)
+    return [Problem(episode_id, msg, index, step, cell) for msg, step, cell in found]
+
+
+@lru_cache(maxsize=1024)
+def _trial_problems_cached(trial: Trial) -> tuple[tuple[str, int | None, Cell | None], ...]:
+    """:func:`_trial_problems` once per distinct trial: a pair's two episodes show the same familiarization
+    trials, read and checked again from each file (the checks depend on nothing but the trial)."""
+    return tuple(_trial_problems(trial))
+
+
+def _trial_problems(trial: Trial) -> list[tuple[str, int | None, Cell | None]]:
+    """What :func:`validate_trial` finds, as ``(message, step, cell)``."""
     lay = trial.layout
 
-    def problem(msg: str, step: int | None = None, cell: Cell | None = None) -> Problem:
-        return Problem(episode_id, msg, index, step, cell)
+    def problem(msg: str, step: int | None = None, cell: Cell | None = None) -> tuple[str, int | None, Cell | None]:
+        return (msg, step, cell)
 
-    out: list[Problem] = []
+    out: list[tuple[str, int | None, Cell | None]] = []
     for obj in lay.objects:
         if not is_object_shape(obj.shape):
             out.append(problem(f"object {obj.id} has shape {obj.shape!r}, not an object shape of bib.vocabulary", cell=obj.cell))
@@ -538,10 +636,11 @@ def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[
         action = action_between(a, b)
         if action is None:
             return [problem(f"jump from {list(a)} to {list(b)} (cells are not adjacent)", i, b)]
-        if not move_legal(lay, a, action, state.unlocked):
+        try:
+            state, events = step(lay, state, action)  # checks the move (move_legal) once
+        except ValueError:
             what = "a wall or barrier" if not lay.is_free(b, state.unlocked) else "the corner of a wall or barrier"
             return [problem(f"move {ACTION_NAMES[action]} from {list(a)} crosses {what}", i, b)]
-        state, events = step(lay, state, action)
         expected_events += [Event(i, e) for e in events]
     if tuple(expected_events) != trial.events:
         got = [(e.step, e.type) for e in trial.events]
