@@ -178,6 +178,26 @@ def child_startup(name: str, ckpt: str, folder: str, preload: str) -> None:
                       "warmup": times[0] - times[1], "chunk": times[1]}))
 
 
+def render_ratio(refs: list, repeats: int = 3) -> None:
+    """CPU time per episode of the frame states (84 x 84, cell 8) of ``refs``' distinct trials, as frame
+    scoring renders them (:func:`bib.render.frames.step_pictures`) and by resizing every whole frame
+    (``_step_pictures_whole``, the same bytes), alternated in this process: the ratio is what to read."""
+    from bib.observers.encoders import trial_key
+    from bib.render.frames import _step_pictures_whole, step_pictures
+    from bib.stimuli.check import load_checked
+
+    trials = list({trial_key(t): t for r in refs for t in load_checked(r.path).trials}.values())
+    best = {}
+    for _ in range(repeats):
+        for fn in (step_pictures, _step_pictures_whole):
+            t0 = time.process_time()
+            for t in trials:
+                fn(t, 8, 84)
+            best[fn] = min(best.get(fn, float("inf")), (time.process_time() - t0) / len(refs) * 1e3)
+    print(f"frame states (step_pictures): {best[step_pictures]:.2f} ms CPU per episode, whole frames resized "
+          f"{best[_step_pictures_whole]:.2f} ms: {best[_step_pictures_whole] / best[step_pictures]:.2f}x")
+
+
 def frame_rates(name: str, folder: Path, n: int, ckpt: Path, reference_cpu: float, bench) -> None:
     """Frame-input scoring of the first ``n`` episodes of ``folder`` by ``name``: 1 worker in this
     process (CPU rate: what an idle core gives), then in fresh processes as ``bib score`` runs
@@ -261,6 +281,7 @@ def main() -> None:
         frames = root / "set" if args.frame_pairs == args.pairs else root / "frames"
         frame_refs = refs if args.frame_pairs == args.pairs else bench.make_set(frames, args.frame_pairs)
         print(f"{len(frame_refs)} evaluation episodes for frame input ({args.frame_pairs} pairs per condition)")
+        render_ratio(frame_refs)
         for name in ("bc-mlp", "bc-rnn", "video-rnn"):
             ckpt = untrained_checkpoint(name, root, input="frames")
             frame_rates(name, frames, len(frame_refs), ckpt, ref[1][1], bench)
