@@ -497,7 +497,9 @@ _TRIALS_OPEN, _TRIALS_SEP, _TRIALS_CLOSE = '"trials": [\n  ', ",\n  ", "\n]}"
 """How :func:`dumps` lays out the trials: one per line, last in the object."""
 _TRIAL_TEXTS: dict[str, dict[tuple[int, int, int], Trial]] = {}
 """Trial JSON text -> (grid width, height, moves) -> the trial parsed from it (the most recent texts)."""
-_TRIAL_TEXTS_MAX = 512
+_TRIAL_TEXTS_MAX = 64
+"""Texts remembered: a pair's two files are read one after the other, so a few episodes' trials are enough
+(512 held about 20 MB more at the peak of a scoring process, for no more trials found)."""
 
 
 def _split_trials(text: str) -> tuple[dict[str, Any], list[str]] | None:
@@ -595,7 +597,7 @@ def validate_trial(trial: Trial, episode_id: str = "?", index: int = 0) -> list[
     return [Problem(episode_id, msg, index, step, cell) for msg, step, cell in found]
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=64)
 def _trial_problems_cached(trial: Trial) -> tuple[tuple[str, int | None, Cell | None], ...]:
     """:func:`_trial_problems` once per distinct trial: a pair's two episodes show the same familiarization
     trials, read and checked again from each file (the checks depend on nothing but the trial)."""
