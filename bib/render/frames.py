@@ -438,14 +438,11 @@ def _settings(cell_px: int) -> RenderSettings:
 def _step_kinds(trial: Trial) -> tuple[list[tuple[bool, float]], list[int], list[bool]]:
     """Per path cell, as :func:`_step_status` gives them: the distinct ``(before_pickup, fade)`` in order of
     first appearance, each cell's index into them, and whether the agent carries the key."""
-    pickup, unlock = trial.pickup_step(), trial.unlock_step()
     kinds: dict[tuple[bool, float], int] = {}
     background, carrying = [], []
-    for i in range(len(trial.path)):
-        picked = pickup is not None and i >= pickup
-        opened = unlock is not None and i >= unlock
-        background.append(kinds.setdefault((not picked, 0.0 if opened else 1.0), len(kinds)))
-        carrying.append(picked and not opened)
+    for _, carries, before_pickup, fade in _step_status(trial):
+        background.append(kinds.setdefault((before_pickup, fade), len(kinds)))
+        carrying.append(carries)
     return list(kinds), background, carrying
 
 
