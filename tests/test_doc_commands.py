@@ -292,11 +292,21 @@ def markdown_commands(path: Path, text: str) -> list[DocCommand]:
                                       "no command (the line before lacks its trailing backslash)"))
             else:
                 out += documented(where, words)
-    joined = "\n".join(prose)
-    for m in INLINE.finditer(joined):
-        line = joined[: m.start()].count("\n") + 1
-        span = re.sub(r"\s*\n\s*", " ", m.group(2)).removeprefix("$ ")
-        for cmd in _split_commands(_words(span)):
+    return out + inline_commands(rel, "\n".join(prose), across_lines=True)
+
+
+def inline_commands(rel: str, text: str, across_lines: bool) -> list[DocCommand]:
+    """Inline spans ```bib ...``` of ``text`` (markdown prose, a Python source): fragments. A span broken
+    over lines is read as one line when ``across_lines`` (markdown wraps prose), else skipped."""
+    out = []
+    for m in INLINE.finditer(text):
+        span = m.group(2)
+        if "\n" in span:
+            if not across_lines:
+                continue
+            span = re.sub(r"\s*\n\s*", " ", span)
+        line = text[: m.start()].count("\n") + 1
+        for cmd in _split_commands(_words(span.removeprefix("$ "))):
             if _is_bib(cmd[0]):
                 out += documented(f"{rel}:{line}", cmd, fragment=True)
     return out
@@ -304,17 +314,7 @@ def markdown_commands(path: Path, text: str) -> list[DocCommand]:
 
 def python_commands(path: Path, text: str) -> list[DocCommand]:
     """Inline spans ```bib ...``` in a Python source (docstrings, error hints): fragments."""
-    rel = path.relative_to(ROOT).as_posix()
-    out = []
-    for m in INLINE.finditer(text):
-        span = m.group(2)
-        if "\n" in span:
-            continue
-        line = text[: m.start()].count("\n") + 1
-        for cmd in _split_commands(_words(span.removeprefix("$ "))):
-            if _is_bib(cmd[0]):
-                out += documented(f"{rel}:{line}", cmd, fragment=True)
-    return out
+    return inline_commands(path.relative_to(ROOT).as_posix(), text, across_lines=False)
 
 
 def toml_commands(path: Path, text: str) -> list[DocCommand]:
