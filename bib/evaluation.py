@@ -562,10 +562,63 @@ TABLE_COLUMNS = ["observer", "condition", "accuracy", "ci_low", "ci_high", "n_pa
 ``limited`` is ``true`` when the set was built with ``--limit`` (a try-out, not the full set)."""
 
 
-def read_anchors(path: str | os.PathLike[str] = ANCHORS) -> list[dict[str, str]]:
-    """Published accuracies (percent) per model and condition, with their source."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        return [row for row in csv.DictReader(line for line in fh if not line.startswith("#"))]
+ANCHOR_TABLES: dict[str, str] = {
+    "neurips": "NeurIPS",
+    "poster": "poster",
+    "irene": "IRENE paper",
+    "hbtom": "HBToM paper",
+}
+"""The published tables the anchors come from (the ``table`` column of :data:`ANCHORS`) and the label a
+leaderboard column gets when a model appears in more than one selected table: ``neurips``, Gandhi et al.
+2021 Table 1; ``poster``, the BIB poster's baseline table; ``irene``, Bortoletto et al. 2024; ``hbtom``,
+Zhi-Xuan et al. 2022."""
+
+
+def read_anchors(path: str | os.PathLike[str] = ANCHORS, tables: Sequence[str] | None = None) -> list[dict[str, str]]:
+    """Published accuracies (percent) per model and condition, with their table and source.
+
+    Args:
+        path: the anchors CSV (columns ``model, condition, accuracy, data, table, source``).
+        tables: keep only rows of these tables (keys of :data:`ANCHOR_TABLES`); None keeps all.
+
+    Returns:
+        The rows, each with a ``column`` key: the model's name, or ``MODEL (TABLE LABEL)`` where the same
+        model appears in more than one of the kept tables (``BC-MLP (NeurIPS)``, ``BC-MLP (poster)``).
+
+    Raises:
+        BibInputError: a table that is not one of :data:`ANCHOR_TABLES`, or a file without the columns.
+    """
+    unknown = [t for t in tables or () if t not in ANCHOR_TABLES]
+    if unknown:
+        raise BibInputError(f"--source {unknown[0]}: not a published table (one of {', '.join(ANCHOR_TABLES)})")
+    p = Path(path)
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(line for line in fh if not line.startswith("#"))
+            missing = [c for c in ("model", "condition", "accuracy") if c not in (reader.fieldnames or [])]
+            if missing:
+                raise BibInputError(f"{p}: missing column(s) {', '.join(missing)} (anchors need model, condition, accuracy)")
+            rows = list(reader)
+    except OSError as exc:
+        raise BibInputError(f"{p}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise BibInputError(f"{p}: not UTF-8 text") from None
+    for i, r in enumerate(rows, start=2):
+        try:
+            float(r["accuracy"])
+        except (TypeError, ValueError):
+            raise BibInputError(f"{p}: row {i}: accuracy {r['accuracy']!r} is not a number") from None
+    if tables is not None:
+        rows = [r for r in rows if r.get("table") in tables]
+    order = {t: i for i, t in enumerate(ANCHOR_TABLES)}
+    rows.sort(key=lambda r: order.get(r.get("table") or "", len(order)))  # columns grouped by table, in its order
+    seen: dict[str, set[str]] = {}
+    for r in rows:
+        seen.setdefault(r["model"], set()).add(r.get("table") or "")
+    for r in rows:
+        table = r.get("table") or ""
+        r["column"] = r["model"] if len(seen[r["model"]]) < 2 else f"{r['model']} ({ANCHOR_TABLES.get(table, table)})"
+    return rows
 
 
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, str]]:
@@ -603,9 +656,9 @@ def check_table_update(path: str | os.PathLike[str], observer: str, replace: boo
         raise BibInputError(f"{p}: already has rows of {observer!r}; use --replace to replace them, or another --name")
 
 
-def leaderboard_note(ours: Sequence[Mapping[str, str]]) -> str:
-    """The note under a leaderboard: where the published numbers come from, and per column of ours its
-    set, pairs per condition and whether the set was limited."""
+def leaderboard_note(ours: Sequence[Mapping[str, str]], anchors: Sequence[Mapping[str, str]] = ()) -> str:
+    """The note under a leaderboard: where the published numbers come from (per table of ``anchors``),
+    and per column of ours its set, pairs per condition and whether the set was limited."""
     parts = []
     for name in dict.fromkeys(r["observer"] for r in ours):
         rows = [r for r in ours if r["observer"] == name]
@@ -613,7 +666,10 @@ def leaderboard_note(ours: Sequence[Mapping[str, str]]) -> str:
         span = "" if not pairs else f", {pairs[0]}" + (f"-{pairs[-1]}" if pairs[-1] != pairs[0] else "") + " pairs per condition"
         limited = any(str(r.get("limited", "")).lower() == "true" for r in rows)
         parts.append(f"{name}: {rows[0].get('stimuli') or '?'}{span}" + (" (LIMITED set, built with --limit)" if limited else ""))
-    return ("Published: original BIB v1.1 data (sources in data/published/voe_anchors.csv; their tie rule gave "
+    tables = ", ".join(f"{ANCHOR_TABLES.get(t, t)}: {src}" for t, src in
+                       dict.fromkeys((a.get("table") or "", a.get("source") or "") for a in anchors))
+    return ("Published: original BIB data (" + (tables + "; " if tables else "")
+            + "rows and sources in data/published/voe_anchors.csv; their tie rule gave "
             "ties full credit). Ours: " + ("; ".join(parts) if parts else "none yet")
             + " (generated by this package, not the original data; a tie counts 0.5).")
 
@@ -636,11 +692,11 @@ def leaderboard(anchors: Sequence[Mapping[str, str]], ours: Sequence[Mapping[str
     Returns:
         ``(header, rows)``; missing entries are ``-``.
     """
-    published = list(dict.fromkeys(a["model"] for a in anchors))
+    published = list(dict.fromkeys(a.get("column") or a["model"] for a in anchors))
     mine = list(dict.fromkeys(r["observer"] for r in ours))
     cell: dict[tuple[str, str], str] = {}
     for a in anchors:
-        cell[(a["model"], a["condition"])] = f"{float(a['accuracy']):.1f}"
+        cell[(a.get("column") or a["model"], a["condition"])] = f"{float(a['accuracy']):.1f}"
     values: dict[tuple[str, str], float] = {}
     for r in ours:
         values[(r["observer"], r["condition"])] = 100.0 * float(r["accuracy"])
@@ -687,7 +743,8 @@ class Leaderboard(Result):
 
 
 def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence[tuple[str, str | os.PathLike[str]]] = (),
-                      *, replace: bool = False, anchors: str | os.PathLike[str] | None = None) -> Leaderboard:
+                      *, replace: bool = False, anchors: str | os.PathLike[str] | None = None,
+                      sources: Sequence[str] | None = None) -> Leaderboard:
     """The leaderboard of an "ours" table (skipped when absent) plus evaluations added by name.
 
     Args:
@@ -695,6 +752,8 @@ def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence
         add: ``(name, path)`` of ``evaluation.json`` files (or the folders holding them) to add as columns.
         replace: let an added name replace the table's rows of that name (otherwise refused).
         anchors: the published accuracies (default: :data:`ANCHORS`).
+        sources: the published tables to show (keys of :data:`ANCHOR_TABLES`); None shows all, a model in
+            two tables as two labelled columns.
 
     Raises:
         BibInputError: an added name the table already has (without ``replace``), or unreadable files.
@@ -710,5 +769,6 @@ def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence
             ours = [r for r in ours if r["observer"] != nm]
         sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or str(p)
         ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
-    header, rows = leaderboard(read_anchors(anchors or ANCHORS), ours)
-    return Leaderboard(header, rows, leaderboard_note(ours))
+    published = read_anchors(anchors or ANCHORS, sources)
+    header, rows = leaderboard(published, ours)
+    return Leaderboard(header, rows, leaderboard_note(ours, published))

@@ -218,10 +218,10 @@ def test_steps_parquet_round_trip(tmp_path: Path) -> None:
 
 
 def test_anchors_cover_six_models_and_all_conditions() -> None:
-    rows = read_anchors()
+    rows = read_anchors(tables=["neurips", "irene", "hbtom"])
     models = {r["model"] for r in rows}
     assert models == {"BC-MLP", "BC-RNN", "Video-RNN", "VT", "IRENE", "HBToM"}
-    assert len(rows) == 6 * 11
+    assert len(rows) == 6 * 11 and len(read_anchors()) == 9 * 11  # + the poster's BC-MLP, BC-RNN, Video-RNN
     hb = {r["condition"]: float(r["accuracy"]) for r in rows if r["model"] == "HBToM"}
     assert hb["efficiency-path"] == 94.9 and hb["instrumental-blocking"] == 99.7
     assert all(r["source"] for r in rows)
@@ -271,7 +271,7 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert {"evaluation.json", "evaluation.md", "provenance.json"} <= {p.name for p in ev.iterdir()}
     res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv")])
     assert res.exit_code == 0, res.output
-    assert "inverse-planner (ours)" in res.output and "original BIB v1.1 data" in res.output
+    assert "inverse-planner (ours)" in res.output and "Published: original BIB data (NeurIPS: " in res.output
     assert "inverse-planner: " in res.output and "3 pairs per condition" in res.output
     pairs_row = next(line for line in res.output.splitlines() if line.startswith("| pairs |"))
     assert pairs_row.split("|")[-2].strip() == "3"  # the pairs row, in the Markdown table of the Leaderboard result

@@ -166,7 +166,7 @@ def test_leaderboard_result() -> None:
 
     result = build_leaderboard(None)
     assert isinstance(result, Leaderboard)
-    models = list(dict.fromkeys(a["model"] for a in read_anchors(ANCHORS)))
+    models = list(dict.fromkeys(a["column"] for a in read_anchors(ANCHORS)))
     assert result.header == ["condition", *models]
     doc = json.loads(result.to_json_text())
     assert set(doc) == {"header", "rows", "note"} and doc["rows"] == result.rows

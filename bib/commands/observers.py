@@ -169,6 +169,7 @@ def register(app: typer.Typer) -> None:
         add: list[str] = typer.Option([], "--add", help="NAME=EVALUATION.json (from `bib evaluate --out`), repeatable.", show_default=False),
         replace: bool = typer.Option(False, "--replace", help="Let --add NAME replace the table's rows of NAME (otherwise refused)."),
         anchors: Path = typer.Option(None, "--anchors", help="Published accuracies (default: data/published/voe_anchors.csv).", show_default=False),
+        source: list[str] = typer.Option([], "--source", help="Published table(s) to show: neurips, poster, irene, hbtom (repeatable; default all, a model in two tables as two labelled columns).", show_default=False),
         as_json: bool = JSON,
     ) -> None:
         """Our observers' accuracy (%) beside the published models', with the set and pair counts of each column."""
@@ -180,5 +181,5 @@ def register(app: typer.Typer) -> None:
             if not sep or not nm:
                 raise BibInputError(f"--add {item!r}: expected NAME=EVALUATION.json")
             pairs.append((nm, path))
-        result = build_leaderboard(table, pairs, replace=replace, anchors=anchors)
+        result = build_leaderboard(table, pairs, replace=replace, anchors=anchors, sources=source or None)
         typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
