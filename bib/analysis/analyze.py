@@ -429,7 +429,7 @@ def format_report(report: dict[str, Any]) -> str:
         why = "; ".join(f"{k}: {v}" for k, v in filt["dropped"].items())
         lines.append(f"filter: kept {filt['rows_kept']} of {filt['rows_read']} rows ({why})")
     if report.get("skipped_files"):
-        lines.append(f"skipped PyHab side files: {', '.join(report['skipped_files'])}")
+        lines.append(f"skipped (not trial files): {', '.join(report['skipped_files'])}")
     if report.get("centred"):
         lines.append("centred: " + ", ".join(f"{k} (mean {v:.4g})" for k, v in report["centred"].items()))
     head = (f"{'task':<24}{'estimate':>9}{'SE':>8}{'df':>8}{'ci_low':>9}{'ci_high':>9}{'p':>8}{'p (z)':>8}"

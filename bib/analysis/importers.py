@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from bib.analysis.formats import IMPORTERS
-from bib.analysis.schema import OUTCOMES, ROW, rows_text, split_missing_ids, validate
+from bib.analysis.schema import LOOK_LOG_SUFFIX, MISSING_ID, OUTCOMES, ROW, rows_text, split_missing_ids, validate
 from bib.analysis.spec import AnalysisSpec, Mapping, PyHab, RowFilter
 from bib.errors import BibInputError
 
@@ -112,18 +114,114 @@ def apply_mapping(raw: pd.DataFrame, mapping: Mapping, source: str) -> pd.DataFr
     return df
 
 
-def read_csv_table(path: str | Path, mapping: Mapping | None = None, rules: RowFilter | None = None,
+def session_files(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """The CSV files ``paths`` name (a folder gives its ``*.csv``, sorted, without ``bib experiment``'s
+    look logs ``*_looks.csv``), and the names of the look logs skipped.
+
+    Raises:
+        BibInputError: a path that does not exist, a folder without CSV files, a file given twice.
+    """
+    files: list[Path] = []
+    skipped: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            every = sorted(path.glob("*.csv"))
+            logs = [f for f in every if f.name.endswith(LOOK_LOG_SUFFIX)]
+            if len(logs) == len(every):
+                raise BibInputError(f"{path}: no session files (*.csv other than *{LOOK_LOG_SUFFIX}) in the folder")
+            skipped += [f.name for f in logs]
+            files += [f for f in every if f not in logs]
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise BibInputError(f"{path}: no such file or directory")
+    seen: dict[Path, Path] = {}
+    for f in files:
+        first = seen.setdefault(f.resolve(), f)
+        if first is not f:
+            raise BibInputError(f"{f}: the file is given twice ({first})")
+    return files, skipped
+
+
+def _file_labels(files: list[Path]) -> list[str]:
+    """How rows of each file are named (``NAME:LINE``): the file name, or the path where names repeat."""
+    names = [f.name for f in files]
+    return [f.name if names.count(f.name) == 1 else str(f) for f in files]
+
+
+def join_sessions(files: list[Path]) -> pd.DataFrame:
+    """Read several session files as one table of strings; each row's ``row`` is ``FILE:LINE``.
+
+    Raises:
+        BibInputError: a file whose header differs from the first file's, or two files with the same
+            bytes (one session saved twice), naming the files.
+    """
+    frames, digests = [], {}
+    first_header: list[str] | None = None
+    for f, label in zip(files, _file_labels(files)):
+        raw = read_strings(f, f"{label}:")
+        header = [c for c in raw.columns if c != ROW]
+        if first_header is None:
+            first_header = header
+        elif header != first_header:
+            missing = [c for c in first_header if c not in header]
+            extra = [c for c in header if c not in first_header]
+            why = "; ".join(filter(None, [f"missing {', '.join(missing)}" if missing else "",
+                                          f"extra {', '.join(extra)}" if extra else ""])) or "the same columns in another order"
+            raise BibInputError(f"{f}: line 1: the header differs from {files[0]}'s ({why}); session files must have one header")
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        if digest in digests:
+            raise BibInputError(f"{f}: the same bytes as {digests[digest]} (one session saved twice)")
+        digests[digest] = f
+        frames.append(raw)
+    return pd.concat(frames, ignore_index=True)
+
+
+def check_one_file_per_participant(raw: pd.DataFrame, files: list[Path]) -> None:
+    """A participant's rows come from one file only (``row`` is ``FILE:LINE``, see :func:`join_sessions`).
+
+    Raises:
+        BibInputError: naming the participant, the two files and each file's first row of them.
+    """
+    if len(files) < 2 or "participant_id" not in raw.columns:
+        return
+    where = raw[ROW].str.rsplit(":", n=1).str[0]
+    labels = dict(zip(_file_labels(files), files))
+    ids = raw["participant_id"].astype(str).str.strip()
+    known = ~ids.str.lower().isin(MISSING_ID)
+    for pid, rows in raw[known].groupby(ids[known], sort=True):
+        first = rows.groupby(where[rows.index], sort=False)[ROW].first()
+        if len(first) > 1:
+            (a, ra), (b, rb) = list(first.items())[:2]
+            raise BibInputError(f"{labels[b]}: participant {pid} is also in {labels[a]} ({rb}; {ra}); "
+                                "a participant's trials must be in one session file")
+
+
+def read_csv_table(path: str | Path | Sequence[str | Path], mapping: Mapping | None = None, rules: RowFilter | None = None,
                    outcomes: tuple[str, str] = OUTCOMES) -> ImportResult:
     """Import a canonical CSV, or any CSV whose columns ``mapping`` maps onto the canonical ones.
+
+    ``path`` may also be several files or a folder of session files (see :func:`session_files`):
+    they must share one header and no two may hold the same participant; they are joined as one
+    table whose ``row`` column is ``FILE:LINE``.
 
     The row filter runs first (on the file's own columns); the ``row`` column keeps the ORIGINAL
     file line of every row, so exclusion reports point into the unedited file.
     """
-    p = Path(path)
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
     mapping = mapping or Mapping()
-    raw, filtered = apply_filter(read_strings(p), rules or RowFilter(), str(p))
-    table, dropped = _import_ids(apply_mapping(raw, mapping, str(p)), str(p), outcomes)
-    return ImportResult(_to_seconds(table, mapping.unit), dropped.reset_index(drop=True), str(p), filtered)
+    if len(paths) == 1 and not paths[0].is_dir():
+        files, skipped = paths, []
+        raw = read_strings(paths[0])
+    else:
+        files, skipped = session_files(paths)
+        raw = join_sessions(files) if len(files) > 1 else read_strings(files[0])
+    source = str(paths[0]) if len(paths) == 1 else ", ".join(str(p) for p in paths)
+    raw, filtered = apply_filter(raw, rules or RowFilter(), source)
+    mapped = apply_mapping(raw, mapping, source)
+    check_one_file_per_participant(mapped, files)
+    table, dropped = _import_ids(mapped, source, outcomes)
+    return ImportResult(_to_seconds(table, mapping.unit), dropped.reset_index(drop=True), source, filtered, tuple(skipped))
 
 
 def pyhab_files(path: Path) -> list[Path]:
@@ -195,17 +293,22 @@ def _pyhab_age(rows: pd.DataFrame) -> pd.Series:
     return age.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
 
 
-def read_pyhab(path: str | Path, settings: PyHab, rules: RowFilter | None = None,
+def read_pyhab(path: str | Path | Sequence[str | Path], settings: PyHab, rules: RowFilter | None = None,
                outcomes: tuple[str, str] = OUTCOMES) -> ImportResult:
-    """Import PyHab trial-summary output: one file, or a folder of per-infant files.
+    """Import PyHab trial-summary output: one file, or a folder of per-infant files (or several of either).
 
     Any subset of PyHab's columns is accepted as long as the participant id (``sID``, or ``sNum``),
     ``trialType`` and the looking column (``sumOnA`` by default) are there. ``GNG = 0`` trials and
     trial types the spec ignores are dropped and reported; other trial types must be mapped to a
     task, phase and outcome in the spec. Age is ``30.44 * months + days``.
     """
-    p = Path(path)
-    files, side = _pyhab_listing(p)
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(q) for q in path]
+    files, side = [], []
+    for q in paths:
+        found, skipped = _pyhab_listing(q)
+        files += found
+        side += skipped
+    p = paths[0] if len(paths) == 1 else Path(", ".join(str(q) for q in paths))
     tables, dropped = [], []
     counts: dict = {"rows_read": 0, "rows_kept": 0, "dropped": {}}
     for f in files:
@@ -220,23 +323,32 @@ def read_pyhab(path: str | Path, settings: PyHab, rules: RowFilter | None = None
         table, drop = _pyhab_frame(raw, settings, str(f))
         tables.append(table)
         dropped.append(drop)
-    table, missing = _import_ids(pd.concat(tables, ignore_index=True), str(p), outcomes)
+    joined = pd.concat(tables, ignore_index=True)
+    check_one_file_per_participant(joined, files)
+    table, missing = _import_ids(joined, str(p), outcomes)
     dropped.append(missing)
     return ImportResult(table, pd.concat(dropped, ignore_index=True), str(p),
                         counts if rules is not None and rules.active else None, tuple(side))
 
 
-def read_looking_times(path: str | Path, fmt: str | None = None, spec: AnalysisSpec | None = None) -> ImportResult:
-    """Import looking-time data in ``fmt`` (default: the spec's format) using the spec's mappings."""
+def read_looking_times(path: str | Path | Sequence[str | Path], fmt: str | None = None,
+                       spec: AnalysisSpec | None = None) -> ImportResult:
+    """Import looking-time data in ``fmt`` (default: the spec's format) using the spec's mappings.
+
+    ``path`` is a file, a folder, or several of them (joined: one header, one file per participant).
+    """
     spec = spec or AnalysisSpec()
-    return IMPORTERS[fmt or spec.format](Path(path), spec)
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    if not paths:
+        raise BibInputError("DATA: give a looking-time file or folder")
+    return IMPORTERS[fmt or spec.format](paths[0] if len(paths) == 1 else paths, spec)
 
 
-def read_csv_format(path: Path, spec: AnalysisSpec) -> ImportResult:
+def read_csv_format(path: Path | list[Path], spec: AnalysisSpec) -> ImportResult:
     """The ``csv`` entry of :data:`bib.analysis.formats.IMPORTERS`."""
     return read_csv_table(path, spec.mapping, spec.filter, spec.outcomes)
 
 
-def read_pyhab_format(path: Path, spec: AnalysisSpec) -> ImportResult:
+def read_pyhab_format(path: Path | list[Path], spec: AnalysisSpec) -> ImportResult:
     """The ``pyhab`` entry of :data:`bib.analysis.formats.IMPORTERS`."""
     return read_pyhab(path, spec.pyhab, spec.filter, spec.outcomes)

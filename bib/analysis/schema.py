@@ -38,6 +38,11 @@ MISSING: frozenset[str] = frozenset({"", "na", "nan", "null"})
 #: Participant ids read as missing: such rows are dropped at import and listed, never merged.
 MISSING_ID: frozenset[str] = frozenset({"", "na", "nan", "null", "none"})
 
+#: Endings of the two files a ``bib experiment`` session saves (``NAME_ID_trials.csv``, ``NAME_ID_looks.csv``):
+#: a folder of sessions given to ``bib analyze`` is read without its look logs.
+TRIALS_SUFFIX = "_trials.csv"
+LOOK_LOG_SUFFIX = "_looks.csv"
+
 #: Column naming each row's place in its source: the file line (header = line 1), or ``file:line``.
 ROW = "row"
 

@@ -42,7 +42,7 @@ class Test(str, Enum):
     z = "z"
 
 
-def _load(data: Path, fmt: Format | None, spec_path: Path | None, scale: Scale | None):  # noqa: ANN202
+def _load(data: list[Path], fmt: Format | None, spec_path: Path | None, scale: Scale | None):  # noqa: ANN202
     from bib.analysis.analyze import analyze
     from bib.analysis.importers import read_looking_times
     from bib.analysis.spec import load_spec
@@ -56,7 +56,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def analyze(
-        data: Path = typer.Argument(..., help="Looking-time data: a CSV, or a PyHab file or folder."),
+        data: list[Path] = typer.Argument(..., help="Looking-time data: CSV files or a folder of session files (one header, "
+                                                  "one file per participant), or PyHab files or folders."),
         fmt: Format | None = FormatOpt,  # noqa: UP007 (typer needs Optional)
         spec: Path | None = SpecOpt,  # noqa: UP007
         scale: Scale | None = ScaleOpt,  # noqa: UP007
@@ -80,7 +81,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def compare(
-        infants: Path = typer.Argument(..., help="Infant looking-time data (as for bib analyze)."),
+        infants: Path = typer.Argument(..., help="Infant looking-time data (as for bib analyze): a file or a folder of session files."),
         episodes: Path = typer.Argument(..., help="The episode set the models scored: a folder with manifest.csv or episode JSON files."),
         results: list[Path] = typer.Argument(..., help="Each model's `bib score` folder (named by the folder) or results CSV episode_id,surprise (named by the file stem)."),
         fmt: Format | None = FormatOpt,  # noqa: UP007
@@ -105,7 +106,7 @@ def register(app: typer.Typer) -> None:
 
             folder = OutputFolder(out, {"command": "compare", "infants": infants, "episodes": episodes, "results": files,
                                         "spec": spec, "format": value(fmt), "scale": value(scale)}, force=force)
-        analysis, spec_obj = _load(infants, fmt, spec, scale)
+        analysis, spec_obj = _load([infants], fmt, spec, scale)
         index = cmp.read_episode_index(episodes)
         result = cmp.Comparison(cmp.compare(analysis.data, [cmp.read_results(f, index, n) for f, n in zip(files, names)],
                                             spec_obj.alpha))
