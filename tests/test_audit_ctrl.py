@@ -96,11 +96,11 @@ def test_twins_are_complete_and_split_together(small_ctrl_audit) -> None:
 
 
 def test_path_length_sits_at_chance_on_path_control(small_ctrl_audit) -> None:
-    """Path control's perceptual cues are balanced: half the pairs show the expected path the longer
-    (barrier kept), so path length scores exactly 50% on an even number of pairs; test barriers within 50 +- 10."""
+    """Path control's perceptual cues are balanced: half the pairs of every block of design slots show the
+    expected path the longer (barrier kept). The slots are drawn per block from the seed (issue 26), so the
+    first 24 pairs are a sample of a block, not an exact half: path length within 50 +- 10."""
     _, audit = small_ctrl_audit
     row = audit.cells["efficiency-path"]
     assert row["path-length"].result.n_pairs == 24
     assert 0.4 <= row["path-length"].result.accuracy <= 0.6
-    assert row["path-length"].result.accuracy == 0.5
     assert row["path-length"].status == "ok"

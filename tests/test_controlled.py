@@ -20,6 +20,7 @@ from bib.stimuli.spec import parse_spec
 from bib.tasks import REGISTRY, make_unit
 from bib.tasks.difficulty import excess_cost
 from bib.tasks.options import AgentModel, TaskOptions
+from bib.tasks.registry import design_group, design_slot
 from bib.world.planning import path_cost
 
 NOISY = AgentModel("boltzmann", (2.0, 10.0), 3.0)
@@ -350,12 +351,14 @@ def test_graded_pairs_cycle_through_the_difficulty_bins(task):
     eps = group_episodes(task, opts, groups, seed=18)
     g = opts.group_size
     for e, u in pairs(eps):
-        group = int(e.pair_id.rsplit("-", 1)[1]) // g
-        lo, hi = opts.bin(group)
+        slot = design_slot(18, task, int(e.pair_id.rsplit("-", 1)[1]) // g, opts)
+        lo, hi = opts.bin(slot)
         assert lo <= e.difficulty < hi and e.difficulty == u.difficulty
-        assert [t for t in e.variant.split("+") if t != "twin"] in ([opts.variant(group)], [])
+        assert [t for t in e.variant.split("+") if t != "twin"] in ([opts.variant(slot)], [])
         assert e.difficulty == pytest.approx(REGISTRY[task].difficulty(e, u), abs=1e-4)
-    assert len({opts.bin(k) for k in range(groups)}) == len(edges) - 1
+    slots = sorted(design_slot(18, task, k, opts) for k in range(opts.cycle))
+    assert slots == list(range(opts.cycle))  # a block takes every slot once
+    assert len({opts.bin(s) for s in slots}) == len(edges) - 1
 
 
 def test_a_difficulty_bin_no_layout_meets_is_refused_before_writing(tmp_path: Path):
@@ -599,7 +602,7 @@ def test_barrier_kept_and_added_pairs_balance_path_length_and_test_barriers():
 
     opts = TaskOptions(agent=NOISY, variants=("barrier-kept", "barrier-added"), difficulty=(0.5, 1.0, 2.0, 4.0))
     ps = pairs(group_episodes("efficiency-path", opts, 12, seed=18))
-    assert [u.variant for _, u in ps] == ["barrier-kept", "barrier-added"] * 6
+    assert sorted(u.variant for _, u in ps) == ["barrier-added"] * 6 + ["barrier-kept"] * 6  # one block: balanced
     for e, u in ps:
         kept = u.variant == "barrier-kept"
         assert bool(inner_walls(e.test.layout)) == kept and bool(inner_walls(u.test.layout)) == (not kept)
@@ -607,6 +610,27 @@ def test_barrier_kept_and_added_pairs_balance_path_length_and_test_barriers():
         assert u.test.excess_cost > e.test.excess_cost + 0.05 - 1e-9
         assert (e.test.agent.home, e.test.layout.object("A").cell) == (u.test.agent.home, u.test.layout.object("A").cell)
     assert accuracy([ep for p in ps for ep in p], cost_of_test) == 0.5
+
+
+def test_design_roles_follow_no_pair_index_and_every_block_is_balanced():
+    """Issue 26: twin position, catch and variant are drawn per group from the seed, not read off the index."""
+    opts = TaskOptions(agent=NOISY, twins=True, variants=("", "catch"))
+    assert opts.cycle == 4
+    groups = 6 * opts.cycle
+    slots = [design_slot(7, "preference", g, opts) for g in range(groups)]
+    for b in range(6):  # every block takes each of its slots once
+        assert sorted(slots[b * 4:(b + 1) * 4]) == list(range(b * 4, (b + 1) * 4))
+    assert [design_group(7, "preference", s, opts) for s in slots] == list(range(groups))
+    assert slots != list(range(groups)) and slots != [design_slot(8, "preference", g, opts) for g in range(groups)]
+    eps = group_episodes("preference", opts, groups, seed=7)
+    twin_odd = [int(e.pair_id[-6:]) % 2 for e, _ in pairs(eps) if "twin" in e.variant]
+    catch_odd = [int(e.pair_id[-6:]) // 2 % 2 for e, _ in pairs(eps) if "catch" in e.variant]
+    assert sum(twin_odd) == len(twin_odd) // 2  # the twin is a group's second pair in exactly half the groups
+    assert 0 < sum(catch_odd) < len(catch_odd) and len(catch_odd) == groups  # catch on both parities of the group
+    by = {p[0].pair_id: p for p in pairs(eps)}
+    for e, u in pairs(eps):
+        tw = by[e.twin_id]
+        assert (tw[0].test, tw[1].test) == (u.test, e.test) and tw[0].twin_id == e.pair_id
 
 
 # ---------------------------------------------------------------- bad input through the CLI (issue 12 "Bad input")

@@ -31,6 +31,7 @@ from bib.stimuli.manifest import COLUMNS, MANIFEST, format_rows, iter_manifest, 
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
 from bib.tasks.difficulty import DECIMALS, pair_difficulty, pair_evidence
 from bib.tasks.options import LEGACY, TaskOptions
+from bib.tasks.registry import design_group
 
 if TYPE_CHECKING:
     from bib.io import OutputFolder
@@ -457,10 +458,10 @@ def check_difficulty(spec: StimulusSpec) -> None:
                 if name in seen:
                     continue
                 seen.add(name)
-                group = b * n_var + v  # the first group of variant v in bin b, and the next one
-                cycle = n_var * (len(o.difficulty) - 1)
+                slot = b * n_var + v  # variant v in bin b, in both orders (the groups the seed gave these slots)
                 try:
-                    for g in (group, group + cycle):
+                    for s in (slot, slot + n_var * o.n_bins):
+                        g = design_group(spec.seed, t.id, s, o)
                         make_unit(t.id, g * o.group_size, spec.seed, o, attempts=PROBE_ATTEMPTS)
                 except RuntimeError:
                     lo, hi = o.difficulty[b], o.difficulty[b + 1]

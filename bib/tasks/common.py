@@ -216,27 +216,39 @@ def finish_group(unit: UnitInfo, drafts: Sequence[PairDraft], beta: float | None
     """Name the pairs of a group (pair indices ``unit.index + position``) and record their design.
 
     Every episode records its variant, twin id, difficulty and ``beta``; every trial its excess cost.
+    On the flipped half of the design slots (:meth:`bib.tasks.options.TaskOptions.flipped`) the pairs
+    of a twinned group take their positions in reverse, so a twin is the group's first pair as often
+    as its second.
     """
     from dataclasses import replace
 
     from bib.tasks.difficulty import DECIMALS
     from bib.tasks.registry import get_task, unit_id
 
+    drafts = list(drafts)
+    if len(drafts) == 2 and unit.slot is not None and unit.options.flipped(unit.slot):
+        drafts = [replace(d, twin=None if d.twin is None else 1 - d.twin) for d in reversed(drafts)]
     measure = get_task(unit.task).difficulty
+    measured: dict[int, float | None] = {}
+    for j, d in enumerate(drafts):  # a twin shows its base pair's two test trials: the base pair's difficulty
+        if not (is_twin(d.variant) and d.twin is not None):
+            measured[j] = d.difficulty
     cache: dict[int, Trial] = {}
     out: list[Episode] = []
     for j, d in enumerate(drafts):
         pair = UnitInfo(unit.task, unit.index + j, unit.seed, unit.options)
-        twin_id = None if d.twin is None else unit_id(unit.task, unit.index + d.twin)
         e = make_episode(pair, [*with_excess(d.fam_e, cache), *with_excess([d.test_e], cache)],
                          outcome="expected", paired=True)
         u = make_episode(pair, [*with_excess(d.fam_u, cache), *with_excess([d.test_u], cache)],
                          outcome="unexpected", paired=True)
-        difficulty = d.difficulty
-        if is_twin(d.variant) and d.twin is not None and d.twin < j:
-            difficulty = out[2 * d.twin].difficulty  # the same two test trials: the base pair's
-        elif difficulty is None and measure is not None:
-            difficulty = measure(e, u)
+        out += [e, u]
+        if j in measured and measured[j] is None and measure is not None:
+            measured[j] = measure(e, u)
+    named: list[Episode] = []
+    for j, d in enumerate(drafts):
+        difficulty = measured[j] if j in measured else measured.get(d.twin)  # type: ignore[arg-type]
         difficulty = None if difficulty is None else round(difficulty, DECIMALS)
-        out += [replace(ep, variant=d.variant, twin_id=twin_id, difficulty=difficulty, beta=beta) for ep in (e, u)]
-    return out
+        twin_id = None if d.twin is None else unit_id(unit.task, unit.index + d.twin)
+        named += [replace(ep, variant=d.variant, twin_id=twin_id, difficulty=difficulty, beta=beta)
+                  for ep in out[2 * j: 2 * j + 2]]
+    return named

@@ -237,8 +237,8 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
     """
     opts = unit.options
     walker = Walker(opts, rng)
-    bin_ = opts.bin(unit.group)
-    variant = opts.variant(unit.group)
+    bin_ = opts.bin(unit.design)
+    variant = opts.variant(unit.design)
     scene = _Scene(rng)
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))

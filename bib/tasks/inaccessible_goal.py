@@ -90,7 +90,7 @@ def _enclosable(layout: Layout, used: set[Cell]) -> bool:
 def _inaccessible_goal(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
     """An inaccessible-goal pair (see the module docstring for why ``B`` is always the closer object)."""
     if not unit.options.legacy:
-        return (_distractor if unit.options.variant(unit.group) == "distractor" else _noisy_bib)(rng, unit)
+        return (_distractor if unit.options.variant(unit.design) == "distractor" else _noisy_bib)(rng, unit)
     agent, looks = start_unit(rng)
     fam = familiarization(rng, agent, looks, anywhere(agent.home))
     used = {o.cell for t in fam for o in t.layout.objects}

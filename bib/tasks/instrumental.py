@@ -276,10 +276,9 @@ def _controlled_tests(rng: np.random.Generator, condition: str, unit: UnitInfo, 
     side one cell outwards instead of removing it, so both outcomes show as many barrier cells.
     """
     opts = unit.options
-    bin_ = opts.bin(unit.group)
-    variant = opts.variant(unit.group)
-    cycle = len(opts.variants) * (len(opts.difficulty) - 1 if opts.difficulty else 1)
-    want_key_nearer = unit.group // cycle % 2 == 0  # every (variant, bin) alternates the stratum
+    bin_ = opts.bin(unit.design)
+    variant = opts.variant(unit.design)
+    want_key_nearer = not opts.flipped(unit.design)  # half the slots of every (variant, bin)
     blocking = condition == "instrumental-blocking"
     for _ in range(TEST_TRIES):
         try:
@@ -326,7 +325,7 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
     layouts = [_enclosed_object_layout(rng, agent, look)[0] for _ in range(N_FAMILIARIZATION)]
     fam = [make_trial(lay, walker.walk(lay, "A"), "A") for lay in layouts]
     test_e, test_u = _controlled_tests(rng, condition, unit, walker, agent, look)
-    draft = PairDraft(fam, test_e, fam, test_u, opts.variant(unit.group))
+    draft = PairDraft(fam, test_e, fam, test_u, opts.variant(unit.design))
     drafts = [draft]
     if opts.twins:
         twin_fam = [make_trial(lay, walker.walk(lay, "key"), "key") for lay in layouts]

@@ -97,7 +97,7 @@ def _multi_agent_controlled(rng: np.random.Generator, unit: UnitInfo) -> list[Ep
     """
     opts = unit.options
     walker = Walker(opts, rng)
-    tokens = opts.variant(unit.group).split("+")
+    tokens = opts.variant(unit.design).split("+")
     agent, looks = start_unit(rng)
     layouts = [sample_goal_layout(rng, agent, looks, anywhere(agent.home), what="familiarization layout")
                for _ in range(N_FAMILIARIZATION)]

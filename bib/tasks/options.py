@@ -7,9 +7,13 @@ then run their original code, so a spec without these options gives the sets of 
 for byte (``tests/test_legacy_identity.py``).
 
 Units and groups: with options, a unit is a *group* of consecutive pairs (pair indices
-``index .. index + group_size - 1``): a pair and, with ``twins``, its label-flipping twin. Groups
-cycle through the requested ``variants`` and difficulty bins in a fixed order (stratified, not
-drawn), so any run of groups is balanced to within one.
+``index .. index + group_size - 1``): a pair and, with ``twins``, its label-flipping twin. Each
+group takes a design *slot*: slots cycle through the requested ``variants``, the difficulty bins
+and an order bit (which pair of a group comes first; the nearer-target stratum of untwinned
+instrumental pairs), and the groups of each block of :attr:`TaskOptions.cycle` consecutive groups
+take that block's slots in an order drawn from the set's seed
+(:func:`bib.tasks.registry.design_slot`). So every block is exactly balanced, and no design role
+(twin, catch, variant, bin) follows from a pair's index or order.
 """
 
 from __future__ import annotations
@@ -104,16 +108,30 @@ class TaskOptions:
         """Pairs per unit: 2 with twins, else 1."""
         return 2 if self.twins else 1
 
-    def variant(self, group: int) -> str:
-        """The variant of group ``group``."""
-        return self.variants[group % len(self.variants)]
+    @property
+    def n_bins(self) -> int:
+        """Difficulty bins (1 when not graded)."""
+        return 1 if self.difficulty is None else len(self.difficulty) - 1
 
-    def bin(self, group: int) -> tuple[float, float] | None:
-        """The difficulty bin ``(low, high)`` of group ``group`` (None when not graded)."""
+    @property
+    def cycle(self) -> int:
+        """Design slots per block: every (variant, bin) pair in both orders (see the module docstring)."""
+        return 2 * len(self.variants) * self.n_bins
+
+    def variant(self, slot: int) -> str:
+        """The variant of design slot ``slot``."""
+        return self.variants[slot % len(self.variants)]
+
+    def bin(self, slot: int) -> tuple[float, float] | None:
+        """The difficulty bin ``(low, high)`` of design slot ``slot`` (None when not graded)."""
         if self.difficulty is None:
             return None
-        k = (group // len(self.variants)) % (len(self.difficulty) - 1)
+        k = (slot // len(self.variants)) % self.n_bins
         return self.difficulty[k], self.difficulty[k + 1]
+
+    def flipped(self, slot: int) -> bool:
+        """The order bit of design slot ``slot``: True on half the slots of every (variant, bin)."""
+        return (slot // (len(self.variants) * self.n_bins)) % 2 == 1
 
 
 LEGACY = TaskOptions()

@@ -333,7 +333,7 @@ def _preference_controlled(rng: np.random.Generator, unit: UnitInfo) -> list[Epi
     """
     opts = unit.options
     walker = Walker(opts, rng)
-    catch = "catch" in opts.variant(unit.group).split("+")
+    catch = "catch" in opts.variant(unit.design).split("+")
     agent, looks = start_unit(rng)
     pref_closer = bool(rng.integers(2))
     placer = _identity_placer(rng, agent.home)

@@ -45,6 +45,7 @@ class UnitInfo:
     index: int
     seed: int
     options: TaskOptions = LEGACY
+    slot: int | None = None
 
     @property
     def pair_id(self) -> str:
@@ -55,6 +56,11 @@ class UnitInfo:
     def group(self) -> int:
         """The unit's group number (its index over the group size)."""
         return self.index // self.options.group_size
+
+    @property
+    def design(self) -> int:
+        """The unit's design slot (:func:`design_slot`; the group number when none was drawn)."""
+        return self.group if self.slot is None else self.slot
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,27 @@ def unit_seed(base_seed: int, task_id: str, index: int, options: TaskOptions = L
     return (int(hi) << 31) ^ int(lo)
 
 
+def _block_order(base_seed: int, task_id: str, block: int, options: TaskOptions) -> np.ndarray:
+    """The order in which the groups of ``block`` take its design slots (a permutation drawn from the seed)."""
+    entropy = [int(base_seed) & 0xFFFFFFFFFFFFFFFF, zlib.crc32(task_id.encode()), int(block),
+               zlib.crc32(repr(options).encode()), 0x5107]
+    return np.random.default_rng(np.random.SeedSequence(entropy)).permutation(options.cycle)
+
+
+def design_slot(base_seed: int, task_id: str, group: int, options: TaskOptions) -> int:
+    """The design slot of group ``group`` (:mod:`bib.tasks.options`): groups ``k * cycle .. (k + 1) * cycle - 1``
+    take the slots of block ``k`` in an order drawn from the set's seed, so a group's variant, bin, order and
+    twin position are balanced over every block and follow from no pair index."""
+    block, offset = divmod(int(group), options.cycle)
+    return block * options.cycle + int(_block_order(base_seed, task_id, block, options)[offset])
+
+
+def design_group(base_seed: int, task_id: str, slot: int, options: TaskOptions) -> int:
+    """The group that takes design slot ``slot`` (the inverse of :func:`design_slot`)."""
+    block, offset = divmod(int(slot), options.cycle)
+    return block * options.cycle + int(np.flatnonzero(_block_order(base_seed, task_id, block, options) == offset)[0])
+
+
 def make_unit(task_id: str, index: int, base_seed: int, options: TaskOptions = LEGACY,
               attempts: int = MAX_ATTEMPTS) -> list[Episode]:
     """Generate unit ``index`` of a task: a pair (evaluation), a group of pairs (with ``options``), or one episode (background).
@@ -189,7 +216,8 @@ def make_unit(task_id: str, index: int, base_seed: int, options: TaskOptions = L
         raise ValueError(f"unit index {index} of {task_id} is not a multiple of the group size {options.group_size}")
     seed = unit_seed(base_seed, task_id, index, options)
     rng = np.random.default_rng(seed)
-    unit = UnitInfo(task_id, index, seed, options)
+    slot = None if options.legacy else design_slot(base_seed, task_id, index // options.group_size, options)
+    unit = UnitInfo(task_id, index, seed, options, slot)
     last = "no attempt"
     for _ in range(attempts):
         try:
@@ -249,8 +277,8 @@ def group_problems(episodes: list[Episode], unit: UnitInfo) -> list[Problem]:
             want = pairs[e.twin_id][0].difficulty if flipped else spec.difficulty(e, u)  # type: ignore[index]
             if d is None or want is None or u.difficulty != d or abs(d - want) > 1e-3:
                 out.append(Problem(e.id, f"recorded difficulty {d!r} is not the pair's"))
-            elif not in_bin(d, opts.bin(unit.group)):
-                out.append(Problem(e.id, f"difficulty {d} is outside the group's bin {opts.bin(unit.group)}"))
+            elif not in_bin(d, opts.bin(unit.design)):
+                out.append(Problem(e.id, f"difficulty {d} is outside the group's bin {opts.bin(unit.design)}"))
     for ep in episodes:
         for i, t in enumerate(ep.trials):
             actual = excess_cost(t)
