@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,6 +200,11 @@ class OutputFolder:
     * with ``resume=True``, ``out`` itself (long jobs that keep finished units and redo only the
       rest); ``provenance.json`` is written when the body succeeds.
 
+    One folder, one writer: entering takes the folder's lock (:class:`FolderLock`, an OS lock that
+    dies with its process), so a second job into the same ``out`` is refused with one line while the
+    first runs (the constructor already refuses when the lock is held); after taking it, what ``out``
+    holds is checked again, so a job that finished in between is not silently replaced.
+
     Args:
         out: the ``--out`` folder.
         job: what identifies the output (e.g. ``{"command": "score", "observer": ..., "set": ...}``);
@@ -212,7 +218,13 @@ class OutputFolder:
 
     def __init__(self, out: str | os.PathLike[str], job: dict[str, object], *, force: bool = False,
                  resume: bool = False, option: str = "--out", checked: bool = False) -> None:
+        if os.fspath(out) == "":
+            raise BibInputError(f"{option} is empty; name a folder (e.g. {option} out)")
         self.path = Path(out)
+        self.option = option
+        self.checked = checked
+        self.lock = FolderLock(self.path, option)
+        self.lock.check()  # refused now when another job holds the folder, before any work
         self.job = {k: _plain(v) for k, v in job.items()}
         self.force = force
         self.resume = resume
@@ -242,15 +254,26 @@ class OutputFolder:
                                 "use --force to replace it, or choose another --out")
 
     def __enter__(self) -> Path:
+        self.lock.acquire()
+        try:
+            return self._enter()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _enter(self) -> Path:
+        p = self.path
+        if not self.force and not self.checked and p.is_dir() and any(p.iterdir()):
+            self.check_same_job(read_provenance(p))  # again under the lock: a job may have finished meanwhile
         if self.resume:
-            if self.force and self.path.is_dir():
+            if self.force and p.is_dir():
                 import shutil
 
-                shutil.rmtree(self.path)
-            return ensure_dir(self.path)
-        parent = ensure_dir(self.path.parent if str(self.path.parent) else Path("."))
-        _remove_stale(parent, self.path.name)
-        self.tmp = parent / f".{self.path.name}.tmp-{os.getpid()}"
+                shutil.rmtree(p)
+            return ensure_dir(p)
+        parent = ensure_dir(p.parent if str(p.parent) else Path("."))
+        _remove_stale(parent, p.name)
+        self.tmp = parent / f".{p.name}.tmp-{os.getpid()}"
         if self.tmp.exists():
             import shutil
 
@@ -259,6 +282,12 @@ class OutputFolder:
         return self.tmp
 
     def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+        try:
+            self._exit(exc_type)
+        finally:
+            self.lock.release()
+
+    def _exit(self, exc_type) -> None:  # noqa: ANN001
         import shutil
 
         if exc_type is not None:
@@ -277,6 +306,110 @@ class OutputFolder:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(self.tmp, self.path)
+
+
+class FolderLock:
+    """The lock of one output folder: ``fcntl.flock`` on ``.<name>.lock`` beside it (docs/cli.md).
+
+    The lock file sits beside the folder, not in it, because :class:`OutputFolder` replaces the
+    folder by a rename at the end and creates it only then; it names the job that holds it (for
+    the refusal) and is removed when the lock is released. The lock is the kernel's: it is released
+    when its process ends, however it ends, so the file a killed job leaves never blocks a rerun.
+    When the folder exists and the folder above it is not writable, the folder itself is locked.
+    """
+
+    def __init__(self, path: Path, option: str = "--out") -> None:
+        self.shown = path
+        self.option = option
+        full = Path(os.path.abspath(path))
+        full = full.parent.resolve() / full.name if full.name else full.resolve()
+        self.file = full.parent / f".{full.name}.lock"
+        self.folder = full
+        self.fd: int | None = None
+        self.owner = 0
+
+    def _refuse(self, who: str) -> BibInputError:
+        return BibInputError(f"{self.shown}: another bib job is writing into this folder ({who}); "
+                             f"wait until it ends, or choose another {self.option}")
+
+    def _held_by(self) -> str:
+        try:
+            text = self.file.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            text = ""
+        return text[:300] or "a job whose lock file names no command"
+
+    def check(self) -> None:
+        """Refuse (BibInputError) when another process holds the lock; take nothing, write nothing."""
+        import fcntl
+
+        if self.fd is not None:
+            return
+        for target, flags in ((self.file, os.O_RDONLY), (self.folder, os.O_RDONLY | os.O_DIRECTORY)):
+            try:
+                fd = os.open(target, flags | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise self._refuse(self._held_by() if target == self.file else "its lock is the folder itself") from None
+            finally:
+                os.close(fd)  # closing also releases a probe that succeeded
+
+    def acquire(self) -> None:
+        """Take the lock (without waiting) or raise BibInputError naming the job that holds it."""
+        import fcntl
+
+        if self.fd is not None:
+            return
+        if not os.access(self.file.parent, os.W_OK | os.X_OK) and self.folder.is_dir():
+            fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._refuse("its lock is the folder itself") from None
+            self.fd, self.owner = fd, os.getpid()
+            return
+        ensure_dir(self.file.parent)
+        while True:
+            try:
+                fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            except OSError as exc:
+                raise BibInputError(f"{self.file}: cannot create the lock of {self.option} ({exc.strerror})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._refuse(self._held_by()) from None
+            try:  # the holder before us may have removed the file after we opened it: lock the one there now
+                same = os.stat(self.file).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        import shlex
+        import sys
+
+        argv = _ARGV if _ARGV is not None else ["python", *sys.argv]
+        os.ftruncate(fd, 0)
+        os.write(fd, f"`{' '.join(shlex.quote(str(a)) for a in argv)}`, pid {os.getpid()}\n".encode())
+        self.fd, self.owner = fd, os.getpid()
+
+    def release(self) -> None:
+        """Remove the lock file and release the lock (only in the process that took it)."""
+        if self.fd is None or self.owner != os.getpid():
+            return
+        fd, self.fd = self.fd, None
+        try:
+            with contextlib.suppress(OSError):
+                mine = os.fstat(fd)
+                if not stat.S_ISDIR(mine.st_mode) and os.stat(self.file).st_ino == mine.st_ino:
+                    os.unlink(self.file)  # while still holding it: a later opener finds another inode
+        finally:
+            os.close(fd)
 
 
 def _pid_alive(pid: int) -> bool:

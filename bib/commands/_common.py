@@ -10,15 +10,28 @@ import typer
 from bib.errors import BibInputError
 
 
+def out_path(text: str | Path) -> Path:
+    """The value of ``--out``: a folder; an empty one is refused (it would mean the working folder)."""
+    if isinstance(text, Path):
+        return text
+    if text == "":
+        raise typer.BadParameter("is empty; name a folder (e.g. --out out)")
+    return Path(text)
+
+
+OUT_PATH = {"parser": out_path, "metavar": "<path>"}
+"""What every ``--out`` option passes to ``typer.Option``: :func:`out_path` parses it."""
+
+
 def out_option(what: str, default: Path | None = None) -> typer.models.OptionInfo:
     """``--out DIR``: the output folder; ``what`` says which files go inside."""
-    return typer.Option(... if default is None else default, "--out", file_okay=True, dir_okay=True,
+    return typer.Option(... if default is None else default, "--out", **OUT_PATH,
                         help=f"Output folder: {what}.", show_default=default is not None)
 
 
 def optional_out(what: str) -> typer.models.OptionInfo:
     """``--out DIR`` for commands whose main output is printed: also write files into this folder."""
-    return typer.Option(None, "--out", help=f"Also write {what} into this folder.", show_default=False)
+    return typer.Option(None, "--out", **OUT_PATH, help=f"Also write {what} into this folder.", show_default=False)
 
 
 FORCE = typer.Option(False, "--force", help="Replace an --out folder that holds another job's output.")

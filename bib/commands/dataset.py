@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from bib.commands._common import OUT_PATH
 from bib.tasks import REGISTRY, task_ids
 
 
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
     @app.command("export")
     def export(
         directory: Path = typer.Argument(..., help="A generated set (manifest.csv, episodes/) or a folder of episodes."),
-        out: Path = typer.Option(..., "--out", help="Output folder: one BIB task folder per task inside, and export.csv."),
+        out: Path = typer.Option(..., "--out", **OUT_PATH, help="Output folder: one BIB task folder per task inside, and export.csv."),
         fmt: Format = typer.Option(Format.bib_json, "--format", help="Output format (bib-json: BIB's per-frame JSON).",
                                    show_default=True),
         naming: Naming = typer.Option(Naming("v1.1"), "--naming", show_default=True,
@@ -58,7 +59,7 @@ def register(app: typer.Typer) -> None:
     def import_(
         src: Path = typer.Argument(..., help="A BIB root (task folders inside), one BIB task folder, or with --task a "
                                              "folder of one task's files under any name (.json or .json.gz)."),
-        out: Path = typer.Option(..., "--out", help="Output folder: episodes/, manifest.csv, import.csv."),
+        out: Path = typer.Option(..., "--out", **OUT_PATH, help="Output folder: episodes/, manifest.csv, import.csv."),
         fmt: Format = typer.Option(Format.bib_json, "--format", help="Input format (bib-json: BIB per-frame JSON).",
                                    show_default=True),
         task: BibTask | None = typer.Option(None, "--task", help="The task of every file in SRC (for folders with "  # noqa: UP007

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from bib.commands._common import FORCE, JSON, SCHEDULER, WORKERS, checkpoint_file, optional_out, out_option
+from bib.commands._common import FORCE, JSON, OUT_PATH, SCHEDULER, WORKERS, checkpoint_file, optional_out, out_option
 from bib.errors import BibInputError
 from bib.observers import OBSERVERS
 
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def audit(
         episodes: Path = typer.Argument(..., help="The VOE set to audit: a folder searched recursively for episodes / manifests, or a manifest.csv."),
-        out: Path = typer.Option(Path("out/audit"), "--out", help="Output folder: audit.json, audit.md, audit.png, audit.svg (heatmap), single-feature.json (the fit).", show_default=True),
+        out: Path = typer.Option(Path("out/audit"), "--out", **OUT_PATH, help="Output folder: audit.json, audit.md, audit.png, audit.svg (heatmap), single-feature.json (the fit).", show_default=True),
         workers: int = typer.Option(1, "--workers", min=1, help="Worker processes.", show_default=True),
         scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap CIs.", show_default=True),

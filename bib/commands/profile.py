@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from bib.commands._common import OUT_PATH
+
 
 def _observer_choices() -> type[enum.Enum]:
     from bib.observers import OBSERVERS
@@ -41,7 +43,7 @@ def register(app: typer.Typer) -> None:
             help=f"Agents to profile: built-in ({', '.join(BUILTIN)}), package.module:Class, or endpoint "
                  "(with --endpoint and --model)."),
         out: Path = typer.Option(
-            ..., "--out",
+            ..., "--out", **OUT_PATH,
             help="Output folder. One agent: profile.json, profile.md, profile.png, episodes/ and provenance.json; "
                  "several: one such folder per agent plus profiles.json, profiles.md and profiles.png."),
         seeds: int = typer.Option(3, "--seeds", min=1, max=1000, show_default=True,

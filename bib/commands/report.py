@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from bib.commands._common import OUT_PATH
+
 
 def command_line(name: str, positional: list[object], options: dict[str, object], defaults: dict[str, object]) -> str:
     """The command as it was given (options at their defaults left out), for the pages it makes."""
@@ -24,7 +26,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def report(
         inputs: list[Path] = typer.Argument(..., help="Stimulus set folders, evaluation JSON/tables, audits, analysis reports, `bib profile` outputs (kinds are detected)."),
-        out: Path = typer.Option(..., "--out", help="Site folder: index.html, set-*.html, evaluation.html, analysis-*.html, profile(s)-*.html, "
+        out: Path = typer.Option(..., "--out", **OUT_PATH, help="Site folder: index.html, set-*.html, evaluation.html, analysis-*.html, profile(s)-*.html, "
                                  "figures/, sheets/, style.css, table.js."),
         pairs: int = typer.Option(100, "--pairs-per-condition", min=0, show_default=True,
                                   help="Pairs shown side by side per condition (0 = all); the manifest page lists every episode."),
@@ -46,7 +48,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def experiment(
         stimuli: Path = typer.Argument(..., help="A stimulus set with orders.csv and per-trial videos (e.g. from stimuli/infant-pilot.toml)."),
-        out: Path = typer.Option(..., "--out", help="Study folder: index.html, experiment.js, experiment.css, study.js, videos/."),
+        out: Path = typer.Option(..., "--out", **OUT_PATH, help="Study folder: index.html, experiment.js, experiment.css, study.js, videos/."),
         lookaway: float = typer.Option(2.0, "--lookaway", min=0.1, max=60.0, show_default=True,
                                        help="Seconds of continuous look-away that end a trial (PyHab maxOff)."),
         max_trial: float = typer.Option(60.0, "--max-trial", min=1.0, max=600.0, show_default=True,

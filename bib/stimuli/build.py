@@ -511,10 +511,11 @@ def generate_job(spec: StimulusSpec, out: str | os.PathLike[str], *, force: bool
             or files that `bib generate` did not write (without ``force``).
     """
     from bib.errors import BibInputError
-    from bib.io import OutputFolder, read_provenance
+    from bib.io import FolderLock, OutputFolder, read_provenance
 
     ident = {"set": spec.name, "seed": spec.seed}
     p = Path(out)
+    FolderLock(p).check()  # a job writing into it now: say so, rather than what its half-built folder holds
     sets = [ident]
     if p.is_dir() and any(p.iterdir()) and not force:
         doc = read_provenance(p)

@@ -1,0 +1,134 @@
+"""One folder, one writer (issue 28 item 3): the lock of bib.io.OutputFolder, and an empty --out refused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from bib.errors import BibInputError
+from bib.io import OutputFolder, read_provenance, set_command_line
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from bib.io import OutputFolder, set_command_line
+    out, mode = sys.argv[1], sys.argv[2]
+    set_command_line(["bib", "hold", "--out", out])
+    with OutputFolder(out, {"command": "hold"}, resume=mode == "resume") as folder:
+        (folder / "part").write_text("x")
+        print("held", flush=True)
+        time.sleep(120)
+""")
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """Start a process that holds ``tmp_path/o`` (its OutputFolder entered); yield (out, process)."""
+    procs = []
+
+    def start(mode: str = "tmp"):
+        out = tmp_path / "o"
+        proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(out), mode], stdout=subprocess.PIPE, text=True,
+                                cwd=tmp_path)
+        procs.append(proc)
+        assert proc.stdout.readline() == "held\n"
+        return out, proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+
+
+def refused(out, proc):
+    return rf"^{out}: another bib job is writing into this folder \(`bib hold --out {out}`, pid {proc.pid}\); " \
+           r"wait until it ends, or choose another --out$"
+
+
+@pytest.mark.parametrize("mode", ["tmp", "resume"])
+def test_a_second_job_is_refused_while_the_first_runs_and_a_killed_ones_lock_does_not_block(holder, mode):
+    out, proc = holder(mode)
+    lock = out.parent / ".o.lock"
+    assert lock.is_file()
+    for resume in (False, True):  # refused by the constructor, before any work
+        with pytest.raises(BibInputError, match=refused(out, proc)):
+            OutputFolder(out, {"command": "other"}, resume=resume, force=True)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert lock.is_file()  # a killed job leaves its lock file, but the kernel released the lock
+    set_command_line(["bib", "next"])
+    with OutputFolder(out, {"command": "next"}, force=True) as tmp:
+        (tmp / "r").write_text("r")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["o"]  # lock file gone with the job
+    assert read_provenance(out)["job"] == {"command": "next"}
+
+
+def test_enter_refuses_when_another_job_took_the_folder_after_the_check(tmp_path, holder):
+    out = tmp_path / "o"
+    late = OutputFolder(out, {"command": "hold"})  # checked while nobody writes
+    _, proc = holder()
+    with pytest.raises(BibInputError, match=refused(out, proc)), late:
+        pytest.fail("entered a folder another job holds")
+    assert not (tmp_path / f".o.tmp-{os.getpid()}").exists()
+
+
+def test_the_job_is_checked_again_under_the_lock(tmp_path):
+    """Two jobs checked while --out was empty: the one entering after the other finished is refused."""
+    out = tmp_path / "o"
+    first, second = OutputFolder(out, {"command": "a"}), OutputFolder(out, {"command": "b"})
+    set_command_line(["bib", "a"])
+    with first as tmp:
+        (tmp / "a.csv").write_text("a")
+    with pytest.raises(BibInputError, match=r"o: folder holds the output of `bib a`; use --force"), second:
+        pytest.fail("replaced another job's output")
+    assert sorted(p.name for p in out.iterdir()) == ["a.csv", "provenance.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
+def test_one_process_enters_in_turn_and_the_lock_is_released_on_failure(tmp_path):
+    out = tmp_path / "o"
+    with pytest.raises(RuntimeError), OutputFolder(out, {"command": "a"}):
+        assert (tmp_path / ".o.lock").read_text().endswith(f"pid {os.getpid()}\n")
+        raise RuntimeError("boom")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with OutputFolder(out, {"command": "a"}, resume=True) as folder:
+        (folder / "x").write_text("x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o"]
+
+
+def test_the_same_folder_by_another_name_shares_the_lock(tmp_path, holder):
+    out, proc = holder()
+    (tmp_path / "link").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(BibInputError, match="another bib job is writing into this folder"):
+        OutputFolder(tmp_path / "link" / "o", {"command": "hold"}, force=True)
+    with pytest.raises(BibInputError, match="another bib job is writing into this folder"):
+        OutputFolder(f"{out}/", {"command": "hold"}, force=True)
+
+
+def test_cli_second_generate_into_a_held_folder_exits_2_with_one_line(holder):
+    out, proc = holder("resume")
+    start = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "bib.cli", "generate", "--task", "single-object", "--n", "1",
+                          "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "another bib job is writing into this folder (`bib hold" in lines[0], run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["part"]  # nothing of the second job written
+    assert time.monotonic() - start < 120
+
+
+def test_cli_empty_out_is_refused(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "bib.cli", "generate", "--task", "single-object", "--n", "1",
+                          "--out", ""], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 2
+    assert run.stderr == ("bib: error: Invalid value for '--out': is empty; name a folder (e.g. --out out) "
+                          "(see `bib generate --help`)\n")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(BibInputError, match="--out is empty; name a folder"):
+        OutputFolder("", {"command": "x"})
