@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 from pathlib import Path
 
@@ -344,6 +345,18 @@ def test_cli_train_then_score(tmp_path, episodes, capsys):
     err = capsys.readouterr().err
     assert "13 training and 3 validation episodes" in err and "epoch 1/1: train loss" in err
     assert read_checkpoint(ckpt)["config"]["metrics"]["n_train"] == 13
+    # the same seed twice: the same checkpoint bytes; the epoch timings are in the log beside it (issue 28)
+    again = tmp_path / "ck2"
+    assert cli(["train", "bc-rnn", str(bg), "--out", str(again), "--config", str(cfg), "--epochs", "1"]) == 0
+    assert (again / "checkpoint.pt").read_bytes() == ckpt.read_bytes()
+    assert sorted(p.name for p in ckdir.iterdir()) == ["checkpoint.log.json", "checkpoint.pt", "provenance.json"]
+    history = read_checkpoint(ckpt)["config"]["metrics"]["history"]
+    assert [sorted(h) for h in history] == [["batches", "epoch", "train_loss", "val_loss"]] * 2
+    log = json.loads((ckdir / "checkpoint.log.json").read_text())
+    assert [h["epoch"] for h in log["history"]] == [0, 1] and log["history"][0]["train_loss"] is None
+    assert log["history"][0]["seconds"] == 0.0 and log["history"][1]["seconds"] > 0
+    assert [{k: v for k, v in h.items() if k != "seconds"} for h in log["history"][1:]] == history[1:]
+    assert (log["best_epoch"], log["n_train"]) == (read_checkpoint(ckpt)["config"]["metrics"]["best_epoch"], 13)
     evals = tmp_path / "eval"
     evals.mkdir()
     for ep in make_unit("instrumental-no-barrier", 0, 1):

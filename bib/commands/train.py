@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     def train(
         name: LearnedName = typer.Argument(..., metavar="OBSERVER", help="The learned observer to train.", show_default=False),
         background: Path = typer.Argument(..., help="Background episodes: a folder (searched recursively) or a manifest.csv."),
-        out: Path = out_option(f"{CHECKPOINT} (state dict + JSON config, loads with weights_only) and provenance.json"),
+        out: Path = out_option(f"{CHECKPOINT} (state dict + JSON config, loads with weights_only), checkpoint.log.json (epoch times) and provenance.json"),
         config: Path = typer.Option(None, "--config", help="TOML config, e.g. baselines/bc-rnn.toml (default: built-in defaults).", show_default=False),
         epochs: int = typer.Option(None, "--epochs", min=1, help="Override [train] epochs (default: the config's).", show_default=False),
         max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use N episodes spread evenly over the id-sorted set (0 = all; default: the config's).", show_default=False),

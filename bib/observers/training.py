@@ -22,7 +22,7 @@ import torch
 from bib.episode import Episode, load_episode
 from bib.errors import BibInputError
 from bib.evaluation import find_episodes
-from bib.io import ensure_dir
+from bib.io import atomic_write_text, ensure_dir
 from bib.observers.encoders import Batch, collate
 from bib.observers.learned import LearnedObserver, TrainConfig, config_from_dict, learned_class, torch_threads
 from bib.progress import track
@@ -211,6 +211,8 @@ def run_training(
                 {"epoch": epoch, "train_loss": train_loss, "val_loss": val, "seconds": seconds, "batches": n_batches}
             )
             log(f"epoch {epoch}/{cfg.epochs}: train loss {train_loss:.4f}, validation loss {val:.4f} ({seconds:.1f} s)")
+            if out is not None:
+                write_log(out, report)
             if val < report.best_val_loss:
                 report.best_epoch, report.best_val_loss = epoch, val
                 best_state = copy.deepcopy(net.state_dict())
@@ -223,14 +225,37 @@ def run_training(
     return report
 
 
+CLOCKED = ("seconds",)
+"""History fields measured by the clock: they go to the log (:func:`log_path`), never into the
+checkpoint, so the same seed gives the same checkpoint bytes."""
+
+
 def _metrics(report: TrainReport) -> dict[str, Any]:
+    """What the checkpoint's config records of the run: no wall-clock field (:data:`CLOCKED`)."""
     return {
         "n_train": report.n_train,
         "n_val": report.n_val,
         "best_epoch": report.best_epoch,
         "best_val_loss": report.best_val_loss,
-        "history": [dict(h) for h in report.history],
+        "history": [{k: v for k, v in h.items() if k not in CLOCKED} for h in report.history],
     }
+
+
+def log_path(checkpoint: str | Path) -> Path:
+    """The training log beside ``checkpoint`` (``checkpoint.pt`` -> ``checkpoint.log.json``)."""
+    return Path(checkpoint).with_suffix(".log.json")
+
+
+def write_log(checkpoint: str | Path, report: TrainReport) -> None:
+    """Write the run's whole history, epoch timings included, to :func:`log_path` (atomically; JSON
+    null for the untrained epoch's NaN training loss)."""
+    import json
+    import math
+
+    history = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in h.items()} for h in report.history]
+    doc = {"n_train": report.n_train, "n_val": report.n_val, "best_epoch": report.best_epoch,
+           "best_val_loss": report.best_val_loss, "history": history}
+    atomic_write_text(log_path(checkpoint), json.dumps(doc, indent=2) + "\n")
 
 
 def fit_episodes(observer: LearnedObserver, episodes: Sequence[Episode], cfg: TrainConfig,
