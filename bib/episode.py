@@ -235,12 +235,16 @@ def episode_to_dict(ep: Episode) -> dict[str, Any]:
     }
 
 
-def dumps(ep: Episode) -> str:
+def dumps(ep: Episode, omit: tuple[str, ...] = ()) -> str:
     """Canonical JSON text of an episode: one trial per line, so diffs stay readable.
 
-    The same episode always gives the same bytes.
+    The same episode always gives the same bytes. ``omit``: top-level fields left out (a blind
+    episode, :mod:`bib.stimuli.blind`, omits ``pair_id``, ``outcome``, ``seed`` and ``generator``;
+    they read back as None, ``none``, 0 and ``unknown``).
     """
     d = episode_to_dict(ep)
+    for key in omit:
+        d.pop(key, None)
     trials = d.pop("trials")
     head = json.dumps(d, separators=(", ", ": "))[:-1]
     body = ",\n  ".join(json.dumps(t, separators=(",", ":")) for t in trials)
@@ -444,7 +448,7 @@ def episode_from_dict(d: Any, source: str = "<episode>", trial_texts: list[str] 
         raise r.fail("grid", f"size must be positive, got {width} x {height}")
     if moves not in (4, 8):
         raise r.fail("grid.moves", f"expected 4 or 8, got {moves}")
-    outcome = r.get(d, "outcome", "", str)
+    outcome = r.get(d, "outcome", "", str, optional=True) or "none"
     if outcome not in OUTCOMES:
         raise r.fail("outcome", f"expected one of {', '.join(OUTCOMES)}, got {outcome!r}")
     trials_raw = r.get(d, "trials", "", list)
@@ -468,7 +472,7 @@ def episode_from_dict(d: Any, source: str = "<episode>", trial_texts: list[str] 
         task=r.get(d, "task", "", str),
         condition=r.get(d, "condition", "", str),
         outcome=outcome,
-        seed=r.get(d, "seed", "", int),
+        seed=r.get(d, "seed", "", int, optional=True) or 0,
         width=width,
         height=height,
         trials=trials,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from bib.episode import Episode
+from bib.episode import Episode, dumps
+from bib.stimuli.blind import blind_episode, shuffled
 
 
 @runtime_checkable
@@ -53,24 +55,44 @@ class BaseObserver:
 
 
 def surprise_many(observer: Observer, episodes: Sequence[Episode]) -> list[np.ndarray]:
-    """Per-step surprise of each episode, using the observer's batched method when it has one.
+    """Per-step surprise of each episode, in the order of ``episodes``; the observer is handed only their
+    blind view (:func:`bib.stimuli.blind.blind_episode`, secret: the SHA-256 of each episode's JSON text),
+    in a shuffled order (:func:`surprise_of_views`).
 
     Raises:
         ValueError: when an observer returns the wrong number of values or non-finite ones.
     """
+    views = [blind_episode(ep, hashlib.sha256(dumps(ep).encode("utf-8")).digest()) for ep in episodes]
+    return surprise_of_views(observer, views, [ep.id for ep in episodes])
+
+
+def surprise_of_views(observer: Observer, views: Sequence[Episode], names: Sequence[str]) -> list[np.ndarray]:
+    """Per-step surprise of blind episodes (``names``: their real ids, for errors), in the order of ``views``.
+
+    The observer gets them in the order of :func:`bib.stimuli.blind.shuffled`, through its batched
+    ``surprise_many`` when it has one; the results are put back in the order of ``views``.
+
+    Raises:
+        ValueError: when an observer returns the wrong number of values or non-finite ones.
+    """
+    order = shuffled(views)
+    handed = [views[i] for i in order]
     batched = getattr(observer, "surprise_many", None)
-    out = list(batched(episodes)) if callable(batched) else [observer.surprise(ep) for ep in episodes]
-    if len(out) != len(episodes):
-        raise ValueError(f"observer {observer.name!r} returned {len(out)} results for {len(episodes)} episodes")
+    got = list(batched(handed)) if callable(batched) else [observer.surprise(ep) for ep in handed]
+    if len(got) != len(views):
+        raise ValueError(f"observer {observer.name!r} returned {len(got)} results for {len(views)} episodes")
+    out: list[object] = [None] * len(views)
+    for k, i in enumerate(order):
+        out[i] = got[k]
     checked = []
-    for ep, s in zip(episodes, out):
+    for ep, name, s in zip(views, names, out):
         arr = np.asarray(s, dtype=np.float64).reshape(-1)
         if arr.shape[0] != ep.test.n_steps:
             raise ValueError(
-                f"observer {observer.name!r} gave {arr.shape[0]} surprise values for episode {ep.id}, "
+                f"observer {observer.name!r} gave {arr.shape[0]} surprise values for episode {name}, "
                 f"whose test trial has {ep.test.n_steps} steps"
             )
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"observer {observer.name!r} gave a non-finite surprise for episode {ep.id}")
+            raise ValueError(f"observer {observer.name!r} gave a non-finite surprise for episode {name}")
         checked.append(arr)
     return checked

@@ -15,13 +15,13 @@ import numpy as np
 
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes, readout, steps_path, write_results, write_steps
-from bib.observers.base import Observer, surprise_many
+from bib.observers.base import Observer, surprise_of_views
 from bib.observers.registry import make_observer
 from bib.results import Result, markdown_table
-from bib.stimuli.check import load_checked
+from bib.stimuli.blind import load_blind
 
 CHUNK = 32
-"""Episodes per work item (pairs stay together: refs are sorted by id, so a pair is adjacent)."""
+"""Episodes per work item (refs are sorted by id; the observer gets each chunk's blind views shuffled)."""
 
 _OBSERVERS: dict[str, Observer] = {}
 
@@ -39,16 +39,16 @@ def _cached_observer(name: str, checkpoint: str | None, config: Mapping[str, Any
 
 
 def _score_chunk(item: tuple[str, str | None, dict[str, Any], list[tuple[str, str]]]) -> list[tuple[str, np.ndarray]]:
-    """Worker: load a chunk of episodes and return ``[(episode id, per-step surprise)]``."""
+    """Worker: load a chunk of episodes and return ``[(episode id, per-step surprise)]``.
+
+    The observer sees only the episodes' blind views (:func:`bib.stimuli.blind.load_blind`), in a
+    shuffled order (:func:`bib.observers.base.surprise_of_views`).
+    """
     name, checkpoint, config, chunk = item
     observer = _cached_observer(name, checkpoint, config)
-    episodes = []
-    for eid, path in chunk:
-        ep = load_checked(path)
-        if ep.id != eid:
-            raise BibInputError(f"{path}: episode id is {ep.id!r}, but the manifest says {eid!r}")
-        episodes.append(ep)
-    return [(ep.id, s) for ep, s in zip(episodes, surprise_many(observer, episodes))]
+    views = [load_blind(path, eid) for eid, path in chunk]
+    ids = [eid for eid, _ in chunk]
+    return list(zip(ids, surprise_of_views(observer, views, ids)))
 
 
 def check_observer(name: str, checkpoint: str | os.PathLike[str] | None = None,

@@ -104,9 +104,11 @@ def _json_ref(path: Path) -> EpisodeRef:
         raise BibInputError(f"{path}: cannot read episode ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != "bib.episode/1":
         raise BibInputError(f"{path}: not a bib.episode/1 file")
-    for key in ("id", "condition", "outcome"):
+    for key in ("id", "condition"):
         if not isinstance(data.get(key), str):
             raise BibInputError(f"{path}: field '{key}': missing or not a string")
+    if not isinstance(data.setdefault("outcome", "none"), str):  # a blind episode has none
+        raise BibInputError(f"{path}: field 'outcome': not a string")
     difficulty = data.get("difficulty")
     if difficulty is not None and (isinstance(difficulty, bool) or not isinstance(difficulty, (int, float))
                                    or not math.isfinite(difficulty)):
