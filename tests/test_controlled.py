@@ -17,7 +17,7 @@ from bib.observers.heuristics import ClosestObjectObserver
 from bib.stimuli.build import build, build_spec
 from bib.stimuli.manifest import read_manifest
 from bib.stimuli.spec import parse_spec
-from bib.tasks import REGISTRY, make_unit
+from bib.tasks import REGISTRY, make_unit, validate_pair
 from bib.tasks.difficulty import excess_cost
 from bib.tasks.options import AgentModel, TaskOptions
 from bib.tasks.registry import design_group, design_slot
@@ -660,3 +660,62 @@ def test_cli_refuses_bad_controlled_options_in_one_line_exit_2_nothing_written(t
     err = captured.err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("bib: error: ") and message in err, err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- efficiency-irrational: barrier presence apart from rationality (issue 26)
+
+
+def _elsewhere_pairs(groups: int = 8, seed: int = 21):
+    opts = TaskOptions(agent=NOISY, variants=("", "barrier-elsewhere"), difficulty=(0.5, 1.5, 2.5, 4.0, 8.0))
+    return pairs(group_episodes("efficiency-irrational", opts, groups, seed=seed))
+
+
+def test_barrier_elsewhere_puts_wall_counting_at_chance_and_keeps_the_needed_detour_deciding():
+    from bib.observers.inverse_planning import InversePlanner
+    from bib.observers.shortcuts import FEATURES
+    from bib.tasks.efficiency import inner_walls, without_inner_walls
+    from bib.world.keylock import is_optimal_path, optimal_cost
+
+    walls = FEATURES["familiarization-inner-walls"].compute
+    ps = _elsewhere_pairs()
+    kinds = sorted(u.variant for _, u in ps)
+    assert kinds == [""] * 4 + ["barrier-elsewhere"] * 4  # one block (cycle 2 * 2 * 4 = 16 > 8: a sample)
+    for e, u in ps:
+        assert _problems(e, u) == []
+        fam_e, fam_u = e.familiarization, u.familiarization
+        if u.variant == "barrier-elsewhere":  # the wall is in the irrational (expected) familiarization only
+            assert all(inner_walls(t.layout) == inner_walls(fam_e[0].layout) != frozenset() for t in fam_e)
+            assert not any(inner_walls(t.layout) for t in fam_u)
+            for t in fam_e:  # out of the way: the shortest route costs what it costs without it; the path is not one
+                obj = t.layout.object("A").cell
+                assert optimal_cost(t.layout, obj) == pytest.approx(optimal_cost(without_inner_walls(t.layout), obj))
+                assert not is_optimal_path(t.layout, t.path)
+            assert walls(e) > walls(u)
+        else:
+            assert walls(u) > walls(e)
+    assert accuracy([ep for p in ps for ep in p], walls) == 0.5
+    ip = InversePlanner()
+    assert accuracy([ep for p in ps for ep in p], lambda ep: float(ip.surprise(ep).max())) == 1.0
+
+
+def test_barrier_elsewhere_rules_refuse_a_barrier_in_the_way_or_in_the_rational_familiarization():
+    from dataclasses import replace
+
+    from bib.tasks import validate_episode
+
+    ps = _elsewhere_pairs(4, seed=22)
+    e, u = next(p for p in ps if p[1].variant == "barrier-elsewhere")
+    _, bib_u = next(p for p in ps if p[1].variant == "")
+    # BIB's rational familiarization (the barrier forces the curves) offered as barrier-elsewhere's irrational one
+    in_way = replace(bib_u, variant="barrier-elsewhere", outcome="expected")
+    assert "barrier-elsewhere: the barrier stands in the agent's way" in _messages(validate_episode(in_way))
+    walled_u = replace(u, trials=(*[replace(t, layout=f.layout) for t, f in zip(u.familiarization, e.familiarization)],
+                                  u.test))
+    assert "barrier-elsewhere: the rational familiarization shows a barrier" in _problems(e, walled_u)
+    fam = list(e.familiarization)
+    fam[3] = replace(fam[3], layout=u.familiarization[3].layout)
+    assert "barrier-elsewhere: the same barrier in every familiarization trial" in _problems(
+        replace(e, trials=(*fam, e.test)), u)
+    moved = replace(u.familiarization[0].layout, agents=(replace(u.familiarization[0].agent, home=(1, 1)),))
+    other = replace(u, trials=(replace(u.familiarization[0], layout=moved), *u.trials[1:]))
+    assert "familiarization layouts differ in more than the expected one's barrier" in _messages(validate_pair(e, other))

@@ -258,6 +258,8 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
         else:
             raise LayoutRejected("no irrational test path in the difficulty bin")
         test = make_trial(open_, path, "A", "test")
+        if variant == "barrier-elsewhere":
+            return finish_group(unit, [_elsewhere_draft(rng, walker, fam, test)], walker.beta)
         irrational = [make_trial(without_inner_walls(t.layout), t.path, "A") for t in fam]
         return finish_group(unit, [PairDraft(irrational, test, fam, test, variant)], walker.beta)
     if condition == "efficiency-path":
@@ -268,6 +270,37 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
                 "new-goal": lambda *a: _time_tests(*a, new_goal=True)}[variant]
     test_e, test_u = make(rng, walker, fam, bin_)
     return finish_group(unit, [PairDraft(fam, test_e, fam, test_u, variant)], walker.beta)
+
+
+def _elsewhere_draft(rng, walker: Walker, fam: list[Trial], test: Trial) -> PairDraft:
+    """efficiency-irrational's ``barrier-elsewhere`` pair: barrier presence and rationality come apart.
+
+    The expected (irrational) familiarization keeps the rational agent's curved paths ``fam`` but shows
+    the barrier translated out of their way (the same cells, in every trial; off every path, home and
+    object; the shortest route to the object costs what it costs with no barrier at all), so every
+    curve is a detour nothing needed. The unexpected (rational) familiarization shows the same
+    (home, object) layouts with no barrier and the agent's own walks. So the familiarization with the
+    barrier is the expected one here and the unexpected one in BIB's design: counting walls decides
+    nothing once both designs are in a set, while "was that detour needed?" still does.
+    """
+    barrier = inner_walls(fam[0].layout)
+    inside = frozenset(interior_cells(fam[0].layout))
+    taken = {c for t in fam for c in t.path}
+    shifts = [(dx, dy) for dx in range(-7, 8) for dy in range(-7, 8) if (dx, dy) != (0, 0)]
+    for c in rng.permutation(len(shifts)):
+        dx, dy = shifts[int(c)]
+        moved = frozenset((x + dx, y + dy) for x, y in barrier)
+        if not moved <= inside or moved & taken:
+            continue
+        walls = border_walls(GRID, GRID) | moved
+        layouts = [replace(t.layout, walls=walls) for t in fam]
+        if all(legal_path(lay, t.path) and abs(optimal_cost(lay, lay.object("A").cell) - optimal_cost(without_inner_walls(lay), lay.object("A").cell))
+               < TOL and not is_optimal_path(lay, t.path) for lay, t in zip(layouts, fam)):
+            irrational = [make_trial(lay, t.path, "A") for lay, t in zip(layouts, fam)]
+            open_ = [without_inner_walls(t.layout) for t in fam]
+            rational = [make_trial(lay, walker.walk(lay, "A", fallback=True), "A") for lay in open_]
+            return PairDraft(irrational, test, rational, test, "barrier-elsewhere")
+    raise LayoutRejected("no place for the barrier out of the irrational agent's way")
 
 
 def interior_cells(layout: Layout) -> list[Cell]:
@@ -659,9 +692,44 @@ def _efficiency_time_rule(ep: Episode) -> list[Problem]:
     return []
 
 
+def _check_barrier_elsewhere(ep: Episode) -> list[Problem]:
+    """``barrier-elsewhere``'s irrational familiarization: the same barrier in every trial, out of the
+    agent's way (the shortest route costs what it costs without it), and paths to A that are not shortest."""
+    out = []
+    barrier = inner_walls(ep.trials[0].layout)
+    for i, t in enumerate(ep.familiarization):
+        obj = t.layout.object("A").cell if t.goal == "A" else None
+        if not barrier or inner_walls(t.layout) != barrier:
+            out.append(Problem(ep.id, "barrier-elsewhere: the same barrier in every familiarization trial", i))
+        elif obj is None:
+            out.append(Problem(ep.id, f"goal is {t.goal!r}, expected 'A'", i))
+        elif optimal_cost(t.layout, obj) > optimal_cost(without_inner_walls(t.layout), obj) + TOL:
+            out.append(Problem(ep.id, "barrier-elsewhere: the barrier stands in the agent's way", i))
+        elif is_optimal_path(t.layout, t.path):
+            out.append(Problem(ep.id, "irrational familiarization path is a shortest path", i))
+    return out
+
+
+def _check_open_familiarization(ep: Episode) -> list[Problem]:
+    """``barrier-elsewhere``'s rational familiarization: no barrier; paths to A (shortest for the noise-free agent)."""
+    out = []
+    for i, t in enumerate(ep.familiarization):
+        if inner_walls(t.layout):
+            out.append(Problem(ep.id, "barrier-elsewhere: the rational familiarization shows a barrier", i))
+        elif t.goal != "A":
+            out.append(Problem(ep.id, f"goal is {t.goal!r}, expected 'A'", i))
+        elif ep.beta is None and not is_optimal_path(t.layout, t.path):
+            out.append(Problem(ep.id, "familiarization path is not a shortest path", i))
+    return out
+
+
 def _efficiency_irrational_rule(ep: Episode) -> list[Problem]:
-    """Expected: irrational familiarization; unexpected: rational; both: a curved test path."""
-    check = _check_irrational_familiarization if ep.outcome == "expected" else _check_rational_familiarization
+    """Expected: irrational familiarization; unexpected: rational; both: a curved test path.
+    ``barrier-elsewhere``: the barrier out of the irrational agent's way, none in the rational familiarization."""
+    if _variant(ep) == "barrier-elsewhere":
+        check = _check_barrier_elsewhere if ep.outcome == "expected" else _check_open_familiarization
+    else:
+        check = _check_irrational_familiarization if ep.outcome == "expected" else _check_rational_familiarization
     out = check(ep) + _check_open_test(ep)
     if not out and is_optimal_path(ep.test.layout, ep.test.path):
         out.append(Problem(ep.id, "test path is a shortest path, expected a curved one", len(ep.trials) - 1))
@@ -719,9 +787,15 @@ def _time_pair_rule(e: Episode, u: Episode) -> list[Problem]:
 
 
 def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
-    """Same test trial; familiarization = the same paths, with (unexpected) and without (expected) the barrier."""
+    """Same test trial; familiarization = the same paths, with (unexpected) and without (expected) the barrier.
+    ``barrier-elsewhere``: the same (home, object) layouts, the barrier (out of the way) only in the expected one."""
     if e.test != u.test:
         return [Problem(u.id, "test trial differs from the expected episode's", len(u.trials) - 1)]
+    if _variant(e) == "barrier-elsewhere":
+        for i, (a, b) in enumerate(zip(e.familiarization, u.familiarization)):
+            if without_inner_walls(a.layout) != b.layout:
+                return [Problem(u.id, "familiarization layouts differ in more than the expected one's barrier", i)]
+        return []
     for i, (a, b) in enumerate(zip(e.familiarization, u.familiarization)):
         if a.path != b.path or a.layout != without_inner_walls(b.layout):
             return [Problem(u.id, "familiarization is not the expected one's with the barrier added", i)]
@@ -754,4 +828,5 @@ register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficien
                       ("novelty", "the familiarization's barrier (what the test looks unlike) is the condition's "
                                   "manipulation"),
                   ),
-                  controls=Controls(graded=True, boltzmann=True), difficulty=lambda e, u: excess_cost(u.test)))
+                  controls=Controls(variants=("", "barrier-elsewhere"), graded=True, boltzmann=True),
+                  difficulty=lambda e, u: excess_cost(u.test)))
