@@ -104,7 +104,7 @@ def bench_experiment(root_folder: Path) -> dict[str, float]:
     from bib.experiment.build import looking_time
     from bib.report import browser
 
-    crit = Criteria(lookaway=1.0, max_trial=4.0, min_on=0.2)
+    crit = Criteria(lookaway=1.0, max_trial=4.0, min_on=0.2, play_through=False, measure_from="start")
     study = root_folder / "study"
     build_experiment(build_tiny_set(root_folder), study, crit, command="bib experiment tiny --out study")
     downloads = root_folder / "downloads"

@@ -16,23 +16,39 @@ from pathlib import Path
 
 import pytest
 
+from bib.experiment import Criteria
 from bib.report import browser
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=f"no browser: {browser.missing()}")
 
 LOOKAWAY, MAX_TRIAL, MIN_ON = 2.0, 10.0, 1.0
+OLD_RULE = Criteria(LOOKAWAY, MAX_TRIAL, MIN_ON, play_through=False, measure_from="start")
+MIN_TRIAL = 6.0
+TIMED = Criteria(LOOKAWAY, MAX_TRIAL, MIN_ON, min_trial=MIN_TRIAL, play_through=True, measure_from="outcome")
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from browser_sets import tiny_set
 
-    from bib.experiment import Criteria, build_experiment
+    from bib.experiment import build_experiment
 
     folder = tmp_path_factory.mktemp("experiment")
     root = tiny_set(tmp_path_factory)
     out = folder / "study"
-    build_experiment(root, out, Criteria(LOOKAWAY, MAX_TRIAL, MIN_ON), command="bib experiment tiny --out study")
+    build_experiment(root, out, OLD_RULE, command="bib experiment tiny --out study")
+    return out
+
+
+@pytest.fixture(scope="module")
+def timed_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny set's study with play-through, looking from the outcome frame and a minimum trial length."""
+    from browser_sets import tiny_set
+
+    from bib.experiment import build_experiment
+
+    out = tmp_path_factory.mktemp("experiment") / "timed"
+    build_experiment(tiny_set(tmp_path_factory), out, TIMED, command="bib experiment tiny --out timed")
     return out
 
 
@@ -155,7 +171,6 @@ def run_session(driver, study: Path, pid: str) -> tuple[list[dict[str, str]], li
 
 def test_looking_times_match_the_schedule_exactly(driver, study: Path) -> None:  # noqa: ANN001
     from bib.analysis.schema import COLUMNS
-    from bib.experiment import Criteria
     from bib.experiment.build import looking_time
 
     trials, looks = run_session(driver, study, "p01")
@@ -167,7 +182,7 @@ def test_looking_times_match_the_schedule_exactly(driver, study: Path) -> None: 
         assert float(r["looking_time_s"]) == pytest.approx(lt, abs=5e-4), r
         assert float(r["trial_duration_s"]) == pytest.approx(duration, abs=5e-4), r
         assert r["end_reason"] == reason
-        assert looking_time([(0.0, "on"), *schedule], Criteria(LOOKAWAY, MAX_TRIAL, MIN_ON)) == pytest.approx((lt, duration, reason))
+        assert looking_time([(0.0, "on"), *schedule], OLD_RULE) == pytest.approx((lt, duration, reason))
     # the hand-checked first trial: 1.234 s + 2.5 s, ended 2 s after the look-away at 4.5 s
     assert trials[0]["looking_time_s"] == "3.734" and trials[0]["trial_duration_s"] == "6.500"
     assert trials[2]["looking_time_s"] == "10.000" and trials[2]["end_reason"] == "max_trial"
@@ -290,3 +305,67 @@ def test_no_console_errors_and_the_video_plays(driver, study: Path) -> None:  # 
     key(driver, "space", False)
     assert state is not None and state[0] >= 2 and state[1] > 0 and state[2] > 0 and not state[4], state
     assert browser.console_errors(driver) == []
+
+
+def expected_timed(schedule: list[tuple[float, str]], video_s: float, outcome_s: float) -> tuple[float, float, str]:
+    """The play-through / outcome rule on a schedule, written out by hand: looks count after the outcome,
+    look-aways after the video's end, no end before MIN_TRIAL."""
+    arm = max(outcome_s, video_s)
+    looking, on_since, off_since, total = True, 0.0, None, 0.0
+    for t, kind in schedule + [(1e9, "eof")]:
+        if not looking and total >= MIN_ON:
+            end = max(max(off_since, arm) + LOOKAWAY, MIN_TRIAL)
+            if end <= min(t, MAX_TRIAL):
+                return round(total, 6), end, "lookaway" if max(off_since, arm) + LOOKAWAY >= MIN_TRIAL else "min_trial"
+        if t >= MAX_TRIAL:
+            return round(total + (max(0.0, MAX_TRIAL - max(on_since, outcome_s)) if looking else 0), 6), MAX_TRIAL, "max_trial"
+        if kind == "on" and not looking:
+            looking, on_since = True, t
+        elif kind == "off" and looking:
+            looking, off_since, total = False, t, total + max(0.0, t - max(on_since, outcome_s))
+    raise AssertionError
+
+
+def timed_schedule(position: int, v: float, o: float) -> list[tuple[float, str]]:
+    """Trial shapes relative to the outcome o and the video's end v (tiny set: o 1.1-1.3 s, v 1.5-1.7 s)."""
+    shapes = [
+        [(o - 0.5, "off"), (o + 0.2, "on"), (v + 3.0, "off")],              # away across the outcome; ends by look-away
+        [(v - 0.1, "off"), (v + 0.5, "on"), (v + 1.5, "off")],              # criterion met at v + 3.5 < 6 s: min_trial
+        [],                                                                 # looks to the maximum
+        [(o + 1.2, "off"), (5.0, "on"), (5.5, "off")],                      # back before 6 s; ends 2 s after 5.5
+        [(0.5, "off"), (1.0, "on"), (1.5, "off")],                          # 0.2 s after the outcome < min-on: max
+    ]
+    return shapes[(position - 1) % len(shapes)]
+
+
+def test_play_through_and_outcome_timing_whole_order(driver, timed_study: Path) -> None:  # noqa: ANN001
+    """A whole order, headless, with play-through, looking from the outcome frame and a 6 s minimum trial:
+    the saved looking times equal the key presses' looking after the outcome (the rule written out
+    above and bib's looking_time) to the millisecond, so well within one frame (40 ms)."""
+    from bib.experiment.build import looking_time
+
+    open_study(driver, timed_study)
+    start(driver, "p05", order=3)
+    t, shown = 5000.0, []
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        row = driver.execute_script("var s = window.bibExperiment.session(); return window.BIB_STUDY.orders[s.order][s.next]")
+        schedule = timed_schedule(row["position"], row["video_s"], row["outcome_s"])
+        shown.append((row, schedule))
+        t = run_trial(driver, t, schedule)
+    text = wait_file(driver.downloads, "tiny-study_p05_trials.csv")
+    from test_report import trials_header_in_docs
+
+    assert text.split("\n", 1)[0].split(",") == trials_header_in_docs()  # the saved file's header, as docs/experiment.md gives it
+    trials = rows_of(text)
+    assert len(trials) == len(shown) == 20 and {r["order"] for r in trials} == {"3"}
+    reasons = set()
+    for r, (row, schedule) in zip(trials, shown):
+        lt, duration, reason = expected_timed(schedule, row["video_s"], row["outcome_s"])
+        assert abs(float(r["looking_time_s"]) - lt) <= 5e-4 and abs(float(r["trial_duration_s"]) - duration) <= 5e-4, (r, lt, duration)
+        assert r["end_reason"] == reason and r["episode_id"] == row["episode_id"]
+        assert float(r["looking_from_s"]) == pytest.approx(row["outcome_s"], abs=5e-4)
+        assert float(r["video_s"]) == pytest.approx(row["video_s"], abs=5e-4)
+        got = looking_time([(0.0, "on"), *schedule], TIMED, video_s=row["video_s"], outcome_s=row["outcome_s"])
+        assert got == pytest.approx((lt, duration, reason), abs=1e-9)
+        reasons.add(reason)
+    assert reasons == {"lookaway", "min_trial", "max_trial"}

@@ -163,7 +163,8 @@ def test_orders_csv_is_counterbalanced(tmp_path: Path) -> None:
     rows = _orders(summary.out / "orders.csv")
     n_orders = quick.orders.n_orders
     assert list(rows[0]) == ["order", "position", "task", "pair_id", "phase", "trial", "outcome", "test_position",
-                             "episode_id", "video_path"]
+                             "episode_id", "video_path", "fps", "video_frames", "outcome_frame"]
+    assert {r["fps"] + r["video_frames"] + r["outcome_frame"] for r in rows} == {""}  # no per-trial videos: no timing
     tests = [r for r in rows if r["phase"] == "test"]
     pairs = sorted({r["pair_id"] for r in tests})
     assert len(pairs) == 4
@@ -228,6 +229,40 @@ def test_infant_pilot_with_videos(tmp_path: Path) -> None:
         assert (summary.out / r["video_path"]).is_file()
     cap = cv2.VideoCapture(str(summary.out / rows[0]["video_path"]))
     assert (cap.get(cv2.CAP_PROP_FRAME_WIDTH), cap.get(cv2.CAP_PROP_FRAME_HEIGHT), round(cap.get(cv2.CAP_PROP_FPS))) == (1280, 720, 30)
+
+
+def test_orders_record_each_trial_videos_outcome_frame(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """orders.csv's fps, video_frames and outcome_frame describe the per-trial videos: the video has
+    that many frames, and outcome_frame is the first with the final picture (the agent at its goal)."""
+    import cv2
+    import numpy as np
+    from browser_sets import tiny_set
+
+    from bib.episode import load_episode
+    from bib.render.frames import trial_frames
+
+    root = tiny_set(tmp_path_factory)
+    settings = load_spec(root / "spec.toml").render.settings()
+    rows = _orders(root / "orders.csv")
+    seen = set()
+    for r in rows:
+        if r["video_path"] in seen:
+            continue
+        seen.add(r["video_path"])
+        k = int(r["outcome_frame"])
+        drawn = list(trial_frames(load_episode(root / "episodes" / f"{r['episode_id']}.json").trials[int(r["trial"])], settings))
+        assert len(drawn) == int(r["video_frames"])
+        assert all(np.array_equal(f, drawn[-1]) for f in drawn[k:]) and not np.array_equal(drawn[k - 1], drawn[-1]), r
+        cap = cv2.VideoCapture(str(root / r["video_path"]))
+        frames = []
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            frames.append(frame.astype(np.int16))
+        assert int(r["fps"]) == 10 and len(frames) == int(r["video_frames"]), r
+        assert np.abs(frames[k] - frames[-1]).mean() < 0.5, r  # the outcome picture, held to the end (H.264: near-equal)
+    assert len(seen) == 20
 
 
 def test_dask_scheduler_gives_the_same_bytes(tmp_path: Path) -> None:

@@ -271,7 +271,16 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
     assert done.value.code in (None, 0)
     assert sorted(p.name for p in out.iterdir()) == ["experiment.css", "experiment.js", "index.html", "provenance.json", "study.js", "videos"]
     study = json.loads((out / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
-    assert study["columns"] == list(COLUMNS) and study["criteria"] == {"lookaway": 1.5, "max_trial": 60.0, "min_on": 1.0}
+    assert study["columns"] == list(COLUMNS) and study["criteria"] == {
+        "lookaway": 1.5, "max_trial": 60.0, "min_on": 2.0, "min_trial": 0.0, "play_through": True, "measure_from": "outcome"}
+    # every trial carries its video's length and outcome time, from the set's orders.csv
+    from bib.stimuli.orders import read_orders
+
+    timing = {(int(r["order"]), int(r["position"])): r for r in read_orders(inputs["set"])}
+    for order, trials in study["orders"].items():
+        for t in trials:
+            row = timing[(int(order), t["position"])]
+            assert t["video_s"] == int(row["video_frames"]) / int(row["fps"]) and t["outcome_s"] == int(row["outcome_frame"]) / int(row["fps"])
     assert study["lab"] == "babylab" and sorted(study["orders"]) == ["1", "2", "3", "4"]
     assert all(len(t) == 20 for t in study["orders"].values())
     for trials in study["orders"].values():
@@ -294,13 +303,87 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
     ],
 )
 def test_looking_time_rule(events: list[tuple[float, str]], expected: tuple[float, float, str]) -> None:
-    lt, duration, reason = looking_time(events, Criteria(2.0, 10.0, 1.0))
+    lt, duration, reason = looking_time(events, Criteria(2.0, 10.0, 1.0, play_through=False, measure_from="start"),
+                                        video_s=5.6, outcome_s=4.0)
+    assert (round(lt, 9), round(duration, 9), reason) == expected
+
+
+# video 5.6 s, outcome at 4.0 s: looking counts after 4.0, look-aways after 5.6
+@pytest.mark.parametrize(
+    ("events", "min_trial", "expected"),
+    [
+        ([(0, "on"), (1.0, "off"), (2.0, "on"), (7.0, "off")], 0.0, (3.0, 9.0, "lookaway")),
+        ([(0, "on"), (3.0, "off")], 0.0, (0.0, 10.0, "max_trial")),  # every look before the outcome: nothing counts
+        ([(0, "on"), (5.0, "off")], 0.0, (1.0, 7.6, "lookaway")),  # the look-away counts from the video's end
+        ([(0, "on"), (5.0, "off")], 8.0, (1.0, 8.0, "min_trial")),  # the criterion met at 7.6, the trial lasts 8 s
+        ([(0, "on"), (5.0, "off"), (7.9, "on"), (8.5, "off")], 8.0, (1.6, 10.0, "max_trial")),  # back before 8 s
+        ([(0, "on"), (5.0, "off"), (7.0, "on"), (7.5, "off")], 8.0, (1.5, 9.5, "lookaway")),
+        ([(0, "on"), (4.5, "end")], 0.0, (0.5, 4.5, "ended")),
+        ([(0, "on")], 0.0, (6.0, 10.0, "max_trial")),
+    ],
+)
+def test_play_through_and_outcome_timing(events: list[tuple[float, str]], min_trial: float,
+                                         expected: tuple[float, float, str]) -> None:
+    c = Criteria(2.0, 10.0, 1.0, min_trial=min_trial, play_through=True, measure_from="outcome")
+    lt, duration, reason = looking_time(events, c, video_s=5.6, outcome_s=4.0)
     assert (round(lt, 9), round(duration, 9), reason) == expected
 
 
 def test_criteria_are_checked() -> None:
-    with pytest.raises(BibInputError):
+    with pytest.raises(BibInputError, match=r"lookaway = 0.0 is outside \[0.1, 60\] s"):
         Criteria(0.0, 10.0, 1.0)
+    with pytest.raises(BibInputError, match=r"min_trial \(10 s\) must be below max_trial \(10 s\)"):
+        Criteria(2.0, 10.0, 1.0, min_trial=10.0)
+    with pytest.raises(BibInputError, match=r"measure_from = 'end': expected outcome or start"):
+        Criteria(measure_from="end")
+
+
+def test_study_timing_from_spec_and_options(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The set's [study] table gives the timing; the options override it; a bad value is one line, exit 2."""
+    from bib.experiment import study_criteria
+    from bib.stimuli.spec import load_spec, spec_to_toml
+
+    timed = tmp_path / "timed"
+    shutil.copytree(inputs["set"], timed)
+    spec = (timed / "spec.toml").read_text(encoding="utf-8")
+    (timed / "spec.toml").write_text(spec + "\n[study]\nmin_trial = 3.0\nmeasure_from = \"start\"\n", encoding="utf-8")
+    assert study_criteria(timed) == Criteria(min_trial=3.0, measure_from="start")
+    assert study_criteria(timed, min_trial=None, play_through=False) == Criteria(min_trial=3.0, measure_from="start",
+                                                                                  play_through=False)
+    loaded = load_spec(timed / "spec.toml")
+    assert load_spec_text(spec_to_toml(loaded), tmp_path) == loaded  # [study] written back as read
+    out = tmp_path / "study"
+    with pytest.raises(SystemExit) as done:
+        main(["experiment", str(timed), "--out", str(out), "--no-play-through", "--max-trial", "30"])
+    assert done.value.code in (None, 0)
+    study = json.loads((out / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
+    assert study["criteria"] == {"lookaway": 2.0, "max_trial": 30.0, "min_on": 2.0, "min_trial": 3.0,
+                                 "play_through": False, "measure_from": "start"}
+    assert study["made_by"].endswith("--max-trial 30.0 --no-play-through")
+    err = _fails(["experiment", str(timed), "--out", str(tmp_path / "s2"), "--min-trial", "40", "--max-trial", "30"], capsys)
+    assert err == "bib: error: trial timing: min_trial (40 s) must be below max_trial (30 s)"
+    (timed / "spec.toml").write_text(spec + "\n[study]\nmin_trial = 90.0\n", encoding="utf-8")
+    err = _fails(["experiment", str(timed), "--out", str(tmp_path / "s3")], capsys)
+    assert err == f"bib: error: {timed / 'spec.toml'}: field 'study.min_trial': 90 s must be below study.max_trial (60 s)"
+    # a set generated before the trial timing was recorded: outcome timing needs it, the start rule does not
+    legacy = tmp_path / "legacy"
+    shutil.copytree(inputs["set"], legacy)
+    lines = (legacy / "orders.csv").read_text(encoding="utf-8").splitlines()
+    (legacy / "orders.csv").write_text("\n".join(",".join(x.split(",")[:10]) for x in lines) + "\n", encoding="utf-8")
+    err = _fails(["experiment", str(legacy), "--out", str(tmp_path / "s4")], capsys)
+    assert err.startswith(f"bib: error: {legacy / 'orders.csv'}: no trial timing (fps, video_frames, outcome_frame)")
+    with pytest.raises(SystemExit) as done:
+        main(["experiment", str(legacy), "--out", str(tmp_path / "s5"), "--no-play-through", "--measure-from", "start"])
+    assert done.value.code in (None, 0)
+    assert not (tmp_path / "s4").exists()
+
+
+def load_spec_text(text: str, folder: Path):  # noqa: ANN201
+    from bib.stimuli.spec import load_spec
+
+    path = folder / "again.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_spec(path)
 
 
 def test_long_conditions_continue_on_further_pages(tmp_path: Path) -> None:
@@ -337,3 +420,17 @@ def test_long_conditions_continue_on_further_pages(tmp_path: Path) -> None:
         main(["report", str(root), "--out", str(out), "--pairs-per-page", "5"])
     assert sorted(p.name for p in out.glob("set-five-preference*.html")) == names[:1]
     assert 'class="pager"' not in (out / names[0]).read_text(encoding="utf-8")
+
+
+def trials_header_in_docs() -> list[str]:
+    """The trials CSV header docs/experiment.md gives (the ```text block after "Its header, exactly")."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "experiment.md").read_text(encoding="utf-8")
+    block = text.split("Its header, exactly", 1)[1].split("```text\n", 1)[1].split("\n```", 1)[0]
+    return block.strip().split(",")
+
+
+def test_docs_give_the_session_files_header() -> None:
+    from bib.analysis.schema import COLUMNS
+    from bib.experiment.build import EXTRA_COLUMNS
+
+    assert trials_header_in_docs() == [*COLUMNS, *EXTRA_COLUMNS]

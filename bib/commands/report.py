@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import shlex
+from enum import Enum
 from pathlib import Path
 
 import typer
 
-from bib.commands._common import OUT_PATH
+from bib.commands._common import OUT_PATH, value
+from bib.stimuli.timing import MEASURE_FROM
+
+MeasureFrom = Enum("MeasureFrom", {m: m for m in MEASURE_FROM}, type=str)  # type: ignore[misc]
+"""``--measure-from`` choices: :data:`bib.stimuli.timing.MEASURE_FROM`."""
 
 
 def command_line(name: str, positional: list[object], options: dict[str, object], defaults: dict[str, object]) -> str:
     """The command as it was given (options at their defaults left out), for the pages it makes."""
     words = ["bib", name, *(str(p) for p in positional)]
-    for flag, value in options.items():
-        if value == defaults.get(flag):
+    for flag, given in options.items():
+        if given == defaults.get(flag):
             continue
-        words += [flag] if value is True else [flag, str(value)]
+        words += [flag] if given is True else [flag, str(given)]
     return shlex.join(words)
 
 
@@ -49,26 +54,39 @@ def register(app: typer.Typer) -> None:
     def experiment(
         stimuli: Path = typer.Argument(..., help="A stimulus set with orders.csv and per-trial videos (e.g. from stimuli/infant-pilot.toml)."),
         out: Path = typer.Option(..., "--out", **OUT_PATH, help="Study folder: index.html, experiment.js, experiment.css, study.js, videos/."),
-        lookaway: float = typer.Option(2.0, "--lookaway", min=0.1, max=60.0, show_default=True,
-                                       help="Seconds of continuous look-away that end a trial (PyHab maxOff)."),
-        max_trial: float = typer.Option(60.0, "--max-trial", min=1.0, max=600.0, show_default=True,
-                                        help="Maximum trial length in seconds (PyHab maxDur)."),
-        min_on: float = typer.Option(1.0, "--min-on", min=0.0, max=600.0, show_default=True,
-                                     help="Looking (s) a trial needs before a look-away can end it (PyHab minOn)."),
+        lookaway: float | None = typer.Option(None, "--lookaway", min=0.1, max=60.0, show_default=False,  # noqa: UP007
+                                              help="Seconds of continuous look-away that end a trial (PyHab maxOff; default: the set's [study], or 2)."),
+        max_trial: float | None = typer.Option(None, "--max-trial", min=1.0, max=600.0, show_default=False,  # noqa: UP007
+                                               help="Maximum trial length in seconds (PyHab maxDur; default: the set's [study], or 60)."),
+        min_on: float | None = typer.Option(None, "--min-on", min=0.0, max=600.0, show_default=False,  # noqa: UP007
+                                            help="Looking (s, from --measure-from) a trial needs before a look-away can end it "
+                                                 "(PyHab minOn; default: the set's [study], or 2)."),
+        min_trial: float | None = typer.Option(None, "--min-trial", min=0.0, max=600.0, show_default=False,  # noqa: UP007
+                                               help="Minimum trial length in seconds (default: the set's [study], or 0)."),
+        play_through: bool | None = typer.Option(None, "--play-through/--no-play-through", show_default=False,  # noqa: UP007
+                                                 help="A look-away counts only after the trial's video has played to its end "
+                                                      "(PyHab playThrough; default: the set's [study], or on)."),
+        measure_from: MeasureFrom | None = typer.Option(None, "--measure-from", show_default=False,  # noqa: UP007
+                                                        help="Measure looking from the video's outcome frame (the agent at its goal, "
+                                                             "recorded by bib generate) or the trial start (default: the set's [study], or outcome)."),
         lab: str = typer.Option("", "--lab", show_default=True, help="Lab id written into every row (editable in the form)."),
         practice_trials: int = typer.Option(2, "--practice-trials", min=1, max=50, show_default=True,
                                             help="Trials of order 1 that practice mode plays (nothing is saved)."),
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something other than a study."),
     ) -> None:
         """Write a browser looking-time experiment (works from file://) for a set's presentation orders."""
-        from bib.experiment import Criteria, build_experiment
+        from bib.experiment import build_experiment, study_criteria
 
-        command = command_line("experiment", [stimuli], {"--out": out, "--lookaway": lookaway, "--max-trial": max_trial,
-                                                         "--min-on": min_on, "--lab": lab, "--practice-trials": practice_trials,
-                                                         "--force": force},
-                               {"--lookaway": 2.0, "--max-trial": 60.0, "--min-on": 1.0, "--lab": "", "--practice-trials": 2,
-                                "--force": False})
-        summary = build_experiment(stimuli, out, Criteria(lookaway, max_trial, min_on), command=command,
+        timing = {"lookaway": lookaway, "max_trial": max_trial, "min_on": min_on, "min_trial": min_trial,
+                  "play_through": play_through, "measure_from": value(measure_from)}
+        criteria = study_criteria(stimuli, **timing)
+        options = {f"--{k.replace('_', '-')}": v for k, v in timing.items() if v is not None and k != "play_through"}
+        if play_through is not None:
+            options["--play-through" if play_through else "--no-play-through"] = True
+        command = command_line("experiment", [stimuli], {"--out": out, **options, "--lab": lab,
+                                                         "--practice-trials": practice_trials, "--force": force},
+                               {"--lab": "", "--practice-trials": 2, "--force": False})
+        summary = build_experiment(stimuli, out, criteria, command=command,
                                    lab=lab, practice_trials=practice_trials, force=force)
         typer.echo(f"{summary.out}/index.html: {summary.n_orders} orders of {summary.n_trials} trials, "
                    f"{summary.n_videos} videos; open it in a browser")

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from bib.experiment.build import Criteria, ExperimentSummary, build_experiment
+from bib.experiment.build import Criteria, ExperimentSummary, build_experiment, looking_time, study_criteria
 
-__all__ = ["Criteria", "ExperimentSummary", "build_experiment"]
+__all__ = ["Criteria", "ExperimentSummary", "build_experiment", "looking_time", "study_criteria"]

@@ -6,12 +6,11 @@
 ``file://``) and ``videos/`` (the per-trial videos, hard-linked or copied, never re-encoded), so the
 folder can be copied to the lab's computer as it is.
 
-The trial-ending rule is PyHab's standard one: a trial starts at the experimenter's first
-look-on key press after the attention-getter; it ends when the infant, having looked for at least
-``min_on`` seconds in total, looks away for ``lookaway`` seconds in a row (the trial ends at the
-start of that look-away plus ``lookaway``), or at ``max_trial`` seconds. Looking time is the sum of
-the looks within the trial. :func:`looking_time` is the same rule in Python (for the tests and to
-recompute looking times from the raw look log).
+The trial-ending rule and its options (play-through, looking measured from the outcome frame,
+minimum and maximum trial length, PyHab's look-away and minimum looking) are declared once in
+:mod:`bib.stimuli.timing` (:class:`Criteria`); :func:`looking_time` is the rule in Python (for the
+tests and to recompute looking times from the raw look log), ``experiment.js`` the same rule in the
+page. The set's spec may hold them (``[study]``); the command's options override it.
 """
 
 from __future__ import annotations
@@ -19,65 +18,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from bib.errors import BibInputError
 from bib.report.site import building, output_folder
+from bib.stimuli.timing import END_REASONS, Criteria, looking_time
+
+__all__ = ["END_REASONS", "Criteria", "ExperimentSummary", "build_experiment", "looking_time", "study_criteria"]
 
 #: Extra columns of the trials CSV after the canonical ones.
 EXTRA_COLUMNS = ("study", "position", "episode_id", "pair_id", "video", "trial_duration_s", "n_looks",
-                 "end_reason", "restarts", "session_date")
+                 "end_reason", "video_s", "looking_from_s", "restarts", "session_date")
 #: Columns of the raw look log.
 LOOK_COLUMNS = ("participant_id", "order", "position", "attempt", "event", "t_s", "clock_ms")
-
-
-@dataclass(frozen=True)
-class Criteria:
-    """PyHab's trial-end criteria (seconds): look-away in a row (maxOff), maximum length (maxDur),
-    minimum looking before a look-away can end the trial (minOn)."""
-
-    lookaway: float = 2.0
-    max_trial: float = 60.0
-    min_on: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not (self.lookaway > 0 and self.max_trial > 0 and self.min_on >= 0):
-            raise BibInputError(f"criteria out of range: {self}")
-
-
-def looking_time(events: Sequence[tuple[float, str]], criteria: Criteria) -> tuple[float, float, str]:
-    """Apply the trial-end rule to a trial's look events.
-
-    Args:
-        events: ``(t, "on" | "off")`` in seconds from trial start, in time order; the trial starts
-            with a look (``(0, "on")``); an extra ``(t, "end")`` marks the experimenter ending it.
-
-    Returns:
-        ``(looking time, trial duration, end reason)`` with the reason ``lookaway``, ``max_trial``
-        or ``ended``; a trial whose events stop early runs to ``max_trial`` (with the last state).
-    """
-    c = criteria
-    looking, on_since, off_since, total = True, 0.0, None, 0.0
-    for t, kind in [*events, (float("inf"), "eof")]:
-        # did the trial end before this event?
-        if not looking and off_since is not None and total >= c.min_on and off_since + c.lookaway <= min(t, c.max_trial):
-            return total, off_since + c.lookaway, "lookaway"
-        if t >= c.max_trial:
-            if looking:
-                total += c.max_trial - on_since
-            return total, c.max_trial, "max_trial"
-        if kind == "end":
-            if looking:
-                total += t - on_since
-            return total, t, "ended"
-        if kind == "on" and not looking:
-            looking, on_since = True, t
-        elif kind == "off" and looking:
-            looking, off_since = False, t
-            total += t - on_since
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @dataclass
@@ -120,7 +74,36 @@ def study_orders(root: Path) -> list[dict[str, str]]:
     return rows
 
 
-def build_experiment(stimuli: Path, out: Path, criteria: Criteria, *, command: str, lab: str = "",
+def study_criteria(stimuli: Path, **options: object) -> Criteria:
+    """The trial timing of a study of the set ``stimuli``: the defaults, then the ``[study]`` table of
+    the set's ``spec.toml`` (when it has one), then ``options`` that are not None (the CLI's).
+
+    Raises:
+        BibInputError: an out-of-range value or min_trial >= max_trial, naming where it came from.
+    """
+    from bib.stimuli.spec import load_spec
+
+    spec_path = Path(stimuli) / "spec.toml"
+    spec = load_spec(spec_path) if spec_path.is_file() else None
+    base = spec.study.criteria() if spec is not None and spec.study is not None else Criteria()
+    given = {k: v for k, v in options.items() if v is not None}
+    return replace(base, **given) if given else base
+
+
+def _trial_times(row: dict[str, str], root: Path, criteria: Criteria) -> dict[str, float]:
+    """``video_s`` and ``outcome_s`` of an order row (seconds in its video), from the orders' timing columns."""
+    from bib.stimuli.orders import ORDERS
+
+    if not row.get("fps"):
+        if criteria.needs_video_timing:
+            raise BibInputError(f"{root / ORDERS}: no trial timing (fps, video_frames, outcome_frame): the set was generated "
+                                "before bib recorded it; generate it again, or use --no-play-through --measure-from start")
+        return {"video_s": 0.0, "outcome_s": 0.0}
+    fps = int(row["fps"])
+    return {"video_s": int(row["video_frames"]) / fps, "outcome_s": int(row["outcome_frame"]) / fps}
+
+
+def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None, *, command: str, lab: str = "",
                      practice_trials: int = 2, force: bool = False) -> ExperimentSummary:
     """Check the set, then write the study into a temporary folder and move it to ``out``.
 
@@ -133,6 +116,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria, *, command: s
 
     root = Path(stimuli)
     rows = study_orders(root)
+    criteria = criteria or study_criteria(root)
     out = Path(out)
     folder = output_folder(out, "experiment", force)
     spec = load_spec(root / "spec.toml") if (root / "spec.toml").is_file() else None
@@ -144,6 +128,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria, *, command: s
         trials.setdefault(int(row["order"]), []).append({
             "position": int(row["position"]), "task": row["task"], "pair_id": row["pair_id"], "phase": row["phase"],
             "outcome": row["outcome"], "episode_id": row["episode_id"], "video": video,
+            **_trial_times(row, root, criteria),
         })
     lengths = {len(t) for t in trials.values()}
     study = {

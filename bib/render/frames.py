@@ -142,6 +142,21 @@ def frame_count(trial: Trial, settings: RenderSettings) -> int:
     return round(settings.pause_start * settings.fps) + motion_frames(trial, settings) + round(settings.pause_end * settings.fps)
 
 
+def outcome_frame(trial: Trial, settings: RenderSettings) -> int:
+    """Index of the first frame :func:`trial_frames` draws as the trial's final picture (the agent at its
+    final cell, key and barrier as at the end: the outcome of the trial); every later frame shows
+    that picture. Positions are compared as drawn (the agent's corner rounded to pixels, as
+    ``_Painter.agent_corner`` places it), the barrier's fade to 1/255."""
+    a = trial_state_arrays(trial, settings)
+    px = settings.cell_px
+    cx, cy = np.round(a.x * px), np.round(a.y * px)
+    same = ((cx == cx[-1]) & (cy == cy[-1]) & (a.carrying == a.carrying[-1])
+            & (a.before_pickup == a.before_pickup[-1]) & (np.abs(a.fade - a.fade[-1]) * 255 < 0.5))
+    changed = np.flatnonzero(~same)
+    first = int(changed[-1]) + 1 if len(changed) else 0
+    return round(settings.pause_start * settings.fps) + first
+
+
 def _fill_cells(img: np.ndarray, cells, color, px: int) -> None:
     value = np.asarray(color, dtype=np.uint8)
     for x, y in cells:

@@ -604,6 +604,6 @@ def build_spec(
     if spec.orders is not None:
         rows = read_manifest(summary.out)
         ext = CODECS[r.codec] if per_trial else None
-        orders = presentation_orders(summary.out, rows, [t.id for t in spec.tasks], spec.orders.n_orders, ext)
+        orders = presentation_orders(summary.out, rows, [t.id for t in spec.tasks], spec.orders.n_orders, ext, r.settings())
         write_orders(summary.out, orders)
     return summary

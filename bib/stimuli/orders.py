@@ -18,7 +18,10 @@ session), ``task``, ``pair_id``, ``phase`` (familiarization / test), ``trial`` (
 the episode, 0-8), ``outcome`` (expected / unexpected on test rows, empty otherwise),
 ``test_position`` (1 or 2 on test rows), ``episode_id`` and ``video_path`` (the per-trial video
 ``videos/trials/<episode>-trial<k>.<ext>`` relative to the set folder, empty when per-trial
-videos were not rendered).
+videos were not rendered), then the trial's timing in its video: ``fps``, ``video_frames`` (frames
+of the trial's video) and ``outcome_frame`` (0-based index of the first frame with the agent at its
+goal, :func:`bib.render.frames.outcome_frame`; the outcome ``bib experiment`` can measure looking
+from). Sets generated before these three columns existed are read with them empty.
 """
 
 from __future__ import annotations
@@ -29,14 +32,18 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from bib.episode import load_episode
+from bib.episode import Episode, Trial, load_episode
 from bib.errors import BibInputError
 from bib.io import atomic_write_text
+from bib.render.frames import RenderSettings, frame_count, outcome_frame
 
 ORDERS = "orders.csv"
 ORDER_COLUMNS = [
     "order", "position", "task", "pair_id", "phase", "trial", "outcome", "test_position", "episode_id", "video_path",
+    "fps", "video_frames", "outcome_frame",
 ]
+#: The columns before the trial timing was recorded (such a set's orders are read with the timing empty).
+LEGACY_COLUMNS = ORDER_COLUMNS[:10]
 
 
 def _pairs_by_task(rows: Sequence[dict[str, str]], tasks: Sequence[str]) -> dict[str, list[dict[str, dict[str, str]]]]:
@@ -53,8 +60,8 @@ def _pairs_by_task(rows: Sequence[dict[str, str]], tasks: Sequence[str]) -> dict
     return result
 
 
-def _check_shared_familiarization(root: Path, pair: dict[str, dict[str, str]]) -> int:
-    """Number of familiarization trials the two episodes share (error if they differ)."""
+def _pair_episodes(root: Path, pair: dict[str, dict[str, str]]) -> dict[str, Episode]:
+    """The pair's two episodes, checked to share their familiarization trials."""
     e = load_episode(root / pair["expected"]["episode_path"])
     u = load_episode(root / pair["unexpected"]["episode_path"])
     if e.familiarization != u.familiarization:
@@ -62,7 +69,14 @@ def _check_shared_familiarization(root: Path, pair: dict[str, dict[str, str]]) -
             f"orders: pair {e.pair_id} ({e.condition}): expected and unexpected familiarization differ, "
             "so both outcomes cannot follow one familiarization"
         )
-    return len(e.familiarization)
+    return {"expected": e, "unexpected": u}
+
+
+def trial_timing(trial: Trial, settings: RenderSettings | None) -> dict[str, object]:
+    """The ``fps``, ``video_frames`` and ``outcome_frame`` columns of a trial (empty without settings)."""
+    if settings is None:
+        return {"fps": "", "video_frames": "", "outcome_frame": ""}
+    return {"fps": settings.fps, "video_frames": frame_count(trial, settings), "outcome_frame": outcome_frame(trial, settings)}
 
 
 def presentation_orders(
@@ -71,6 +85,7 @@ def presentation_orders(
     tasks: Sequence[str],
     n_orders: int,
     trial_video_ext: str | None,
+    settings: RenderSettings | None = None,
 ) -> list[dict[str, object]]:
     """The rows of ``orders.csv`` for the manifest ``rows`` of a set in ``root``.
 
@@ -80,14 +95,16 @@ def presentation_orders(
         tasks: task ids in spec order (the order of blocks in order 1).
         n_orders: number of orders.
         trial_video_ext: extension of the per-trial videos (``.mp4``), or None when there are none.
+        settings: the set's render settings, for the trial timing columns (empty without).
     """
     base = Path(root)
     by_task = _pairs_by_task(rows, tasks)
-    n_fam = {
-        (task, i): _check_shared_familiarization(base, pair)
+    episodes = {
+        (task, i): _pair_episodes(base, pair)
         for task, pairs in by_task.items()
         for i, pair in enumerate(pairs)
     }
+    timing = settings if trial_video_ext else None
 
     def video(episode_id: str, trial: int) -> str:
         return f"videos/trials/{episode_id}-trial{trial}{trial_video_ext}" if trial_video_ext else ""
@@ -102,18 +119,20 @@ def presentation_orders(
                 second = "unexpected" if first == "expected" else "expected"
                 fam_id = pair["expected"]["episode_id"]
                 pair_id = pair["expected"]["pair_id"]
-                for k in range(n_fam[(task, p)]):
+                eps = episodes[(task, p)]
+                for k, trial in enumerate(eps["expected"].familiarization):
                     position += 1
                     out.append({"order": o + 1, "position": position, "task": task, "pair_id": pair_id,
                                 "phase": "familiarization", "trial": k, "outcome": "", "test_position": "",
-                                "episode_id": fam_id, "video_path": video(fam_id, k)})
+                                "episode_id": fam_id, "video_path": video(fam_id, k), **trial_timing(trial, timing)})
                 for t, outcome in enumerate((first, second), start=1):
                     ep_id = pair[outcome]["episode_id"]
                     k = int(pair[outcome]["n_trials"]) - 1
                     position += 1
                     out.append({"order": o + 1, "position": position, "task": task, "pair_id": pair_id,
                                 "phase": "test", "trial": k, "outcome": outcome, "test_position": t,
-                                "episode_id": ep_id, "video_path": video(ep_id, k)})
+                                "episode_id": ep_id, "video_path": video(ep_id, k),
+                                **trial_timing(eps[outcome].trials[k], timing)})
     return out
 
 
@@ -139,9 +158,9 @@ def read_orders(root: str | os.PathLike[str]) -> list[dict[str, str]]:
         return []
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        if reader.fieldnames != ORDER_COLUMNS:
+        if reader.fieldnames not in (ORDER_COLUMNS, LEGACY_COLUMNS):
             raise BibInputError(f"{path}: header {reader.fieldnames} is not the orders header {ORDER_COLUMNS}")
-        rows = list(reader)
+        rows = [{**dict.fromkeys(ORDER_COLUMNS, ""), **r} if None not in r else r for r in reader]
     for i, row in enumerate(rows, start=2):
         if None in row or not str(row.get("order", "")).isdigit() or not str(row.get("position", "")).isdigit():
             raise BibInputError(f"{path}: row {i} is incomplete (order and position must be integers)")

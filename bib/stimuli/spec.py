@@ -17,6 +17,9 @@ A spec file looks like::
     [orders]            # optional: counterbalanced presentation orders (orders.csv)
     n_orders = 4
 
+    [study]             # optional: trial timing of `bib experiment` (bib.stimuli.timing.Criteria)
+    measure_from = "outcome"
+
 Any problem (unknown field, impossible size, unknown task id) raises :class:`BibInputError` with
 one line naming the file and the field, e.g. ``stimuli/x.toml: field 'tasks[2].n': ...``.
 """
@@ -35,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from bib.errors import BibInputError
 from bib.render.frames import RenderSettings
 from bib.render.video import CODECS
+from bib.stimuli.timing import Criteria
 from bib.tasks.options import LEGACY, AgentModel, TaskOptions
 
 MAX_UNITS = 1_000_000
@@ -48,26 +52,28 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _render_fields() -> dict[str, Any]:
-    """The pydantic fields of :class:`RenderSettings`: its types, defaults, limits and choices."""
+def _dataclass_fields(cls: type) -> dict[str, Any]:
+    """The pydantic fields of a settings dataclass (:class:`RenderSettings`, :class:`Criteria`): its
+    types, defaults, ``LIMITS`` and ``CHOICES``."""
     import dataclasses
     import typing
 
-    hints = typing.get_type_hints(RenderSettings)
+    hints = typing.get_type_hints(cls)
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(RenderSettings):
+    for f in dataclasses.fields(cls):
         kind: Any = hints[f.name]
-        if f.name in RenderSettings.CHOICES:
-            kind = Literal[RenderSettings.CHOICES[f.name]]  # type: ignore[valid-type]
-        if f.name in RenderSettings.LIMITS:
-            lo, hi, closed = RenderSettings.LIMITS[f.name]
+        if f.name in cls.CHOICES:
+            kind = Literal[cls.CHOICES[f.name]]  # type: ignore[valid-type]
+        if f.name in cls.LIMITS:
+            lo, hi, closed = cls.LIMITS[f.name]
             out[f.name] = (kind, Field(f.default, **{"ge" if closed else "gt": lo}, le=hi))
         else:
             out[f.name] = (kind, f.default)
     return out
 
 
-_RenderFields = create_model("_RenderFields", __base__=_Strict, **_render_fields())
+_RenderFields = create_model("_RenderFields", __base__=_Strict, **_dataclass_fields(RenderSettings))
+_StudyFields = create_model("_StudyFields", __base__=_Strict, **_dataclass_fields(Criteria))
 
 
 class RenderSpec(_RenderFields):  # type: ignore[misc, valid-type]
@@ -111,6 +117,15 @@ class OrdersSpec(_Strict):
     n_orders: int = Field(4, ge=2, le=1000)
 
 
+class StudySpec(_StudyFields):  # type: ignore[misc, valid-type]
+    """Trial timing of the looking-time study ``bib experiment`` writes for the set (``[study]``): the
+    fields of :class:`bib.stimuli.timing.Criteria` (declared there once)."""
+
+    def criteria(self) -> Criteria:
+        """The :class:`Criteria` these fields describe (their cross-field rules checked)."""
+        return Criteria(**self.model_dump())
+
+
 class StimulusSpec(_Strict):
     """A whole stimulus set."""
 
@@ -121,6 +136,7 @@ class StimulusSpec(_Strict):
     agent: AgentSpec | None = None
     tasks: list[TaskEntry] = Field(min_length=1)
     orders: OrdersSpec | None = None
+    study: StudySpec | None = None
 
     @property
     def units(self) -> list[tuple[str, int]]:
@@ -191,6 +207,11 @@ def _check(spec: StimulusSpec, source: str) -> None:
                 f"{spec.orders.n_orders} cannot balance first outcome x task order over {len(spec.tasks)} task(s); "
                 f"use a multiple of {step}",
             )
+    if spec.study is not None:
+        if spec.orders is None:
+            raise _fail(source, "study", "trial timing needs presentation orders ([orders])")
+        if spec.study.min_trial >= spec.study.max_trial:
+            raise _fail(source, "study.min_trial", f"{spec.study.min_trial:g} s must be below study.max_trial ({spec.study.max_trial:g} s)")
 
 
 def _check_controls(spec: StimulusSpec, source: str) -> None:
@@ -313,9 +334,10 @@ def spec_to_toml(spec: StimulusSpec, note: str = "") -> str:
     for task in data["tasks"]:
         lines += ["", "[[tasks]]"]
         table({k: v for k, v in task.items() if not (k == "twins" and v is False)})
-    if data["orders"] is not None:
-        lines += ["", "[orders]"]
-        table(data["orders"])
+    for key in ("orders", "study"):
+        if data[key] is not None:
+            lines += ["", f"[{key}]"]
+            table(data[key])
     return "\n".join(lines) + "\n"
 
 

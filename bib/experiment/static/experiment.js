@@ -2,9 +2,11 @@
 //
 // The study (orders, criteria, data columns) comes from study.js (window.BIB_STUDY). The experimenter
 // holds the look key while the infant looks. A trial starts at the first look-key press after the
-// attention-getter and ends by PyHab's rule: once the infant has looked for min_on seconds in total,
-// a look-away of `lookaway` seconds in a row ends it (at the start of that look-away + lookaway);
-// otherwise it ends at max_trial seconds. Times are the key events' own timestamps (event.timeStamp,
+// attention-getter and ends by the rule of bib.stimuli.timing (docs/experiment.md): looking is measured
+// from m (the trial start, or the outcome frame of the video); look-aways count from
+// arm = max(m, the video's end with play_through); once the infant has looked for min_on seconds (after
+// m), a look-away of `lookaway` seconds in a row ends it (at its counted start + lookaway, never before
+// min_trial); otherwise it ends at max_trial seconds. Times are the key events' own timestamps (event.timeStamp,
 // the page clock), so a busy machine delays when the page notices the end, not the recorded times.
 // With ?clock=manual in the URL the page clock is set by hand (window.bibExperiment.clock.set(ms)),
 // which is how the tests drive time.
@@ -114,7 +116,9 @@
   }
   function startTrial(t) {
     var row = current();
-    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, total: 0, nLooks: 1 };
+    var m = C.measure_from === "outcome" ? row.outcome_s * 1000 : 0;
+    var arm = Math.max(m, C.play_through ? row.video_s * 1000 : 0);
+    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, total: 0, nLooks: 1, m: m, arm: arm };
     state = "trial";
     logEvent("trial_start", 0, t);
     logEvent("look_on", 0, t);
@@ -126,15 +130,21 @@
     if (played && played.catch) played.catch(function (err) { showWarning("The video did not play: " + err); });
     updateStatus();
   }
+  // The part of a look [a, b) (ms from the trial start) that counts: the part after m.
+  function seen(a, b) { return Math.max(0, b - Math.max(a, trial.m)); }
   // End the trial if the rule says it ended at or before page time t (ms).
   function settle(t) {
     if (state !== "trial" || !trial) return;
-    var rel = t - trial.t0, maxMs = C.max_trial * 1000;
-    if (!trial.looking && trial.offSince !== null && trial.total >= C.min_on * 1000 &&
-        trial.offSince + C.lookaway * 1000 <= Math.min(rel, maxMs)) {
-      endTrial(trial.offSince + C.lookaway * 1000, "lookaway", "");
-    } else if (rel >= maxMs) {
-      if (trial.looking) trial.total += maxMs - trial.onSince;
+    var rel = t - trial.t0, maxMs = C.max_trial * 1000, minMs = C.min_trial * 1000;
+    if (!trial.looking && trial.offSince !== null && trial.total >= C.min_on * 1000) {
+      var from = Math.max(trial.offSince, trial.arm), end = Math.max(from + C.lookaway * 1000, minMs);
+      if (end <= Math.min(rel, maxMs)) {
+        endTrial(end, from + C.lookaway * 1000 >= minMs ? "lookaway" : "min_trial", "");
+        return;
+      }
+    }
+    if (rel >= maxMs) {
+      if (trial.looking) trial.total += seen(trial.onSince, maxMs);
       endTrial(maxMs, "max_trial", "");
     }
   }
@@ -150,13 +160,13 @@
     settle(t);
     if (state !== "trial" || !trial.looking) return;
     var rel = t - trial.t0;
-    trial.looking = false; trial.offSince = rel; trial.total += rel - trial.onSince;
+    trial.looking = false; trial.offSince = rel; trial.total += seen(trial.onSince, rel);
     logEvent("look_off", rel, t);
     updateStatus();
   }
   function endTrial(relEnd, reason, error, last) {
     var row = trial.row;
-    if (trial.looking && reason !== "max_trial") trial.total += relEnd - trial.onSince;
+    if (trial.looking && reason !== "max_trial") trial.total += seen(trial.onSince, relEnd);
     if (trial.looking) logEvent("look_off", relEnd, trial.t0 + relEnd);
     logEvent("trial_end:" + reason, relEnd, trial.t0 + relEnd);
     var values = {
@@ -165,6 +175,7 @@
       looking_time_s: (trial.total / 1000).toFixed(3), order: session.order, trial_error: error, item: row.pair_id,
       study: S.name, position: row.position, episode_id: row.episode_id, pair_id: row.pair_id, video: row.video,
       trial_duration_s: (relEnd / 1000).toFixed(3), n_looks: trial.nLooks, end_reason: reason,
+      video_s: row.video_s.toFixed(3), looking_from_s: (trial.m / 1000).toFixed(3),
       restarts: session.attempt - 1, session_date: session.session_date
     };
     var record = {};
@@ -317,8 +328,9 @@
   function setup() {
     document.title = S.name + ": looking-time study";
     $("study-name").textContent = S.name;
-    $("criteria").textContent = "look-away " + C.lookaway + " s in a row, maximum trial " + C.max_trial +
-      " s, minimum looking " + C.min_on + " s";
+    $("criteria").textContent = "looking measured from the " + (C.measure_from === "outcome" ? "outcome frame" : "trial start") +
+      (C.play_through ? ", the event played through before a look-away counts" : "") + ", look-away " + C.lookaway +
+      " s in a row after " + C.min_on + " s of looking, trial length " + C.min_trial + "-" + C.max_trial + " s";
     var select = $("order");
     Object.keys(S.orders).forEach(function (o) {
       var opt = document.createElement("option"); opt.value = o; opt.textContent = "order " + o; select.appendChild(opt);
