@@ -134,3 +134,108 @@ def test_score_results_are_keyed_by_the_real_ids(small_set: Path, tmp_path: Path
     again = score("path-length", found, tmp_path / "r2.csv", progress=False)
     assert (tmp_path / "r.csv").read_bytes() == (tmp_path / "r2.csv").read_bytes()
     assert json.dumps(summary.to_json()["conditions"]) == json.dumps(again.to_json()["conditions"])
+
+
+# ---------------------------------------------------------------- the submission kit
+
+
+def run_cli(*argv: str) -> tuple[int, str]:
+    """``bib ARGV`` in this process: (exit code, stdout + stderr)."""
+    import contextlib
+    import io
+
+    from bib.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return code, out.getvalue() + err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def kit(small_set: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from bib.stimuli.kit import make_kit
+
+    root = tmp_path_factory.mktemp("kit")
+    make_kit(small_set, root / "kit", root / "key.csv", seed=5, progress=False)
+    return root / "kit", root / "key.csv"
+
+
+def test_kit_holds_only_blind_episodes_and_ids(small_set: Path, kit: tuple[Path, Path]) -> None:
+    folder, key = kit
+    assert sorted(p.name for p in folder.iterdir()) == ["episodes", "kit.csv"]
+    rows = (folder / "kit.csv").read_text().splitlines()
+    assert rows[0] == "episode_id,condition" and rows[1:] == sorted(rows[1:])
+    files = sorted((folder / "episodes").iterdir())
+    assert len(files) == len(rows) - 1 == 108
+    assert {f.stem for f in files} == {r.split(",")[0] for r in rows[1:]}
+    assert len({f.stat().st_size for f in files}) == 1  # padded: a size says nothing
+    real = find_episodes(small_set)
+    for f in files:
+        text = f.read_text()
+        view = loads(text)
+        assert view.id == f.stem and view.outcome == "none" and view.pair_id is None
+        for r in real.refs[:: 7]:
+            assert r.id not in text and (r.pair_id or "@@") not in text
+        assert "expected" not in text and "excess_cost" not in text
+    head = key.read_text().splitlines()[0]
+    assert head.startswith("# bib blind key ") and not (folder / key.name).exists()
+    # the same seed gives the same kit; the key maps every kit id to its real episode
+    from bib.stimuli.kit import read_key
+
+    found, fingerprint = read_key(key)
+    assert found.ids() == {f.stem for f in files} and len(fingerprint) == 16
+    assert {(r.condition, r.outcome) for r in found.refs} == {(r.condition, r.outcome) for r in real.refs}
+
+
+def test_evaluate_with_the_key_gives_the_open_sets_numbers(small_set: Path, kit: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, key = kit
+    code, out = run_cli("score", "path-length", str(folder), "--out", str(tmp_path / "rk"))
+    assert code == 0, out
+    code, out = run_cli("score", "path-length", str(small_set), "--out", str(tmp_path / "ro"))
+    assert code == 0, out
+    code, via_key = run_cli("evaluate", str(key), str(tmp_path / "rk"), "--json")
+    assert code == 0, via_key
+    code, direct = run_cli("evaluate", str(small_set), str(tmp_path / "ro"), "--json")
+    assert json.loads(via_key)["conditions"] == json.loads(direct)["conditions"]
+    # a results CSV made outside bib, over the kit's ids: a cheat reading the file's size or name sits at chance
+    for how in ("size", "name"):
+        lines = ["episode_id,surprise"]
+        for f in sorted((folder / "episodes").iterdir()):
+            lines.append(f"{f.stem},{f.stat().st_size if how == 'size' else int('u' in f.stem)}")
+        (tmp_path / f"{how}.csv").write_text("\n".join(lines) + "\n")
+        code, out = run_cli("evaluate", str(key), str(tmp_path / f"{how}.csv"), "--json")
+        assert code == 0, out
+        accs = [c["accuracy"] for c in json.loads(out)["conditions"].values()]
+        assert (set(accs) == {0.5}) if how == "size" else all(0.2 <= a <= 0.8 for a in accs)
+
+
+def test_kit_bad_input_one_line_exit_2_nothing_written(small_set: Path, kit: tuple[Path, Path], tmp_path: Path) -> None:
+    folder, key = kit
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x.txt").write_text("x")
+    cases = [
+        (["blind", str(small_set), "--out", str(full), "--key", str(tmp_path / "k.csv")], "the kit folder holds files"),
+        (["blind", str(small_set), "--out", str(tmp_path / "new"), "--key", str(tmp_path / "new" / "k.csv")],
+         "inside the kit"),
+        (["blind", str(small_set), "--out", str(tmp_path / "new"), "--key", str(key)], "exists; use --force"),
+    ]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for argv, words in cases:
+        code, out = run_cli(*argv)
+        assert code == 2 and words in out and len(out.strip().splitlines()) == 1, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    rows = (folder / "kit.csv").read_text().splitlines()[1:]
+    ids = [r.split(",")[0] for r in rows]
+    (tmp_path / "missing.csv").write_text("episode_id,surprise\n" + "".join(f"{i},1\n" for i in ids[1:]))
+    (tmp_path / "unknown.csv").write_text("episode_id,surprise\n" + "".join(f"{i},1\n" for i in ids) + "ezzz,1\n")
+    (tmp_path / "other.csv").write_text("episode_id,surprise\n" + "".join(f"x{i},1\n" for i in ids))
+    for name, words in (("missing", "have no row"), ("unknown", "unknown episode id 'ezzz'"),
+                        ("other", "results on another kit")):
+        code, out = run_cli("evaluate", str(key), str(tmp_path / f"{name}.csv"))
+        assert code == 2 and words in out and len(out.strip().splitlines()) == 1, out

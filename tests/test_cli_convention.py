@@ -31,10 +31,10 @@ COUNT_OPTIONS = {"--workers", "--seeds", "--sims", "--n", "--steps", "--epochs",
 # Jobs that run over many units take --workers; seeded jobs take --seed.
 WORKERS = {"generate", "validate", "stats", "export", "import", "score", "audit", "report", "profile", "power",
            "reflect", "reflect table", "meg episodes", "agency run"}
-SEEDED = {"generate", "evaluate", "audit", "train", "profile", "power", "power simulate", "reflect", "reflect table",
+SEEDED = {"generate", "blind", "evaluate", "audit", "train", "profile", "power", "power simulate", "reflect", "reflect table",
           "meg cliffworld", "agency run", "agency probe", "agency train-policy"}
 # Commands whose main input is a file or folder: it is a positional argument.
-POSITIONAL = {"render", "validate", "export", "import", "stats", "analyze", "compare", "score", "evaluate", "audit",
+POSITIONAL = {"blind", "render", "validate", "export", "import", "stats", "analyze", "compare", "score", "evaluate", "audit",
               "train", "report", "experiment", "profile", "meg episodes", "agency report"}
 # A help text that starts by listing alternatives ("a, b or c.") describes a choice that should be an enum.
 # The metavar of an option that takes any value of a type (an enum's lists its choices instead).

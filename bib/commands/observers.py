@@ -1,4 +1,5 @@
-"""Observer commands: score (episodes -> surprise), evaluate (pairwise VOE accuracy), audit (shortcut battery), leaderboard."""
+"""Observer commands: score (episodes -> surprise), blind (a submission kit and its key), evaluate (pairwise VOE
+accuracy, against a set or a key), audit (shortcut and leak batteries), leaderboard."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ class Readout(str, Enum):
     mean = "mean"
 
 
+class KitFormat(str, Enum):
+    episodes = "episodes"
+    bib_json = "bib-json"
+
+
 def results_file(path: Path) -> Path:
     """RESULTS given as a `bib score` folder or as a CSV file."""
     p = Path(path)
@@ -33,7 +39,7 @@ def results_file(path: Path) -> Path:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``score``, ``evaluate``, ``audit`` and ``leaderboard`` to ``app``."""
+    """Add ``score``, ``blind``, ``evaluate``, ``audit`` and ``leaderboard`` to ``app``."""
 
     @app.command()
     def score(
@@ -69,8 +75,29 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"wrote {out}")
 
     @app.command()
+    def blind(
+        episodes: Path = typer.Argument(..., help="The VOE set to hand out: a folder searched recursively for episodes / manifests, or a manifest.csv."),
+        out: Path = out_option("the kit: episodes/<id>.json (blind), kit.csv (episode_id,condition), videos/ when the set has them, bib-json/ with --format bib-json; a new or empty folder"),
+        key: Path = typer.Option(..., "--key", help="Where to write the key (a CSV for `bib evaluate KEY RESULTS`); never inside the kit.", show_default=False),
+        fmt: KitFormat = typer.Option(KitFormat.episodes, "--format", help="episodes (blind bib.episode/1 files) or bib-json (also BIB's per-frame JSON)."),
+        seed: int = typer.Option(None, "--seed", help="Base seed of a reproducible kit (default: a fresh random secret); the seed tells the key, keep it as secret.", show_default=False),
+        force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
+        as_json: bool = JSON,
+    ) -> None:
+        """Write a submission kit: the set's episodes as a model may see them, under opaque shuffled ids, and the key apart.
+
+        Score the kit with any model (`bib score OBSERVER KIT --out R`, or a program that writes
+        episode_id,surprise over kit.csv's ids), then `bib evaluate KEY.csv RESULTS`. See docs/blind-scoring.md.
+        """
+        from bib.stimuli.kit import check_kit_paths, make_kit
+
+        check_kit_paths(out, key, force)
+        summary = make_kit(episodes, out, key, fmt=fmt.value, seed=seed, force=force)
+        typer.echo(summary.to_json_text() if as_json else summary.to_markdown(), nl=not as_json)
+
+    @app.command()
     def evaluate(
-        episodes: Path = typer.Argument(..., help="The episode set the results are for (folder or manifest.csv)."),
+        episodes: Path = typer.Argument(..., help="The episode set the results are for (folder or manifest.csv), or the KEY.csv of a `bib blind` kit."),
         results: Path = typer.Argument(..., help="A `bib score` folder, or a CSV episode_id,surprise (e.g. from an outside model)."),
         readout: Readout = typer.Option(Readout.max, "--readout", help="Reduce per-step surprise by max (BIB) or mean (needs results.steps.parquet)."),
         out: Path = optional_out("evaluation.json, evaluation.md, evaluation.{png,svg} and provenance.json"),
@@ -102,8 +129,14 @@ def register(app: typer.Typer) -> None:
 
         if table is not None and not name:
             raise BibInputError("--table needs --name (the observer's name in the table)")
+        from bib.stimuli.kit import check_results_kit, is_key, read_key
+
         results = results_file(results)
-        found = find_episodes(episodes)
+        if is_key(episodes):
+            found, fingerprint = read_key(episodes)
+            check_results_kit(results, found, fingerprint, episodes)
+        else:
+            found = find_episodes(episodes)
         if table is not None:
             check_table_update(table, name, replace)
         folder = None if out is None else OutputFolder(

@@ -1,0 +1,267 @@
+"""Submission kits (``bib blind SET --out KIT --key KEY.csv``) and their keys (issue 26).
+
+A kit is what an organiser gives a submitter whose model they do not run themselves:
+
+- ``episodes/<id>.json``: every episode of the set in its blind view (:mod:`bib.stimuli.blind`,
+  :func:`bib.stimuli.blind.blind_text`), under its opaque id;
+- ``videos/<id>.mp4`` (or the set's video suffix) when the set has videos, copied byte for byte
+  (they are rendered without metadata and draw no id);
+- ``bib-json/<id>.json`` with ``--format bib-json``: the blind episode in BIB's per-frame JSON;
+- ``kit.csv``: ``episode_id,condition``, one row per episode, sorted by opaque id.
+
+Nothing else: no provenance, no set name, no seed. The opaque ids are hashes of the kit's secret
+(32 random bytes, or derived from ``--seed`` for a reproducible kit: then the seed must stay as
+secret as the key) and the real ids, so names and order say nothing of the pair, the outcome or the
+design; the files hold no such field, and every episode file is padded with spaces to the same size
+(:func:`_pad`), so not even the length of the paths shows in its size. A video's size, and a BIB JSON
+file's (a frame list, megabytes), do follow what they show: how long the agent moves.
+
+The key (``KEY.csv``, written where the organiser says, never inside the kit) has a first line
+``# bib blind key {JSON}`` (the kit's fingerprint, the SHA-256 of ``kit.csv``, and the source set's
+``name``/``seed``/``limited``) and the columns :data:`KEY_COLUMNS`. ``bib evaluate KEY.csv RESULTS``
+scores a results CSV (``episode_id,surprise`` over the kit's ids, from ``bib score`` or from any
+program) against it.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from bib.errors import BibInputError
+from bib.io import atomic_write_text
+from bib.results import Result, markdown_table
+from bib.stimuli.blind import blind_episode, blind_text, opaque_id
+from bib.stimuli.sets import EpisodeRef, EpisodeSet, find_episodes
+
+KEY_MARK = "# bib blind key "
+"""The key's first line starts with this (then a JSON object)."""
+KIT_LIST = "kit.csv"
+KIT_COLUMNS = ["episode_id", "condition"]
+KEY_COLUMNS = ["episode_id", "condition", "outcome", "pair_id", "twin_id", "variant", "difficulty", "evidence",
+               "task", "real_id"]
+FORMATS = ("episodes", "bib-json")
+
+
+@dataclass(frozen=True)
+class KitSummary(Result):
+    """What ``bib blind`` wrote: the kit, its key and fingerprint, episodes per condition."""
+
+    name: ClassVar[str] = "blind"
+    kit: Path
+    key: Path
+    fingerprint: str
+    videos: int
+    conditions: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        """``{"kit", "key", "fingerprint", "episodes", "videos", "conditions"}``."""
+        return {"kit": str(self.kit), "key": str(self.key), "fingerprint": self.fingerprint,
+                "episodes": sum(self.conditions.values()), "videos": self.videos, "conditions": self.conditions}
+
+    def to_markdown(self) -> str:
+        """One line naming the kit and its key, and the episodes per condition."""
+        head = (f"{sum(self.conditions.values())} blind episodes in {self.kit} (kit {self.fingerprint}"
+                f"{f', {self.videos} videos' if self.videos else ''}); key in {self.key}: keep it away from the kit")
+        return head + "\n\n" + markdown_table(["condition", "episodes"], [[c, n] for c, n in self.conditions.items()])
+
+
+def check_kit_paths(out: str | os.PathLike[str], key: str | os.PathLike[str], force: bool = False) -> tuple[Path, Path]:
+    """Refuse (BibInputError, nothing written) a kit folder holding anything, a key inside the kit, an
+    existing key without ``force`` or a key path that is a folder."""
+    kit, k = Path(out), Path(key)
+    if kit.exists() and not kit.is_dir():
+        raise BibInputError(f"{kit}: exists and is a file; --out names the kit's folder")
+    if kit.is_dir() and any(kit.iterdir()):
+        raise BibInputError(f"{kit}: the kit folder holds files; a kit goes into a new or empty folder")
+    full_kit, full_key = kit.resolve(), k.resolve()
+    if full_key == full_kit or full_kit in full_key.parents:
+        raise BibInputError(f"--key {key}: inside the kit {out}; write the key where the submitter cannot see it")
+    if k.is_dir():
+        raise BibInputError(f"--key {key}: is a folder; name the key's CSV file")
+    if k.exists() and not force:
+        raise BibInputError(f"--key {key}: exists; use --force to replace it")
+    return kit, k
+
+
+def kit_secret(seed: int | None) -> bytes:
+    """32 random bytes, or (``seed`` given) the SHA-256 of the seed: a reproducible kit, as secret as the seed."""
+    return secrets.token_bytes(32) if seed is None else hashlib.sha256(f"bib.blind seed {seed}".encode()).digest()
+
+
+def _csv(rows: list[list[object]], header: list[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(["" if v is None else v for v in r] for r in rows)
+    return buf.getvalue()
+
+
+def _video(ref: EpisodeRef) -> Path | None:
+    """The episode's video when its set's manifest names one that exists."""
+    from bib.stimuli.manifest import read_manifest
+
+    rows = _VIDEOS.setdefault(ref.path.parent.parent, {r["episode_id"]: r["video_path"]
+                                                       for r in read_manifest(ref.path.parent.parent, strict=False)})
+    rel = rows.get(ref.id)
+    path = ref.path.parent.parent / rel if rel else None
+    return path if path is not None and path.is_file() else None
+
+
+_VIDEOS: dict[Path, dict[str, str]] = {}
+
+
+def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike[str], key: str | os.PathLike[str],
+             *, fmt: str = "episodes", seed: int | None = None, force: bool = False,
+             progress: bool = True) -> KitSummary:
+    """Write the kit of a set into ``out`` and its key to ``key`` (see the module docstring).
+
+    The kit is built in a temporary sibling folder and renamed at the end; the key is written
+    (atomically) after it. Every episode is read with the world checks first.
+
+    Raises:
+        BibInputError: the paths of :func:`check_kit_paths`, an unknown format, a set without
+            expected/unexpected pairs, or an episode that does not load.
+    """
+    from bib.progress import track
+    from bib.stimuli.check import load_checked
+
+    if fmt not in FORMATS:
+        raise BibInputError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    kit, k = check_kit_paths(out, key, force)
+    found = source if isinstance(source, EpisodeSet) else find_episodes(source)
+    if not any(r.outcome == "unexpected" and r.pair_id for r in found.refs):
+        raise BibInputError(f"{source}: no expected/unexpected pairs (a kit is scored against them)")
+    secret = kit_secret(seed)
+    ids = {r.id: opaque_id(secret, r.id) for r in found.refs}
+    if len(set(ids.values())) != len(ids):  # 64-bit ids: never in practice, but a kit must not merge two
+        raise BibInputError("two episodes drew the same opaque id; rerun with another --seed")
+    parent = kit.parent if str(kit.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f".{kit.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    videos = 0
+    try:
+        (tmp / "episodes").mkdir(parents=True)
+        refs = sorted(found.refs, key=lambda r: ids[r.id])  # written in opaque order: not even mtimes follow the set
+        for ref in track(refs, total=len(refs), description="blinding") if progress else refs:
+            ep = load_checked(ref.path)
+            if ep.id != ref.id:
+                raise BibInputError(f"{ref.path}: episode id is {ep.id!r}, but the manifest says {ref.id!r}")
+            view = blind_episode(ep, secret)
+            assert view.id == ids[ref.id]
+            (tmp / "episodes" / f"{view.id}.json").write_text(blind_text(view), encoding="utf-8")
+            if fmt == "bib-json":
+                from bib.stimuli.bibjson import episode_to_bib
+
+                (tmp / "bib-json").mkdir(exist_ok=True)
+                (tmp / "bib-json" / f"{view.id}.json").write_text(
+                    json.dumps(episode_to_bib(view), separators=(",", ":")) + "\n", encoding="utf-8")
+            video = _video(ref)
+            if video is not None:
+                (tmp / "videos").mkdir(exist_ok=True)
+                shutil.copyfile(video, tmp / "videos" / f"{view.id}{video.suffix}")
+                videos += 1
+        _pad(tmp / "episodes")
+        kit_text = _csv([[ids[r.id], r.condition] for r in refs], KIT_COLUMNS)
+        (tmp / KIT_LIST).write_text(kit_text, encoding="utf-8")
+        fingerprint = hashlib.sha256(kit_text.encode("utf-8")).hexdigest()[:16]
+        if kit.is_dir():
+            kit.rmdir()  # empty (checked): the rename replaces it
+        os.replace(tmp, kit)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    meta = {"kit": fingerprint, "sets": [{k2: s.get(k2) for k2 in ("name", "seed", "limited")} for s in found.sets]}
+    rows = [[ids[r.id], r.condition, r.outcome, r.pair_id, r.twin_id, r.variant, r.difficulty, r.evidence,
+             r.task, r.id] for r in refs]
+    atomic_write_text(k, KEY_MARK + json.dumps(meta, sort_keys=True) + "\n" + _csv(rows, KEY_COLUMNS))
+    counts: dict[str, int] = {}
+    for r in refs:
+        counts[r.condition] = counts.get(r.condition, 0) + 1
+    return KitSummary(kit, k, fingerprint, videos, dict(sorted(counts.items())))
+
+
+def _pad(folder: Path) -> None:
+    """Pad every JSON file of ``folder`` with spaces (JSON whitespace) to the largest one's size, so a file's
+    size says nothing, not even how long its paths are."""
+    files = sorted(folder.iterdir())
+    size = max(f.stat().st_size for f in files)
+    for f in files:
+        extra = size - f.stat().st_size
+        if extra:
+            with open(f, "a", encoding="utf-8") as fh:
+                fh.write(" " * extra)
+
+
+def is_key(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a file whose first line is a ``bib blind`` key's."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    try:
+        with open(p, encoding="utf-8") as fh:
+            return fh.readline().startswith(KEY_MARK)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def read_key(path: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
+    """``(the key's episodes as a set, the kit's fingerprint)``: refs under the kit's opaque ids (no files).
+
+    Raises:
+        BibInputError: not a key, or a malformed row.
+    """
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read key ({exc})") from None
+    if not lines or not lines[0].startswith(KEY_MARK):
+        raise BibInputError(f"{p}: not a `bib blind` key (its first line must start with {KEY_MARK.strip()!r})")
+    try:
+        meta = json.loads(lines[0][len(KEY_MARK):])
+        fingerprint = str(meta["kit"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise BibInputError(f"{p}: line 1: malformed key header") from None
+    reader = csv.DictReader(lines[1:])
+    if reader.fieldnames != KEY_COLUMNS:
+        raise BibInputError(f"{p}: line 2: header must be {','.join(KEY_COLUMNS)}")
+    refs = []
+    for n, row in enumerate(reader, start=3):
+        try:
+            refs.append(EpisodeRef(row["episode_id"], row["pair_id"] or None, row["condition"], row["outcome"],
+                                   Path(), twin_id=row["twin_id"] or None,
+                                   difficulty=float(row["difficulty"]) if row["difficulty"] else None,
+                                   variant=row["variant"] or None, task=row["task"],
+                                   evidence=float(row["evidence"]) if row["evidence"] else None))
+        except (ValueError, TypeError):
+            raise BibInputError(f"{p}: line {n}: malformed row") from None
+    sets = [{"path": str(p), "name": s.get("name"), "seed": s.get("seed"), "limited": s.get("limited")}
+            for s in meta.get("sets", []) if isinstance(s, dict)]
+    return EpisodeSet(sorted(refs, key=lambda r: r.id), sets), fingerprint
+
+
+def check_results_kit(results: str | os.PathLike[str], found: EpisodeSet, fingerprint: str, key: str | os.PathLike[str]) -> None:
+    """Refuse results that share no id with the key: they belong to another kit (the ids of each kit differ)."""
+    p = Path(results)
+    try:
+        with open(p, newline="", encoding="utf-8") as fh:
+            ids = {row[0] for row in list(csv.reader(fh))[1:] if row}
+    except (OSError, UnicodeDecodeError):
+        return  # the results reader names the problem
+    if ids and not ids & found.ids():
+        raise BibInputError(f"{p}: none of its {len(ids)} episode ids is in the key {key} (kit {fingerprint}); "
+                            "these are results on another kit")
+
+
+__all__ = ["FORMATS", "KEY_COLUMNS", "KIT_COLUMNS", "KitSummary", "check_kit_paths", "check_results_kit", "is_key",
+           "make_kit", "read_key"]
