@@ -85,6 +85,8 @@ class Server:
                         return
                     content = {
                         "oracle": lambda: oracle_answer(body["messages"][0]["content"]),
+                        "drip": lambda: '{"action": "UP"}',
+                        "drip-headers": lambda: '{"action": "UP"}',
                         "stall": lambda: '{"action": "UP"}',
                         "garbage": lambda: "I would probably go up, maybe.",
                         "illegal": lambda: '{"action": "JUMP"}',
@@ -95,10 +97,23 @@ class Server:
                         payload = "<html>oops</html>"
                     data = payload.encode()
                     outer.done(lock)  # before answering: the client frees its slot only after reading
+                    if outer.behaviour == "drip-headers":  # the status line, then a header every 0.2 s, for ever
+                        self.wfile.write(b"HTTP/1.0 200 OK\r\n")
+                        for i in range(600):
+                            self.wfile.write(f"X-Drip-{i}: 1\r\n".encode())
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                        return
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
+                    if outer.behaviour == "drip":  # a byte every 0.2 s: each read gets data before a socket timeout
+                        for byte in data:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                        return
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
@@ -243,7 +258,8 @@ def test_sampling_labels_separate_rollouts_and_revisits() -> None:
 def test_cli_endpoint_run_caches_outside_out_and_a_failed_run_keeps_the_answers(tmp_path, monkeypatch) -> None:
     """--out is written atomically (a temporary sibling renamed at the end), so the answer cache lives
     outside it (default: $XDG_CACHE_HOME/bib/endpoint/<endpoint+model>): a run that fails leaves no
-    --out and no temporary folder, and its rerun replays every answer from the cache."""
+    --out and no temporary folder, and its rerun replays every answer from the cache (the preflight,
+    one request per run, is asked for real)."""
     from typer.testing import CliRunner
 
     import bib.agency.tables
@@ -269,13 +285,83 @@ def test_cli_endpoint_run_caches_outside_out_and_a_failed_run_keeps_the_answers(
         assert res.exit_code != 0 and isinstance(res.exception, RuntimeError)
         assert not out.exists() and list((tmp_path / "runs").iterdir()) == []  # nothing half-written
         asked = srv.requests
-        assert asked > 0 and len(list(cache.glob("*.json"))) == asked
+        assert asked > 1 and len(list(cache.glob("*.json"))) == asked - 1  # all but the preflight's, never cached
         monkeypatch.setattr(bib.agency.tables, "write_tables", write_tables)
         _client.cache_clear()  # a new process: answers come from the folder, not memory
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
-        assert srv.requests == asked  # replayed: not one new request
+        assert srv.requests == asked + 1  # replayed: not one new request but the preflight's
     assert "| key-door | base | 1 | 1 | 1.000 | 1.000 | 1.000 |" in res.output
     assert f"endpoint answers cached in {cache}" in res.output
     assert not (out / "cache").exists() and (out / "provenance.json").is_file()
     assert srv.bodies[0]["temperature"] == 0.7 and srv.bodies[0]["top_p"] == 0.95
+
+
+@pytest.mark.parametrize("behaviour", ["drip", "drip-headers", "stall"])
+def test_one_deadline_holds_for_the_whole_exchange(behaviour: str) -> None:
+    """A server that drips its body or its headers a byte / a line every 0.2 s never lets a socket
+    timeout of 1 s fire, yet the attempt ends at 1 s (issue 28 item 6)."""
+    with Server(behaviour) as srv:
+        client = ChatClient(srv.url, "m", timeout=1.0, retries=0)
+        start = time.monotonic()
+        with pytest.raises(EndpointError) as err:
+            client.complete("hi")
+        took = time.monotonic() - start
+    assert err.value.reason == "timeout" and str(err.value) == "timeout: no complete answer within 1 s"
+    assert 0.9 < took < 1.9, took
+    with Server("drip") as srv:  # the same drip is a good answer when the deadline leaves it time (16 bytes, 3.2 s)
+        assert ChatClient(srv.url, "m", timeout=30.0, retries=0).complete("hi") == '{"action": "UP"}'
+
+
+@pytest.mark.parametrize(("behaviour", "why"), [
+    ("http-500", "http-500: Internal Server Error"),
+    ("not-json", "bad-response: not a chat completion"),
+    ("garbage", "garbage: its answer to the example prompt is no move ('I would probably go up, maybe.')"),
+    ("illegal", """illegal-move: its answer to the example prompt is no move ('{"action": "JUMP"}')"""),
+    ("drip", "timeout: no complete answer within 1 s"),
+])
+def test_preflight_refuses_a_bad_endpoint_within_timeout_times_tries(behaviour: str, why: str) -> None:
+    from bib.agency.text import check_endpoint
+    from bib.errors import BibInputError
+
+    with Server(behaviour) as srv:
+        client = ChatClient(srv.url, "m", timeout=1.0 if behaviour == "drip" else 5.0, retries=1, backoff=0.01,
+                            cache_dir=None)
+        start = time.monotonic()
+        with pytest.raises(BibInputError) as err:
+            check_endpoint(client, srv.url)
+        took = time.monotonic() - start
+        deadline = time.monotonic() + 5
+        while srv.requests < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert str(err.value) == f"endpoint {srv.url} (model m): {why}"
+    assert took < client.timeout * (client.retries + 1), took
+    assert srv.requests == 2 and client.stats["requests"] == 0  # asked twice; not counted as the run's requests
+
+
+def test_preflight_asks_for_real_and_passes_a_move(tmp_path) -> None:
+    from bib.agency.text import check_endpoint, example_prompt
+
+    with Server("oracle") as srv:
+        client = ChatClient(srv.url, "m", timeout=5.0, retries=1, cache_dir=tmp_path / "c")
+        check_endpoint(client)
+        check_endpoint(client)
+        assert srv.requests == 2 and not (tmp_path / "c").exists()  # never from, nor into, the cache
+    assert srv.bodies[0]["messages"][0]["content"] == example_prompt()
+    assert "  0 1 2 3 4\n0 # # # # #\n1 # _ _ G #\n2 # A _ _ #\n3 # # # # #\n" in example_prompt()  # the paper's example
+
+
+def test_cli_agency_run_refuses_a_bad_endpoint_before_the_run(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    with Server("http-500") as srv:
+        start = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "bib.cli", "agency", "run", "--suite", "keys", "--endpoint", srv.url,
+                              "--model", "m", "--timeout", "2", "--retries", "1", "--cache", str(tmp_path / "c"),
+                              "--out", str(out)], capture_output=True, text=True, timeout=120)
+        took = time.monotonic() - start
+    assert run.returncode == 2 and run.stderr == f"bib: error: endpoint {srv.url} (model m): http-500: Internal Server Error\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no --out, no cache
+    assert srv.requests == 2 and took < 60  # the whole process, imports included; the check itself is timed above

@@ -3,8 +3,10 @@
 Any local server that speaks ``POST <base>/chat/completions`` works (vLLM, llama.cpp, Ollama).
 Each prompt is one user message. Transport failures (timeout, refused connection, HTTP 429 and
 5xx, a body that is not a chat completion) are retried with exponential backoff up to
-``retries`` times and then raised as :class:`EndpointError` with a short ``reason``; a request
-never waits longer than ``timeout`` seconds per attempt, so a run cannot hang. At most
+``retries`` times and then raised as :class:`EndpointError` with a short ``reason``; an attempt
+never lasts longer than ``timeout`` seconds, the whole exchange (connecting, sending, the status
+line and headers, and the body, however slowly it drips) under one deadline, so a run cannot hang.
+At most
 ``concurrency`` requests are in flight per client. Answers are cached by
 ``sha256(model, prompt, sampling settings, sample label)``: in memory, and as one JSON file per
 answer under ``cache_dir`` when given (atomic writes), so a rerun replays a run exactly.
@@ -12,13 +14,12 @@ answer under ``cache_dir`` when given (atomic writes), so a rerun replays a run 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import socket
 import threading
 import time
-import urllib.error
-import urllib.request
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class ChatClient:
         temperature: sampling temperature (the paper: 0.7).
         top_p: nucleus sampling (the paper: 0.95).
         max_tokens: answer length cap, or None for the server default.
-        timeout: seconds per attempt (connect and every read).
+        timeout: seconds per attempt: the deadline of the whole exchange, answer included.
         retries: extra attempts after a transport failure.
         backoff: first retry delay in seconds (doubled each time, capped at 8 s).
         concurrency: requests in flight at most.
@@ -141,38 +142,90 @@ class ChatClient:
             self.stats["failures"] += 1
         raise last
 
-    def _post(self, data: bytes) -> str:
-        req = urllib.request.Request(self.url, data=data, method="POST",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
-        deadline = time.monotonic() + self.timeout
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - the user's endpoint
-                chunks = []
-                while True:
-                    if time.monotonic() > deadline:
-                        raise EndpointError("timeout", f"no complete answer within {self.timeout:g} s")
-                    chunk = resp.read(65536)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-        except urllib.error.HTTPError as exc:
-            raise EndpointError(f"http-{exc.code}", str(exc.reason)) from None
-        except TimeoutError:
-            raise EndpointError("timeout", f"no answer within {self.timeout:g} s") from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise EndpointError("timeout", f"no answer within {self.timeout:g} s") from None
-            raise EndpointError("connection", str(exc.reason)) from None
-        except (ConnectionError, OSError) as exc:
-            raise EndpointError("connection", str(exc)) from None
-        try:
-            payload = json.loads(b"".join(chunks).decode("utf-8"))
-            content = payload["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise EndpointError("bad-response", "not a chat completion") from None
-        if not isinstance(content, str):
-            raise EndpointError("bad-response", "message content is not text")
-        return content
+    def ask(self, prompt: str, timeout: float | None = None) -> str:
+        """One request for ``prompt``, neither read from nor written to the cache and not retried,
+        within ``timeout`` seconds (default: the client's) for the whole exchange: what a preflight
+        asks (:func:`bib.agency.text.check_endpoint`); not counted in ``stats``. EndpointError when it fails."""
+        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], **self.sampling}
+        with self.slots:
+            return self._post(json.dumps(body).encode(), self.timeout if timeout is None else timeout)
+
+    def _post(self, data: bytes, timeout: float | None = None) -> str:
+        return _answer(_exchange(self.url, data, self.timeout if timeout is None else timeout))
+
+
+def _exchange(url: str, data: bytes, timeout: float) -> bytes:
+    """POST ``data`` to ``url`` and return the body of a 2xx answer, all within ``timeout`` seconds.
+
+    A socket timeout bounds each read, not the exchange: a server that sends a byte now and then
+    would keep ``resp.read`` waiting for ever. So a timer shuts the socket down at the deadline,
+    which ends whatever read is waiting; the exchange then counts as timed out.
+    """
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise EndpointError("connection", str(exc)) from None
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    late = threading.Event()
+    conn = kind(parts.hostname or "", port, timeout=timeout)
+
+    def expire() -> None:
+        late.set()
+        sock = conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.request("POST", target, body=data,
+                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+        resp = conn.getresponse()
+        if late.is_set():
+            raise TimeoutError
+        if not 200 <= resp.status < 300:
+            raise EndpointError(f"http-{resp.status}", resp.reason)
+        chunks = []
+        while not late.is_set():
+            chunk = resp.read1(65536)  # returns what one read brings: the deadline is checked between reads
+            if not chunk:
+                break
+            chunks.append(chunk)
+        if late.is_set():
+            raise TimeoutError
+        return b"".join(chunks)
+    except EndpointError:
+        raise
+    except TimeoutError:
+        raise EndpointError("timeout", f"no complete answer within {timeout:g} s") from None
+    except (http.client.HTTPException, OSError) as exc:
+        if late.is_set():
+            raise EndpointError("timeout", f"no complete answer within {timeout:g} s") from None
+        raise EndpointError("connection", str(getattr(exc, "strerror", None) or exc)) from None
+    finally:
+        timer.cancel()
+        conn.close()
+
+
+def _answer(body: bytes) -> str:
+    """The message content of a chat-completion body; EndpointError ``bad-response`` otherwise."""
+    try:
+        payload = json.loads(body.decode("utf-8"))
+        content = payload["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise EndpointError("bad-response", "not a chat completion") from None
+    if not isinstance(content, str):
+        raise EndpointError("bad-response", "message content is not text")
+    return content
 
 
 def check_reachable(endpoint: str, timeout: float) -> None:

@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from bib.agency.endpoint import EndpointError
+from bib.agency.endpoint import ChatClient, EndpointError
 from bib.agency.env import INVALID, MOVE_NAMES, MOVES
 from bib.tasks.agent_grids import GOAL
 from bib.world.dynamics import AgentState
@@ -126,6 +126,60 @@ def parse_action(text: str) -> tuple[int | None, str]:
                 return MOVES[MOVE_NAMES.index(name)], ""
             return None, "illegal-move"
     return None, "garbage"
+
+
+def example_prompt() -> str:
+    """The prompt for the paper's 5 x 4 example grid (agent at (1, 2), goal at (3, 1)): what a preflight asks."""
+    from bib.world.grid import Agent, GridObject, border_walls
+
+    layout = Layout(5, 4, walls=border_walls(5, 4), objects=(GridObject(GOAL, "flag", (0, 0, 0), (3, 1)),),
+                    agents=(Agent("agent", "pentagon", (0, 0, 0), (1, 2)),), moves=4)
+    return prompt(layout, AgentState((1, 2)))
+
+
+def check_endpoint(client: ChatClient, name: str | None = None) -> None:
+    """The preflight of an endpoint (`bib agency run --endpoint`, `bib profile endpoint`), before any work.
+
+    The example prompt (:func:`example_prompt`) is sent for real (not answered from the cache) up
+    to ``1 + client.retries`` times, all within nine tenths of ``client.timeout * (client.retries + 1)``
+    seconds;
+    the first answer that parses as a move (:func:`parse_action`) passes. A client error
+    (HTTP 4xx but 429) is not asked again. ``name``: the endpoint as the user gave it (default:
+    the client's URL). The preflight is not counted in ``client.stats`` (those count the run).
+
+    Raises:
+        BibInputError: naming the endpoint, the model and why: ``timeout``, ``connection``,
+            ``http-<code>``, ``bad-response`` (not a chat completion), or an answer that is no move
+            (``garbage``, ``illegal-move``, with the start of the answer).
+    """
+    import time
+
+    from bib.errors import BibInputError
+
+    budget = client.timeout * (client.retries + 1)
+    deadline = time.monotonic() + 0.9 * budget  # a tenth left for closing sockets and a loaded machine
+    text = example_prompt()
+    why = f"timeout: no answer within {budget:g} s"
+    for attempt in range(1 + client.retries):
+        left = deadline - time.monotonic()
+        if attempt:
+            pause = min(client.backoff * 2 ** (attempt - 1), 8.0, left / 2)
+            time.sleep(max(pause, 0.0))
+            left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            answer = client.ask(text, timeout=min(client.timeout, left))
+        except EndpointError as exc:  # (a last attempt cut short by the budget is named by --timeout too)
+            why = f"timeout: no complete answer within {client.timeout:g} s" if exc.reason == "timeout" else str(exc)
+            if exc.reason.startswith("http-4") and exc.reason != "http-429":
+                break
+            continue
+        action, reason = parse_action(answer)
+        if action is not None:
+            return
+        why = f"{reason}: its answer to the example prompt is no move ({answer[:80]!r})"
+    raise BibInputError(f"endpoint {name or client.url} (model {client.model}): {why}")
 
 
 class TextGridAgent:

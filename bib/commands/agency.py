@@ -79,10 +79,12 @@ def register(app: typer.Typer) -> None:
             spec = AgentSpec(agent.value, epsilon=epsilon, checkpoint=str(ckpt) if ckpt else None,
                              temperature=1.0 if temperature is None else temperature)
         check_spec(spec)
-        if endpoint is not None:
+        if endpoint is not None:  # a real chat request, before the output folder is made (docs/agency.md)
             from bib.agency.endpoint import check_reachable
+            from bib.agency.text import check_endpoint, shared_client
 
             check_reachable(endpoint, timeout)
+            check_endpoint(shared_client(spec), endpoint)
         command = "bib " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["agency"] else ""
         job = {"command": "agency run", "suite": suite.value, "agent": spec.label, "grids": grids, "rollouts": rollouts,
                "seed": seed, "meg": not no_meg}

@@ -346,16 +346,6 @@ def _build_user_agent(target: str, cls: Any, goals: tuple[str, ...], rng: np.ran
     return agent
 
 
-def _preflight_prompt() -> str:
-    """The text agent's prompt for a 5 x 4 grid (the paper's example): what the endpoint is asked first."""
-    from bib.agency.text import prompt
-    from bib.world.grid import Agent, GridObject, border_walls
-
-    layout = Layout(5, 4, walls=border_walls(5, 4), objects=(GridObject("G", "flag", (0, 0, 0), (3, 1)),),
-                    agents=(Agent("agent", "pentagon", (0, 0, 0), (1, 2)),), moves=4)
-    return prompt(layout, AgentState((1, 2)))
-
-
 def check_spec(spec: AgentSpec) -> None:
     """Fail early (BibInputError, one line) on a recipe that cannot work: unknown name, a class that cannot be
     imported, built or lacks ``act``, an endpoint without a model or URL, or an endpoint that does not answer."""
@@ -364,13 +354,10 @@ def check_spec(spec: AgentSpec) -> None:
             raise BibInputError("--model: required with --endpoint")
         if not str(spec.endpoint).startswith(("http://", "https://")):
             raise BibInputError(f"--endpoint: expected an http(s) URL, got {spec.endpoint!r}")
-        from bib.agency.endpoint import EndpointError, client_for
+        from bib.agency.endpoint import client_for
+        from bib.agency.text import check_endpoint
 
-        client = client_for(spec.endpoint, spec.model, **spec.options)
-        try:
-            client.complete(_preflight_prompt(), sample="bib-profile-preflight")
-        except EndpointError as exc:
-            raise BibInputError(f"endpoint {spec.endpoint} (model {spec.model}): {exc}") from None
+        check_endpoint(client_for(spec.endpoint, spec.model, **spec.options), spec.endpoint)
         return
     if spec.name not in AGENTS:  # a user class: import it and build one now
         spec.make(BIB_GOALS, np.random.default_rng(0))
