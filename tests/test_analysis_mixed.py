@@ -48,7 +48,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 def test_formula_expansion_and_r_term_order() -> None:
     f = parse_formula("y ~ a * b + c:a + (1 + x | g) + (1 | lab/participant) + (x || h)")
     assert f.terms == (("a",), ("b",), ("a", "b"), ("a", "c"))  # degree order; variables by appearance
-    assert [r.text for r in f.random] == ["(1 + x | g)", "(1 | lab)", "(1 | lab:participant)", "(1 | h)", "(0 + x | h)"]
+    assert [r.text for r in f.random] == ["(1 + x | g)", "(1 | lab)", "(1 | participant:lab)", "(1 | h)", "(0 + x | h)"]
     assert parse_formula("log(lt) ~ 0 + x").response_fn == "log"
     assert not parse_formula("y ~ x - 1 + (1|g)").intercept
 

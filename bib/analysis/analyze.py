@@ -122,9 +122,11 @@ def dz_interval(diff: np.ndarray, alpha: float) -> tuple[float, float, float]:
 
 def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str], prune: list[str] | None,
                reml: bool, alpha: float, where: str) -> tuple[LmmFit, list[dict[str, Any]], str]:
-    """MB1's "fit, check, prune": fit, and while the fit is singular or has not converged drop the
-    next random term of ``prune`` (default: the formula's random terms from last to first), never
-    the last one. Returns the kept fit, every step, and why it was kept."""
+    """MB1's "fit, check, prune": fit, and while the fit is singular or its non-convergence is
+    confirmed (lme4's check failed again after a restart from the optimum, :mod:`bib.analysis.optimum`)
+    drop the next random term of ``prune`` (default: the formula's random terms from last to first),
+    never the last one. Each pruning step says which of the two it was. Returns the kept fit, every
+    step, and why it was kept."""
     current = list(formula.random)
     order = [formula.random[i] for i in ([find_term(formula.random, e) for e in prune] if prune is not None
                                           else range(len(formula.random) - 1, -1, -1))]
@@ -139,10 +141,10 @@ def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str
             break
         nxt = next((t for t in order if t in current), None)
         if nxt is None or len(current) == 1:
-            problem = "singular" if fit.singular else "did not converge"
+            problem = "singular" if fit.singular else "not converged (confirmed after a restart)"
             why = f"kept although {problem}: no random term left to prune"
             break
-        steps[-1]["action"] = f"pruned {nxt.text} ({'singular' if fit.singular else 'no convergence'})"
+        steps[-1]["action"] = f"pruned {nxt.text} ({'singular' if fit.singular else 'confirmed non-convergence'})"
         current.remove(nxt)
     steps[-1]["action"] = "kept"
     return fit, steps, why

@@ -6,7 +6,7 @@ A formula is ``response ~ fixed part + (random | group) + ...``:
   ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` forces a
   factor; ``log(x)`` on the response.
 - random terms: ``(1 | g)``, ``(1 + x | g)``, ``(0 + x | g)``, ``(x || g)`` (uncorrelated),
-  ``(1 | a/b)`` (= ``(1 | a) + (1 | a:b)``), ``(1 | a:b)``, crossed terms side by side.
+  ``(1 | a/b)`` (= ``(1 | a) + (1 | b:a)``, named as lme4 names it), ``(1 | a:b)``, crossed terms side by side.
 
 Design matrices follow R's ``model.matrix``: terms ordered by degree (main effects, then two-way
 interactions, ...), variables within a term in their order of first appearance, treatment
@@ -42,7 +42,8 @@ class RandomTerm:
 
     @property
     def group_name(self) -> str:
-        """The grouping factor as lme4 names it (``lab:participant`` for an interaction)."""
+        """The grouping factor as lme4 names it (``lab:participant`` for ``(1 | lab:participant)``,
+        ``participant:lab`` for the nested term of ``(1 | lab/participant)``)."""
         return ":".join(self.group)
 
 
@@ -303,6 +304,8 @@ def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
     if gp.peek() is not None:
         gp.fail(f"unexpected {gp.peek()!r}")
     group_terms = [tuple(sorted(t, key=gp.order.index)) for neg, t in groups if t and not neg]
+    if "/" in rhs:  # lme4 names a nested factor innermost first: (1 | a/b) = (1 | a) + (1 | b:a)
+        group_terms = [tuple(reversed(g)) for g in group_terms]
     if not group_terms:
         raise BibInputError(f"{where}: random term {text!r} has no grouping factor")
     out = []

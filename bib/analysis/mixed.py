@@ -8,9 +8,9 @@ for a given ``theta`` the sparse system
     [X'Z Lambda              X'X       ] [beta] = [X'y       ]
 
 is solved, and ``sigma`` and ``beta`` are profiled out of the (REML or ML) deviance, which is then
-minimised over ``theta`` with bounds (diagonal elements of each relative covariance factor >= 0;
-L-BFGS-B, where lme4 uses BOBYQA). A fit is *singular* when a diagonal element ends below 1e-4,
-lme4's ``isSingular`` rule.
+minimised over ``theta`` with bounds (diagonal elements of each relative covariance factor >= 0)
+by BOBYQA with lme4's restarts and convergence check (:mod:`bib.analysis.optimum`). A fit is
+*singular* when a diagonal element ends below 1e-4, lme4's ``isSingular`` rule.
 
 The factorization of ``A = Lambda'Z'Z Lambda + I`` uses the structure lme4's fill-reducing ordering
 finds: the random-effects term with the most levels comes first, and its block of ``A`` is block
@@ -33,22 +33,19 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy import linalg, optimize, stats
+from scipy import linalg, stats
+from threadpoolctl import threadpool_limits
 
 from bib.analysis.formula import Formula, RandomTerm, Variable, group_codes, make_variable, term_matrix
+from bib.analysis.optimum import SINGULAR_TOL, minimise, numeric_hessian, numeric_jacobian
 from bib.errors import BibInputError
 
-#: lme4's ``isSingular`` tolerance on the diagonal of the relative covariance factors.
-SINGULAR_TOL = 1e-4
-#: lme4's ``check.conv.grad`` tolerance on the scaled gradient.
-GRAD_TOL = 2e-3
 #: Largest Schur complement factorized densely.
 DENSE_MAX = 3000
 
@@ -230,20 +227,26 @@ class PLS:
         Xy = np.column_stack([frame.X, frame.y])
         self.XytXy = Xy.T @ Xy
         # Lambda's pattern: lower-triangular k x k per level, theta in column-major lower-triangle order.
-        lr, lc, li, lower = [], [], [], []
+        lr, lc, li, lower, scale = [], [], [], [], []
         base = 0
         for t in frame.terms:
             idx = 0
+            rms = np.sqrt((t.values ** 2).mean(axis=0))
             for c in range(t.k):
                 for r in range(c, t.k):
                     lr.append(t.offset + np.arange(t.n_levels) * t.k + r)
                     lc.append(t.offset + np.arange(t.n_levels) * t.k + c)
                     li.append(np.full(t.n_levels, base + idx))
                     lower.append(0.0 if r == c else -np.inf)
+                    # theta's natural unit: 1 / the column's size where that is far from 1 (lme4's
+                    # badly scaled predictors), else 1.
+                    scale.append(1.0 / rms[r] if 0 < rms[r] and not 1e-3 <= rms[r] <= 1e3 else 1.0)
                     idx += 1
             base += t.n_theta
         self.n_theta = base
         self.lower = np.array(lower)
+        #: Per coordinate of theta, its natural unit (1 unless a random-effect column is badly scaled).
+        self.theta_scale = np.array(scale)
         self._lr = np.concatenate(lr) if lr else np.zeros(0, int)
         self._lc = np.concatenate(lc) if lc else np.zeros(0, int)
         self._li = np.concatenate(li) if li else np.zeros(0, int)
@@ -261,8 +264,8 @@ class PLS:
             self._c22 = csr[q1:, q1:].toarray() if self.q - q1 <= DENSE_MAX else csr[q1:, q1:].tocsc()
 
     def theta_start(self) -> np.ndarray:
-        """lme4's start: 1 on the diagonals, 0 off them."""
-        return np.where(self.lower == 0.0, 1.0, 0.0)
+        """lme4's start: 1 on the diagonals, 0 off them (in ``theta_scale`` units)."""
+        return np.where(self.lower == 0.0, self.theta_scale, 0.0)
 
     def lam(self, theta: np.ndarray) -> sp.csc_matrix:
         """``Lambda_theta`` as a sparse matrix."""
@@ -379,44 +382,6 @@ class PLS:
         """``Var(beta) = sigma^2 (R_X'R_X)^{-1}`` at ``(theta, sigma)``."""
         s = self.solve(varpar[:-1])
         return varpar[-1] ** 2 * np.linalg.inv(s.rtr)
-
-
-def _step(x: float) -> float:
-    return 1e-3 * abs(x) if abs(x) > 1e-2 else 1e-5
-
-
-def numeric_hessian(f: Any, x: np.ndarray) -> np.ndarray:
-    """Hessian by central differences with one Richardson step (steps h and h/2)."""
-    m = len(x)
-
-    def hess(scale: float) -> np.ndarray:
-        h = np.array([_step(v) for v in x]) * scale
-        f0 = f(x)
-        H = np.empty((m, m))
-        for i in range(m):
-            ei = np.zeros(m)
-            ei[i] = h[i]
-            H[i, i] = (f(x + ei) - 2 * f0 + f(x - ei)) / h[i] ** 2
-            for j in range(i):
-                ej = np.zeros(m)
-                ej[j] = h[j]
-                H[i, j] = H[j, i] = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * h[i] * h[j])
-        return H
-
-    h1, h2 = hess(1.0), hess(0.5)
-    return (4 * h2 - h1) / 3
-
-
-def numeric_jacobian(f: Any, x: np.ndarray) -> list[np.ndarray]:
-    """Derivatives of a matrix-valued ``f`` in each coordinate (central differences, Richardson)."""
-    out = []
-    for i in range(len(x)):
-        def d(scale: float, i: int = i) -> np.ndarray:
-            e = np.zeros(len(x))
-            e[i] = _step(x[i]) * scale
-            return (f(x + e) - f(x - e)) / (2 * e[i])
-        out.append((4 * d(0.5) - d(1.0)) / 3)
-    return out
 
 
 @dataclass
@@ -536,88 +501,81 @@ def _contrast(L: np.ndarray, beta: np.ndarray, V: np.ndarray, jac: list[np.ndarr
 
 
 def fit_lmm(frame: ModelFrame, *, reml: bool = True, alpha: float = 0.05, satterthwaite: bool = True,
-            theta0: np.ndarray | None = None) -> LmmFit:
+            theta0: np.ndarray | None = None, threads: int | None = 1) -> LmmFit:
     """Fit the model of ``frame`` by (RE)ML and compute lmerTest's Satterthwaite inference.
 
-    Non-convergence and singular fits are recorded in ``warnings`` (with ``converged`` and
-    ``singular``), never raised or silenced.
+    Non-convergence, singular fits and badly scaled predictors are recorded in ``warnings`` (with
+    ``converged`` and ``singular``), never raised or silenced. ``threads`` caps the BLAS threads
+    during the fit (``threadpoolctl``; default 1, so the numbers are the same on any machine;
+    ``None`` leaves them as they are).
+
+    Raises:
+        BibInputError: the model has no random term, or its deviance cannot be evaluated at any theta.
     """
+    if threads is None:
+        return _fit(frame, reml, alpha, satterthwaite, theta0)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return _fit(frame, reml, alpha, satterthwaite, theta0)
+
+
+def scale_warning(X: np.ndarray, names: list[str], tol: float = 1e3) -> str | None:
+    """lme4's ``checkScaleX``: the columns of ``X`` that are not all 0/1 have standard deviations
+    more than ``tol`` apart, or one above ``tol`` or below ``1 / tol``."""
+    cont = [j for j in range(X.shape[1]) if not np.isin(X[:, j], (0.0, 1.0)).all()]
+    if not cont or X.shape[0] < 2:
+        return None
+    sd = X[:, cont].std(axis=0, ddof=1)
+    sd = sd[sd > 0]
+    if not sd.size:
+        return None
+    logsd = np.log(sd)
+    if (np.abs(logsd) > math.log(tol)).any() or logsd.max() - logsd.min() > math.log(tol):
+        which = ", ".join(f"{names[j]} (SD {s:.3g})" for j, s in zip(cont, X[:, cont].std(axis=0, ddof=1)))
+        return f"some predictor variables are on very different scales: consider rescaling ({which})"
+    return None
+
+
+def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta0: np.ndarray | None) -> LmmFit:
     if not frame.terms:
         raise BibInputError(f"{frame.formula.text}: a mixed model needs at least one random term")
     t0 = time.perf_counter()
     pls = PLS(frame)
     messages = [f"fixed-effect model matrix is rank deficient; dropped {', '.join(frame.dropped)}"] if frame.dropped else []
-    start = pls.theta_start() if theta0 is None else theta0
-    bounds = [(lo if np.isfinite(lo) else None, None) for lo in pls.lower]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = optimize.minimize(lambda th: pls.deviance(th, reml), start, method="L-BFGS-B", bounds=bounds,
-                                options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 2000, "maxls": 50})
-    # The deviance is even in each diagonal theta, so theta = 0 is a stationary point where L-BFGS-B
-    # can stop after a long first step hits the bound. Probe every diagonal element that ended on
-    # the boundary at interior values and restart from the best point found, until none improves.
-    dev_best, x_best = float(res.fun), np.where((pls.lower == 0.0) & (res.x < 0), 0.0, res.x)
-    for _ in range(len(x_best) + 1):
-        improved = False
-        for i in np.flatnonzero((pls.lower == 0.0) & (x_best < SINGULAR_TOL)):
-            for probe in (0.05, 0.2, 0.5, 1.0, 2.0):
-                x = x_best.copy()
-                x[i] = probe
-                if pls.deviance(x, reml) < dev_best - 1e-9:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)
-                        r2 = optimize.minimize(lambda th: pls.deviance(th, reml), x, method="L-BFGS-B", bounds=bounds,
-                                               options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 2000, "maxls": 50})
-                    if r2.fun < dev_best - 1e-9:
-                        dev_best, x_best, res, improved = float(r2.fun), np.where((pls.lower == 0.0) & (r2.x < 0), 0.0, r2.x), r2, True
-                    break
-        if not improved:
-            break
-    theta = x_best
-    converged = bool(res.success)
-    if not converged:
-        messages.append(f"optimizer (L-BFGS-B) did not converge: {res.message}")
+    scaling = scale_warning(frame.X, frame.xnames)
+    if scaling:
+        messages.append(scaling)
+    start = pls.theta_start() if theta0 is None else np.asarray(theta0, dtype=float)
+    opt = minimise(lambda th: pls.deviance(th, reml), start, pls.lower, pls.theta_scale)
+    theta = opt.theta
+    converged = opt.converged
+    messages += opt.messages
+    if not math.isfinite(opt.deviance):
+        raise BibInputError(f"{frame.formula.text}: the model cannot be fitted: {'; '.join(opt.messages)}")
     state = pls.solve(theta)
     n, p = pls.n, pls.p
     sigma = math.sqrt(state.r2 / (n - p if reml else n))
     dev = pls.deviance(theta, reml)
-    singular = bool(((pls.lower == 0.0) & (theta < SINGULAR_TOL)).any())
+    singular = bool(((pls.lower == 0.0) & (theta < SINGULAR_TOL * pls.theta_scale)).any())
     if singular:
         messages.append("boundary (singular) fit: a variance component is estimated as 0 (theta < 1e-4)")
-    # lme4's convergence check on the free (interior) coordinates: the gradient scaled by the
-    # Cholesky factor of the Hessian, max |.| < 0.002.
-    free = np.flatnonzero(~((pls.lower == 0.0) & (theta < SINGULAR_TOL)))
-    if free.size:
-        def sub(v: np.ndarray) -> float:
-            full = theta.copy()
-            full[free] = v
-            return pls.deviance(full, reml)
-
-        x0 = theta[free]
-        grad = np.array([(sub(x0 + e) - sub(x0 - e)) / (2 * e[i])
-                         for i, e in enumerate(np.diag([_step(v) for v in x0]))])
-        Hf = numeric_hessian(sub, x0)
-        try:
-            scaled = linalg.solve_triangular(np.linalg.cholesky(Hf), grad, lower=True)
-        except np.linalg.LinAlgError:
-            scaled = grad
-            messages.append("the Hessian of the deviance in theta is not positive definite at the optimum")
-        if np.max(np.abs(scaled)) > GRAD_TOL:
-            converged = False
-            messages.append(f"model failed to converge with max|scaled grad| = {np.max(np.abs(scaled)):.3g} (tol 0.002)")
     V = sigma ** 2 * np.linalg.inv(state.rtr) if p else np.zeros((0, 0))
     jac = A = None
     vp = np.append(theta, sigma)
     if satterthwaite and p:
-        H = numeric_hessian(lambda v: pls.deviance_vp(v, reml), vp)
-        ev, evec = np.linalg.eigh(H)
-        tol = 1e-8
-        if (ev < -tol).any():
-            messages.append("model failed to converge: the Hessian of the deviance has "
-                            f"{int((ev < -tol).sum())} negative eigenvalue(s)")
-        pos = ev > tol
-        A = 2 * (evec[:, pos] / ev[pos]) @ evec[:, pos].T
-        jac = numeric_jacobian(pls.vcov_vp, vp)
+        try:
+            with np.errstate(all="ignore"):
+                H = numeric_hessian(lambda v: pls.deviance_vp(v, reml), vp)
+                ev, evec = np.linalg.eigh(H)
+                jac = numeric_jacobian(pls.vcov_vp, vp)
+        except (np.linalg.LinAlgError, ValueError):
+            messages.append("Satterthwaite df not computed: the deviance cannot be evaluated next to the optimum")
+        else:
+            tol = 1e-8
+            if (ev < -tol).any():
+                messages.append("the Hessian of the deviance in (theta, sigma) has "
+                                f"{int((ev < -tol).sum())} negative eigenvalue(s)")
+            pos = ev > tol
+            A = 2 * (evec[:, pos] / ev[pos]) @ evec[:, pos].T
     names = frame.xnames
     rows = [_contrast(np.eye(p)[i], state.beta, V, jac, A, alpha) for i in range(p)]
     coef = pd.DataFrame(rows, index=names)[["estimate", "se", "df", "t", "p", "p_wald_z", "ci_low", "ci_high"]]
