@@ -446,13 +446,44 @@ def family_averages(results: Mapping[str, ConditionResult]) -> dict[str, float]:
     }
 
 
+SCHEMA = "bib.evaluation/2"
+"""``schema`` of ``evaluation.json``: version 2 added ``schema``, ``bib_version``, ``model``, ``set`` and ``overall``
+(version 1, without a ``schema`` field, had ``readout``, ``tie_rule``, ``conditions``, ``averages`` and ``sets``)."""
+
+
+def overall(results: Mapping[str, ConditionResult]) -> dict[str, float | None]:
+    """The overall numbers, as BIB reports them: ``mean`` (the unweighted mean accuracy over the conditions
+    evaluated) and ``<family>_average`` (``efficiency_average``, ``instrumental_average``: the unweighted mean of
+    the family's conditions, None unless all of them were evaluated)."""
+    fams = family_averages(results)
+    return {"mean": float(np.mean([r.accuracy for r in results.values()])) if results else None,
+            **{f"{fam}_average": fams.get(fam) for fam in families()}}
+
+
+def set_summary(refs: Sequence[EpisodeRef], sets: Sequence[Mapping[str, object]]) -> dict[str, object]:
+    """``{"spec", "seed", "episodes", "pairs", "limited"}`` of an evaluated set: the spec name(s) and seed(s) of
+    the generated set(s) found (None for loose episodes; several are joined by ``; `` / listed), its size."""
+    names = [str(s.get("name")) for s in sets]
+    seeds = [s.get("seed") for s in sets]
+    return {"spec": "; ".join(names) if names else None, "seed": seeds[0] if len(seeds) == 1 else (seeds or None),
+            "episodes": len(refs), "pairs": len({r.pair_id for r in refs if r.outcome in ("expected", "unexpected")}),
+            "limited": any(bool(s.get("limited")) for s in sets)}
+
+
 def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, **extra: object) -> dict[str, object]:
-    """The ``bib evaluate --json`` object: ``{"readout", "conditions": {C: {"accuracy", "ci_low", "ci_high", "n_pairs"}}, ...}``."""
+    """The ``bib evaluate --json`` object (``evaluation.json``, schema :data:`SCHEMA`): ``{"schema", "bib_version",
+    "readout", "tie_rule", "conditions": {C: {"accuracy", "ci_low", "ci_high", "n_pairs", "n_ties"}}, "averages",
+    "overall", ...extra}`` (``extra``: ``model``, ``set``, ``sets``, ``difficulty``)."""
+    from bib import __version__
+
     return {
+        "schema": SCHEMA,
+        "bib_version": __version__,
         "readout": readout_name,
         "tie_rule": "a tie counts 0.5",
         "conditions": {c: _result_json(r) for c, r in results.items()},
         "averages": family_averages(results),
+        "overall": overall(results),
         **extra,
     }
 
@@ -465,6 +496,10 @@ class Evaluation(Result):
         conditions: ``{condition: ConditionResult}`` in table order (from :func:`evaluate`).
         readout: ``max`` or ``mean``.
         sets: the generated sets evaluated (``{"path", "name", "seed"}``, from :class:`EpisodeSet`).
+        difficulty: accuracy per difficulty bin (:func:`evaluate_difficulty`), when the pairs have one.
+        model: the model card (``{"name", "parameters", "training_data", "seed"}``; only ``name`` is required,
+            the observer's ``name`` attribute), from :func:`bib.observers.scoring.model_card`.
+        episode_set: :func:`set_summary` of the set (``spec``, ``seed``, ``episodes``, ``pairs``).
     """
 
     name: ClassVar[str] = "evaluation"
@@ -472,12 +507,21 @@ class Evaluation(Result):
     readout: str = "max"
     sets: list[dict[str, object]] = field(default_factory=list)
     difficulty: dict[str, dict[str, ConditionResult]] = field(default_factory=dict)
+    model: dict[str, object] = field(default_factory=dict)
+    episode_set: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        """The :func:`evaluation_json` object (``readout``, ``tie_rule``, ``conditions``, ``averages``, ``sets``,
-        and ``difficulty`` (:func:`difficulty_json`) when the pairs have one)."""
+        """The :func:`evaluation_json` object (``schema``, ``bib_version``, ``readout``, ``tie_rule``, ``conditions``,
+        ``averages``, ``overall``, ``model``, ``set``, ``sets``, and ``difficulty`` (:func:`difficulty_json`) when
+        the pairs have one)."""
         extra = {"difficulty": difficulty_json(self.difficulty)} if self.difficulty else {}
-        return evaluation_json(self.conditions, self.readout, sets=self.sets, **extra)
+        return evaluation_json(self.conditions, self.readout, model=self.model or {"name": None},
+                               set=self.episode_set or set_summary([], self.sets), sets=self.sets, **extra)
+
+    @property
+    def overall(self) -> dict[str, float | None]:
+        """:func:`overall` of the conditions (``mean``, ``efficiency_average``, ``instrumental_average``)."""
+        return overall(self.conditions)
 
     def to_markdown(self) -> str:
         """Accuracy (%) with its 95% CI, pairs and ties per condition, then the family averages."""
@@ -486,7 +530,14 @@ class Evaluation(Result):
             for c, r in self.conditions.items()
         ]
         rows += [[f"{fam} average", f"{100 * acc:.1f}", "", "", ""] for fam, acc in family_averages(self.conditions).items()]
+        mean = self.overall["mean"]
+        if mean is not None:
+            rows.append(["mean of conditions", f"{100 * mean:.1f}", "", sum(r.n_pairs for r in self.conditions.values()),
+                         sum(r.n_ties for r in self.conditions.values())])
         note = f"Readout: {self.readout}; a tie counts 0.5 (the original BIB code gave ties full credit)."
+        who = self.model.get("name") if self.model else None
+        if who:
+            note = f"Model: {who}. " + note
         text = note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
         if self.difficulty:
             text += "\n\n" + DifficultyCurve(self.difficulty).to_markdown()
@@ -528,6 +579,47 @@ def read_evaluation(path: str | os.PathLike[str]) -> dict[str, object]:
     return doc
 
 
+MODEL_JSON = "model.json"
+"""The model card ``bib score`` writes beside its results (:func:`bib.observers.scoring.model_card`)."""
+RESULTS = "results.csv"
+"""The results file inside a ``bib score`` folder (per-step surprise beside it: results.steps.parquet)."""
+
+
+def results_file(path: str | os.PathLike[str]) -> Path:
+    """A results file given as a ``bib score`` folder (its :data:`RESULTS`) or as a CSV file.
+
+    Raises:
+        BibInputError: no such file, or a folder without results.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS
+        if not p.is_file():
+            raise BibInputError(f"{path}: no {RESULTS} inside (not a `bib score` folder)")
+    elif not p.is_file():
+        raise BibInputError(f"{path}: no such file or folder")
+    return p
+
+
+def read_model_card(folder: str | os.PathLike[str]) -> dict[str, object]:
+    """The model card (:data:`MODEL_JSON`) ``bib score`` wrote into ``folder``; ``{}`` when there is none (results
+    made by older versions or outside bib).
+
+    Raises:
+        BibInputError: a card that is not a JSON object.
+    """
+    p = Path(folder) / MODEL_JSON
+    if not p.is_file():
+        return {}
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read the model card ({exc})") from None
+    if not isinstance(doc, dict):
+        raise BibInputError(f"{p}: the model card is not a JSON object")
+    return doc
+
+
 def surprise_by_episode(
     results_path: str | os.PathLike[str], episodes: EpisodeSet, how: str = "max"
 ) -> dict[str, float]:
@@ -556,10 +648,23 @@ def surprise_by_episode(
 
 ANCHORS = resource("published/voe_anchors.csv")
 """The published accuracies shipped with the package (``data/published/voe_anchors.csv`` in a checkout)."""
+TABLE = resource("baselines/results.csv")
+"""Our observers' accuracies shipped with the package (``baselines/results.csv`` in a checkout): the table
+``bib leaderboard`` shows by default, wherever it runs."""
 TABLE_COLUMNS = ["observer", "condition", "accuracy", "ci_low", "ci_high", "n_pairs", "readout", "stimuli", "limited",
-                 "command"]
-"""Columns of an "ours" table (``baselines/results.csv``): accuracy in [0, 1], one row per observer and condition;
-``limited`` is ``true`` when the set was built with ``--limit`` (a try-out, not the full set)."""
+                 "command", "schema", "bib_version", "model", "parameters", "training_data", "model_seed", "set_spec",
+                 "set_seed", "set_episodes"]
+"""Columns of an "ours" table (the packaged :data:`TABLE`, or any written by ``bib evaluate --table`` / ``bib
+leaderboard --add ... --save``): accuracy in [0, 1], one row per observer and condition, then one row per
+overall number (``efficiency-average``, ``instrumental-average``, ``mean``; no CI or pairs); ``limited`` is
+``true`` when the set was built with ``--limit`` (a try-out, not the full set); ``schema`` and ``bib_version``
+of the evaluation the row came from; ``model`` (the model's own name), ``parameters``, ``training_data``,
+``model_seed`` (its model card, blank where unknown); the set's ``set_spec``, ``set_seed`` and ``set_episodes``.
+Rows written before these columns existed have them blank."""
+TABLE_SCHEMA = "bib.results-table/2"
+"""``schema`` of the rows :func:`table_rows` writes."""
+OVERALL_ROWS = {"mean": "mean"}
+"""Condition names of the overall rows besides the family averages (``<family>-average``)."""
 
 
 ANCHOR_TABLES: dict[str, str] = {
@@ -641,12 +746,39 @@ def table_rows(observer: str, evaluation: Mapping[str, object], stimuli: str, co
     assert isinstance(conds, dict)
     sets = evaluation.get("sets") or []
     limited = any(isinstance(s, dict) and s.get("limited") for s in sets)  # type: ignore[union-attr]
-    return [
-        {"observer": observer, "condition": c, "accuracy": f"{v['accuracy']:.4f}", "ci_low": f"{v['ci_low']:.4f}",
-         "ci_high": f"{v['ci_high']:.4f}", "n_pairs": v["n_pairs"], "readout": evaluation["readout"],
-         "stimuli": stimuli, "limited": "true" if limited else "false", "command": command}
-        for c, v in conds.items()
-    ]
+    model = evaluation.get("model") if isinstance(evaluation.get("model"), dict) else {}
+    episode_set = evaluation.get("set") if isinstance(evaluation.get("set"), dict) else {}
+    common = {"readout": evaluation["readout"], "stimuli": stimuli, "limited": "true" if limited else "false",
+              "command": command, "schema": TABLE_SCHEMA if evaluation.get("schema") else "",
+              "bib_version": evaluation.get("bib_version") or "", "model": model.get("name") or "",  # type: ignore[union-attr]
+              "parameters": _blank(model.get("parameters")),  # type: ignore[union-attr]
+              "training_data": _training_text(model.get("training_data")),  # type: ignore[union-attr]
+              "model_seed": _blank(model.get("seed")),  # type: ignore[union-attr]
+              "set_spec": _blank(episode_set.get("spec")), "set_seed": _blank(episode_set.get("seed")),  # type: ignore[union-attr]
+              "set_episodes": _blank(episode_set.get("episodes"))}  # type: ignore[union-attr]
+    rows = [{"observer": observer, "condition": c, "accuracy": f"{v['accuracy']:.4f}", "ci_low": f"{v['ci_low']:.4f}",
+             "ci_high": f"{v['ci_high']:.4f}", "n_pairs": v["n_pairs"], **common} for c, v in conds.items()]
+    summary = evaluation.get("overall") if isinstance(evaluation.get("overall"), dict) else {}
+    for key, value in summary.items():  # type: ignore[union-attr]
+        if value is not None:
+            label = OVERALL_ROWS.get(key, key.replace("_average", "-average"))
+            rows.append({"observer": observer, "condition": label, "accuracy": f"{value:.4f}", **common})
+    return rows
+
+
+def _blank(value: object) -> str:
+    if value is None:
+        return ""
+    return "; ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
+def _training_text(data: object) -> str:
+    """A model card's ``training_data`` in one table cell: the set(s) or path, and the episode count."""
+    if not isinstance(data, dict):
+        return _blank(data)
+    sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in data.get("sets") or [] if isinstance(s, dict))
+    count = f", {data['episodes']} episodes" if data.get("episodes") is not None else ""
+    return f"{sets or data.get('path') or '?'}{count}"
 
 
 def check_table_update(path: str | os.PathLike[str], observer: str, replace: bool) -> None:
@@ -676,7 +808,7 @@ def leaderboard_note(ours: Sequence[Mapping[str, str]], anchors: Sequence[Mappin
 
 def upsert_table(path: str | os.PathLike[str], rows: Sequence[Mapping[str, object]]) -> None:
     """Replace the rows of the observers in ``rows`` in the table at ``path`` (created if absent), atomically."""
-    p = Path(path)
+    p = Path(path).resolve()  # a link (baselines/results.csv in a checkout) is written through, not replaced
     names = {r["observer"] for r in rows}
     keep = [r for r in read_table(p) if r["observer"] not in names] if p.exists() else []
     with atomic_open(p, "w", newline="", encoding="utf-8") as fh:
@@ -742,33 +874,59 @@ class Leaderboard(Result):
         return markdown_table(self.header, self.rows) + "\n\n" + self.note
 
 
+def added_rows(add: Sequence[tuple[str, str | os.PathLike[str]]]) -> list[dict[str, str]]:
+    """Table rows (:func:`table_rows`) of ``evaluation.json`` files (or folders holding one) added by name.
+
+    Raises:
+        BibInputError: an unreadable file, or one name given twice.
+    """
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for nm, path in add:
+        if nm in seen:
+            raise BibInputError(f"--add {nm}=...: the name {nm!r} is given twice")
+        seen.add(nm)
+        p = Path(path)
+        doc = read_evaluation(p / "evaluation.json" if p.is_dir() else p)
+        sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or str(p)
+        rows += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
+    return rows
+
+
 def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence[tuple[str, str | os.PathLike[str]]] = (),
                       *, replace: bool = False, anchors: str | os.PathLike[str] | None = None,
-                      sources: Sequence[str] | None = None) -> Leaderboard:
-    """The leaderboard of an "ours" table (skipped when absent) plus evaluations added by name.
+                      sources: Sequence[str] | None = None, save: bool = False) -> Leaderboard:
+    """The leaderboard of an "ours" table plus evaluations added by name.
 
     Args:
-        table: an "ours" table (``bib evaluate --table``), or None.
+        table: an "ours" table (``bib evaluate --table``; skipped when absent), or None for the packaged
+            :data:`TABLE`.
         add: ``(name, path)`` of ``evaluation.json`` files (or the folders holding them) to add as columns.
         replace: let an added name replace the table's rows of that name (otherwise refused).
         anchors: the published accuracies (default: :data:`ANCHORS`).
         sources: the published tables to show (keys of :data:`ANCHOR_TABLES`); None shows all, a model in
             two tables as two labelled columns.
+        save: also write the added rows into ``table`` (atomically; created if absent). Needs ``table``: the
+            packaged table is not written.
 
     Raises:
-        BibInputError: an added name the table already has (without ``replace``), or unreadable files.
+        BibInputError: an added name the table already has (without ``replace``), unreadable files, or
+            ``save`` without a table.
     """
-    ours: list[dict[str, str]] = read_table(table) if table is not None and Path(table).exists() else []
-    for nm, path in add:
-        p = Path(path)
-        doc = read_evaluation(p / "evaluation.json" if p.is_dir() else p)
+    if save and table is None:
+        raise BibInputError("--save needs a TABLE to write into (the built-in table ships with bib and is not written)")
+    path = TABLE if table is None else Path(table)
+    ours: list[dict[str, str]] = read_table(path) if path.exists() else []
+    new = added_rows(add)
+    for nm in dict.fromkeys(r["observer"] for r in new):
         if any(r["observer"] == nm for r in ours):
             if not replace:
-                raise BibInputError(f"--add {nm}=...: {table} already has a {nm!r} column; "
+                raise BibInputError(f"--add {nm}=...: {path} already has a {nm!r} column; "
                                     "use --replace to replace it, or another NAME")
             ours = [r for r in ours if r["observer"] != nm]
-        sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in doc.get("sets", [])) or str(p)
-        ours += [{k: str(v) for k, v in r.items()} for r in table_rows(nm, doc, sets, "")]
+    ours += new
+    if save and new:
+        upsert_table(path, new)
     published = read_anchors(anchors or ANCHORS, sources)
     header, rows = leaderboard(published, ours)
     return Leaderboard(header, rows, leaderboard_note(ours, published))

@@ -463,11 +463,25 @@ def load_weights(path: str | os.PathLike[str]) -> object:
         return torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises several types; all mean "refused"
         text = str(exc)
-        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+        # torch names the object as "Unsupported global: GLOBAL x.y" or, for a blocked module (os, posix,
+        # subprocess, builtins ... under torch 2.13), as "unsupported GLOBAL x.y whose module x is blocked"
+        found = re.search(r"[Uu]nsupported (?:global: )?GLOBAL ([\w.]+)", text)
         if found:
             raise BibInputError(f"{p}: refused: the checkpoint holds pickled objects ({found.group(1)}), "
                                 "and bib loads weights only") from None
+        opcode = re.search(r"Unsupported operand (\d+)", text)
+        if opcode and _starts_with(p, b"\x80"):  # a plain pickle (pickle.dump's PROTO opcode), not a torch weights file
+            raise BibInputError(f"{p}: refused: a pickle that is not a torch weights file (pickle opcode "
+                                f"{opcode.group(1)}), and bib loads weights only") from None
         if "Weights only load failed" in text:  # torch's advice that follows is not for bib users
             raise BibInputError(f"{p}: not a readable checkpoint (not a torch weights file)") from None
         first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
         raise BibInputError(f"{p}: not a readable checkpoint ({first[:160]})") from None
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(prefix)) == prefix
+    except OSError:
+        return False

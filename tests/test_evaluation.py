@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from bib import __version__
 from bib.cli import app
 from bib.errors import BibInputError
 from bib.evaluation import (
@@ -239,7 +241,9 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     run = tmp_path / "run"
     res = runner.invoke(app, ["score", "inverse-planner", str(out), "--out", str(run)])
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in run.iterdir()) == ["provenance.json", "results.csv", "results.steps.parquet"]
+    assert sorted(p.name for p in run.iterdir()) == ["model.json", "provenance.json", "results.csv", "results.steps.parquet"]
+    assert json.loads((run / "model.json").read_text()) == {"name": "inverse-planner", "parameters": None,
+                                                            "training_data": None, "seed": None}
     # the ScoreSummary result: the files, and per condition the mean surprise by outcome
     assert res.output.startswith("12 episodes scored with inverse-planner: results.csv (max readout), "
                                  "per-step surprise in results.steps.parquet")
@@ -252,6 +256,12 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["readout"] == "max"
+    # schema 2: identity of the bib version, the model and the set, and the overall numbers as BIB defines them
+    assert doc["schema"] == "bib.evaluation/2" and doc["bib_version"] == __version__
+    assert doc["model"]["name"] == "inverse-planner"
+    assert doc["set"] == {"spec": None, "seed": None, "episodes": 12, "pairs": 6, "limited": False}
+    accs = [v["accuracy"] for v in doc["conditions"].values()]
+    assert doc["overall"] == {"mean": sum(accs) / 2, "efficiency_average": None, "instrumental_average": None}
     assert set(doc["conditions"]) == {"preference", "instrumental-blocking"}
     for v in doc["conditions"].values():
         assert set(v) >= {"accuracy", "ci_low", "ci_high", "n_pairs"} and v["n_pairs"] == 3
@@ -282,6 +292,19 @@ def test_cli_score_evaluate_leaderboard(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "already has a 'inverse-planner' column; use --replace" in str(res.exception)
     res = runner.invoke(app, ["leaderboard", str(tmp_path / "table.csv"), "--add", f"inverse-planner={ev}", "--replace"])
     assert res.exit_code == 0, res.output
+    # --save persists an added evaluation into a table; the packaged table is never written
+    res = runner.invoke(app, ["leaderboard", "--add", f"mine={ev}", "--save"])
+    assert res.exit_code != 0 and "--save needs a TABLE" in str(res.exception)
+    saved_table = tmp_path / "saved.csv"
+    res = runner.invoke(app, ["leaderboard", str(saved_table), "--add", f"mine={ev}", "--save"])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(saved_table.open()))
+    assert [r["condition"] for r in rows] == ["preference", "instrumental-blocking", "mean"]
+    assert {(r["observer"], r["model"], r["schema"], r["bib_version"], r["set_episodes"]) for r in rows} == {
+        ("mine", "inverse-planner", "bib.results-table/2", __version__, "12")}
+    assert float(rows[-1]["accuracy"]) == round(saved["overall"]["mean"], 4) and rows[-1]["n_pairs"] == ""
+    res = runner.invoke(app, ["leaderboard", str(saved_table)])
+    assert "mine (ours)" in res.output and "| mean |" in res.output
 
 
 def test_cli_bad_results_exit_2(tmp_path: Path) -> None:

@@ -264,7 +264,12 @@ def test_cli_choices_come_from_the_registries():
     assert _choices(["analyze"], "--format") == list(points["looking-time importers"][0])
     assert _choices(["export"], "--naming") == list(points["BIB JSON namings"][0])
     assert _choices(["import"], "--naming") == ["auto", *points["BIB JSON namings"][0]]
-    assert _choices(["train"], "name") == observer_names(learned=True) == ["bc-mlp", "bc-rnn", "video-rnn"]
+    # bib train takes a learned observer's name or a package.module:Class (issue 29), checked by trainable()
+    from bib.commands.train import trainable
+
+    assert [trainable(n) for n in observer_names(learned=True)] == ["bc-mlp", "bc-rnn", "video-rnn"]
+    with pytest.raises(BibInputError, match="bib train trains bc-mlp, bc-rnn, video-rnn or your own package.module:Class"):
+        trainable("random")
     profile = _choices(["profile"], "--observer")  # the registered observers without a checkpoint, when the CLI was built
     assert [n for n in profile if _builtin(OBS[n])] == [n for n, s in OBS.items() if _builtin(s) and not s.needs_checkpoint]
     assert not any(OBS[n].needs_checkpoint for n in profile)

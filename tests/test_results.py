@@ -161,10 +161,10 @@ def test_comparison_result(tmp_path: Path) -> None:
     assert [p.name for p in result.save(tmp_path)] == ["compare.json", "compare.md", "compare.png", "compare.svg"]
 
 
-def test_leaderboard_result() -> None:
+def test_leaderboard_result(tmp_path: Path) -> None:
     from bib.evaluation import ANCHORS, Leaderboard, build_leaderboard, read_anchors
 
-    result = build_leaderboard(None)
+    result = build_leaderboard(tmp_path / "no-table-here.csv")
     assert isinstance(result, Leaderboard)
     models = list(dict.fromkeys(a["column"] for a in read_anchors(ANCHORS)))
     assert result.header == ["condition", *models]

@@ -42,10 +42,15 @@ JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
 
 
 def checkpoint_file(path: Path | None, name: str) -> Path | None:
-    """A ``--checkpoint`` given as the file or as the ``--out`` folder that holds it under ``name``."""
+    """A ``--checkpoint`` given as the file or as the ``--out`` folder that holds it under ``name`` (the folder
+    itself when ``bib train`` wrote it for a user's model)."""
     if path is None:
         return None
+    from bib.observers.trainable import is_model_folder
+
     p = Path(path)
+    if is_model_folder(p):  # a user's model `bib train` saved: the folder itself is the checkpoint
+        return p
     if p.is_dir():
         p = p / name
     if not p.is_file():

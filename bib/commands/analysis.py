@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Models vs infants: z-scored responses, response_z ~ outcome * observer + (1 | unit) per task."""
         from bib.analysis import compare as cmp
-        from bib.commands.observers import RESULTS, results_file
+        from bib.evaluation import RESULTS, results_file
 
         files = [results_file(r) for r in results]
         names = [f.parent.name if f.name == RESULTS and Path(r).is_dir() else f.stem for f, r in zip(files, results)]

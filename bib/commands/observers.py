@@ -10,10 +10,8 @@ import typer
 
 from bib.commands._common import FORCE, JSON, OUT_PATH, SCHEDULER, WORKERS, checkpoint_file, optional_out, out_option
 from bib.errors import BibInputError
+from bib.evaluation import RESULTS, results_file
 from bib.observers import OBSERVERS
-
-RESULTS = "results.csv"
-"""The results file inside a `bib score` folder (per-step surprise beside it: results.steps.parquet)."""
 
 
 class Readout(str, Enum):
@@ -24,18 +22,6 @@ class Readout(str, Enum):
 class KitFormat(str, Enum):
     episodes = "episodes"
     bib_json = "bib-json"
-
-
-def results_file(path: Path) -> Path:
-    """RESULTS given as a `bib score` folder or as a CSV file."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / RESULTS
-        if not p.is_file():
-            raise BibInputError(f"{path}: no {RESULTS} inside (not a `bib score` folder)")
-    elif not p.is_file():
-        raise BibInputError(f"{path}: no such file or folder")
-    return p
 
 
 def register(app: typer.Typer) -> None:
@@ -120,6 +106,8 @@ def register(app: typer.Typer) -> None:
             check_table_update,
             evaluate_difficulty,
             find_episodes,
+            read_model_card,
+            set_summary,
             surprise_by_episode,
             table_rows,
             upsert_table,
@@ -146,7 +134,11 @@ def register(app: typer.Typer) -> None:
         res = run(found.refs, surprise, seed=seed)
         if not res:
             raise BibInputError(f"{episodes}: no expected/unexpected pairs to evaluate")
-        result = Evaluation(res, readout.value, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed))
+        model = read_model_card(results.parent) if results.name == RESULTS else {}
+        if name and not model.get("name"):
+            model = {**model, "name": name}
+        result = Evaluation(res, readout.value, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed), model,
+                            set_summary(found.refs, found.sets))
         if folder is not None:
             with folder as tmp:
                 result.save(tmp)
@@ -198,9 +190,10 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def leaderboard(
-        table: Path = typer.Argument(Path("baselines/results.csv"), help="'Ours' table written by `bib evaluate --table` (skipped if absent)."),
+        table: Path = typer.Argument(None, help="'Ours' table written by `bib evaluate --table` or --save (skipped if absent; default: the table that ships with bib, baselines/results.csv in a checkout).", show_default=False),
         add: list[str] = typer.Option([], "--add", help="NAME=EVALUATION.json (from `bib evaluate --out`), repeatable.", show_default=False),
         replace: bool = typer.Option(False, "--replace", help="Let --add NAME replace the table's rows of NAME (otherwise refused)."),
+        save: bool = typer.Option(False, "--save", help="Also write the --add rows into TABLE (created if absent; needs TABLE)."),
         anchors: Path = typer.Option(None, "--anchors", help="Published accuracies (default: data/published/voe_anchors.csv).", show_default=False),
         source: list[str] = typer.Option([], "--source", help="Published table(s) to show: neurips, poster, irene, hbtom (repeatable; default all, a model in two tables as two labelled columns).", show_default=False),
         as_json: bool = JSON,
@@ -214,5 +207,5 @@ def register(app: typer.Typer) -> None:
             if not sep or not nm:
                 raise BibInputError(f"--add {item!r}: expected NAME=EVALUATION.json")
             pairs.append((nm, path))
-        result = build_leaderboard(table, pairs, replace=replace, anchors=anchors, sources=source or None)
+        result = build_leaderboard(table, pairs, replace=replace, anchors=anchors, sources=source or None, save=save)
         typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)

@@ -298,6 +298,7 @@ def load_observer(path: str | Path, expected: str | None = None) -> LearnedObser
         raise BibInputError(f"{path}: weights do not fit the {name} model ({str(exc).splitlines()[0]})") from None
     obs.net.eval()
     obs.metrics = dict(cfg.get("metrics") or {})
+    obs.train_config = dict(cfg.get("train") or {})
     return obs
 
 

@@ -7,8 +7,10 @@ observers' modules do).
 
 A name of the form ``package.module:Attr`` is a user's own observer: the module is imported (the
 working directory is searched first, so ``my_model.py`` beside the command works), and ``Attr`` is
-a class or factory called with the observer options (``--option KEY=VALUE``), plus
-``checkpoint=PATH`` when a checkpoint is given. What it returns must have ``surprise(episode)``.
+a class or factory called with the observer options (``--option KEY=VALUE``). A checkpoint that is a
+folder ``bib train`` wrote for the class is restored by :func:`bib.observers.trainable.restore`
+(``load_state_dict`` or the class's ``load(folder)``); any other checkpoint is passed as
+``checkpoint=PATH``. What it returns must have ``surprise(episode)``.
 """
 
 from __future__ import annotations
@@ -63,9 +65,15 @@ def _user_spec(target: str, make: Any) -> ObserverSpec:
     takes_checkpoint = "checkpoint" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
     def factory(checkpoint: Path | None, **config: Any) -> Observer:
-        if checkpoint is not None and not takes_checkpoint:
-            raise BibInputError(f"observer {target!r}: {attr} takes no checkpoint argument")
-        built = make(**config) if checkpoint is None else make(checkpoint=checkpoint, **config)
+        from bib.observers.trainable import is_model_folder, restore
+
+        if is_model_folder(checkpoint):  # what `bib train` saved: restored by load_state_dict or the class's load
+            built = restore(target, make, Path(checkpoint), config)  # type: ignore[arg-type]
+        elif checkpoint is not None and not takes_checkpoint:
+            raise BibInputError(f"observer {target!r}: {attr} takes no checkpoint argument "
+                                "(and the checkpoint is not a folder `bib train` wrote)")
+        else:
+            built = make(**config) if checkpoint is None else make(checkpoint=checkpoint, **config)
         if not callable(getattr(built, "surprise", None)):
             raise BibInputError(f"observer {target!r}: {attr} gave a {type(built).__name__} without a surprise(episode) method")
         if not isinstance(getattr(built, "name", None), str):

@@ -13,11 +13,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bib.episode import Episode
 from bib.errors import BibInputError
-from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes, readout, steps_path, write_results, write_steps
-from bib.observers.base import Observer, surprise_of_views
+from bib.evaluation import (
+    MODEL_JSON,
+    EpisodeRef,
+    EpisodeSet,
+    find_episodes,
+    readout,
+    steps_path,
+    write_results,
+    write_steps,
+)
+from bib.observers.base import Observer, surprise_many, surprise_of_views
 from bib.observers.registry import make_observer
-from bib.results import Result, markdown_table
+from bib.results import Result, jsonable, markdown_table
 from bib.stimuli.blind import load_blind
 
 CHUNK = 32
@@ -45,10 +55,48 @@ def _score_chunk(item: tuple[str, str | None, dict[str, Any], list[tuple[str, st
     shuffled order (:func:`bib.observers.base.surprise_of_views`).
     """
     name, checkpoint, config, chunk = item
-    observer = _cached_observer(name, checkpoint, config)
+    return score_files(_cached_observer(name, checkpoint, config), chunk)
+
+
+def score_files(observer: Observer, chunk: Sequence[tuple[str, str]]) -> list[tuple[str, np.ndarray]]:
+    """``[(episode id, per-step surprise)]`` of a chunk of ``(id, episode file)`` scored by ``observer`` (an
+    instance), through the episodes' blind views (:func:`bib.stimuli.blind.load_blind`) in a shuffled order
+    (:func:`bib.observers.base.surprise_of_views`): what every scoring path runs on each chunk (``bib score``'s
+    workers, :func:`bib.api.score`)."""
     views = [load_blind(path, eid) for eid, path in chunk]
     ids = [eid for eid, _ in chunk]
     return list(zip(ids, surprise_of_views(observer, views, ids)))
+
+
+def score_episodes(observer: Observer, episodes: Sequence[Episode], chunk: int = CHUNK) -> Iterator[tuple[str, np.ndarray]]:
+    """Per-step surprise of episodes held in memory, by ``observer`` (an instance), sorted by id and handed over
+    in chunks of ``chunk`` as ``bib score`` hands a set's files (so a batched observer gets the same batches)."""
+    ordered = sorted(episodes, key=lambda e: e.id)
+    for i in range(0, len(ordered), chunk):
+        part = ordered[i : i + chunk]
+        yield from zip((ep.id for ep in part), surprise_many(observer, part))
+
+
+def model_card(observer: Observer, checkpoint: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``{"name", "parameters", "training_data", "seed"}`` of a built observer: its ``name`` attribute, the
+    parameters of its torch network (None otherwise), and what the checkpoint records of its training (a user
+    model's ``model.json`` from ``bib train``, a learned observer's checkpoint config; None where unknown)."""
+    from bib.observers.trainable import count_parameters, is_model_folder, read_card
+
+    net = getattr(observer, "net", None)
+    card: dict[str, Any] = {"name": str(getattr(observer, "name", "")) or None,
+                            "parameters": count_parameters(observer) or count_parameters(net),
+                            "training_data": None, "seed": None}
+    if is_model_folder(checkpoint):
+        saved = read_card(checkpoint)  # type: ignore[arg-type]
+        card.update({k: saved.get(k) for k in ("training_data", "seed")})
+        card["parameters"] = card["parameters"] or saved.get("parameters")
+    elif isinstance(getattr(observer, "metrics", None), dict) and observer.metrics:  # type: ignore[attr-defined]
+        m = observer.metrics  # type: ignore[attr-defined]
+        card["training_data"] = {"episodes": int(m.get("n_train", 0)) + int(m.get("n_val", 0)),
+                                 "train": m.get("n_train"), "validation": m.get("n_val")}
+        card["seed"] = (getattr(observer, "train_config", None) or {}).get("seed")
+    return card
 
 
 def check_observer(name: str, checkpoint: str | os.PathLike[str] | None = None,
@@ -132,30 +180,43 @@ class ScoreSummary(Result):
     observer: str = ""
     surprise: dict[str, float] = field(default_factory=dict)
 
+    model: dict[str, Any] = field(default_factory=dict)
+
     def by_condition(self) -> dict[str, dict[str, Any]]:
-        """``{condition: {"episodes", "expected", "unexpected"}}``: counts and mean surprise per outcome
-        (background episodes under their task; None where a condition has no episode of an outcome)."""
-        groups: dict[str, dict[str, list[float]]] = {}
-        for ref in self.episodes.refs:
-            if ref.id in self.surprise:
-                g = groups.setdefault(ref.condition or ref.task or "?", {"expected": [], "unexpected": [], "none": []})
-                g.setdefault(ref.outcome, []).append(self.surprise[ref.id])
-        return {c: {"episodes": sum(len(v) for v in g.values()),
-                    **{o: (float(np.mean(g[o])) if g[o] else None) for o in ("expected", "unexpected")}}
-                for c, g in sorted(groups.items())}
+        """:func:`condition_means` of the set's episodes."""
+        return condition_means(self.episodes.refs, self.surprise)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"observer", "episodes", "readout", "results", "steps", "conditions"}`` (file names, not paths)."""
-        return {"observer": self.observer, "episodes": self.n_episodes, "readout": "max",
+        """``{"observer", "model", "episodes", "readout", "results", "steps", "conditions"}`` (file names, not paths;
+        ``observer`` is the model's ``name``, ``model`` its :func:`model_card`)."""
+        return {"observer": self.observer, "model": self.model, "episodes": self.n_episodes, "readout": "max",
                 "results": self.results.name, "steps": self.steps.name, "conditions": self.by_condition()}
 
     def to_markdown(self) -> str:
         """One line naming the files, and the mean surprise per condition and outcome."""
         head = f"{self.n_episodes} episodes scored with {self.observer}: {self.results.name} (max readout), " \
                f"per-step surprise in {self.steps.name}"
-        rows = [[c, v["episodes"], v["expected"], v["unexpected"]] for c, v in self.by_condition().items()]
-        return head + "\n\n" + markdown_table(["condition", "episodes", "mean surprise, expected",
-                                                "mean surprise, unexpected"], rows)
+        return head + "\n\n" + condition_table(self.by_condition())
+
+
+def condition_means(refs: Sequence[EpisodeRef], surprise: Mapping[str, float]) -> dict[str, dict[str, Any]]:
+    """``{condition: {"episodes", "expected", "unexpected"}}``: counts and mean surprise per outcome of the episodes
+    of ``refs`` that ``surprise`` has (background episodes under their task; None where a condition has no episode
+    of an outcome)."""
+    groups: dict[str, dict[str, list[float]]] = {}
+    for ref in refs:
+        if ref.id in surprise:
+            g = groups.setdefault(ref.condition or ref.task or "?", {"expected": [], "unexpected": [], "none": []})
+            g.setdefault(ref.outcome, []).append(surprise[ref.id])
+    return {c: {"episodes": sum(len(v) for v in g.values()),
+                **{o: (float(np.mean(g[o])) if g[o] else None) for o in ("expected", "unexpected")}}
+            for c, g in sorted(groups.items())}
+
+
+def condition_table(by_condition: Mapping[str, Mapping[str, Any]]) -> str:
+    """:func:`condition_means` as a Markdown table."""
+    rows = [[c, v["episodes"], v["expected"], v["unexpected"]] for c, v in by_condition.items()]
+    return markdown_table(["condition", "episodes", "mean surprise, expected", "mean surprise, unexpected"], rows)
 
 
 def score(
@@ -169,10 +230,11 @@ def score(
     scheduler: str | None = None,
     progress: bool = True,
 ) -> ScoreSummary:
-    """Score every episode under ``episodes``; write ``out`` (CSV ``episode_id,surprise``, max readout)
-    and the per-step surprise beside it (``<out stem>.steps.parquet``).
+    """Score every episode under ``episodes``; write ``out`` (CSV ``episode_id,surprise``, max readout),
+    the per-step surprise beside it (``<out stem>.steps.parquet``) and the model card (:data:`MODEL_JSON`,
+    :func:`model_card`), which ``bib evaluate`` puts into ``evaluation.json``.
     """
-    from bib.io import ensure_dir
+    from bib.io import atomic_write_text, ensure_dir
     from bib.progress import track
 
     found = episodes if isinstance(episodes, EpisodeSet) else find_episodes(episodes)
@@ -185,7 +247,11 @@ def score(
     write_steps(steps_path(out_path), steps)
     maxima = {eid: readout(s, "max") for eid, s in steps}
     write_results(out_path, maxima)
-    return ScoreSummary(len(steps), out_path, steps_path(out_path), found, name, {k: float(v) for k, v in maxima.items()})
+    card = model_card(_cached_observer(name, None if checkpoint is None else str(checkpoint), dict(config or {})),
+                      checkpoint)
+    atomic_write_text(out_path.parent / MODEL_JSON, json.dumps(jsonable(card), indent=2) + "\n")
+    return ScoreSummary(len(steps), out_path, steps_path(out_path), found, card["name"] or name,
+                        {k: float(v) for k, v in maxima.items()}, card)
 
 
 def parse_options(options: Sequence[str]) -> dict[str, Any]:

@@ -25,20 +25,11 @@ from bib.evaluation import find_episodes
 from bib.io import atomic_write_text, ensure_dir
 from bib.observers.encoders import Batch, collate
 from bib.observers.learned import LearnedObserver, TrainConfig, config_from_dict, learned_class, torch_threads
+from bib.observers.trainable import subset
 from bib.progress import track
 
 Item = Path | Episode
 """A training item: an episode file (loaded when its batch is built) or an episode in memory."""
-
-
-def subset(items: Sequence[Any], n: int) -> list[Any]:
-    """``n`` items spread evenly over ``items`` (all of them when ``n`` is 0 or too large), in order.
-
-    Background ids are grouped by task, so an even spread keeps every task's share.
-    """
-    if n <= 0 or n >= len(items):
-        return list(items)
-    return [items[int(i)] for i in np.unique(np.linspace(0, len(items) - 1, n).round().astype(int))]
 
 
 def split(ids: Sequence[Any]) -> tuple[list[int], list[int]]:
@@ -305,5 +296,5 @@ def train(
     log(f"{observer}: {len(tr)} training and {len(val_files)} validation episodes from {background}; "
         f"{sum(p.numel() for p in obs.net.parameters())} parameters")
     report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log)
-    log(f"best epoch {report.best_epoch}: validation loss {report.best_val_loss:.4f}; checkpoint {out}")
+    log(f"best epoch {report.best_epoch}: validation loss {report.best_val_loss:.4f}")  # the caller names the final path
     return report

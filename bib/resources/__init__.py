@@ -1,12 +1,13 @@
 """Files ``bib`` reads at run time, shipped inside the package and found through ``importlib.resources``.
 
 - ``published/voe_anchors.csv``: published VOE accuracies (the leaderboard's anchors).
+- ``baselines/results.csv``: our observers' accuracies, the default table of ``bib leaderboard``.
 - ``published/infant_pilot.csv``: the BIB infant pilot summaries (power analysis, example data).
 - ``looking_times/example.csv``: SYNTHETIC example looking times (the demo's analysis input).
 - ``analysis/infant-pilot.toml``: the analysis spec of the infant pilot (the demo's).
 - ``stimuli/*.toml``: the built-in stimulus specs (``bib generate bib-eval``).
 
-In a checkout, ``data/published``, ``data/looking_times``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
+In a checkout, ``baselines/results.csv``, ``data/published``, ``data/looking_times``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
 links to these files, so the paths the docs use work there too.
 """
 

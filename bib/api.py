@@ -1,0 +1,286 @@
+"""The in-process API for model builders: :func:`score` a model on episodes and :func:`evaluate` its scores.
+
+Both take objects as well as names and paths and need no files: a model instance or a registered name /
+``package.module:Class``, episodes in memory or a set on disk. They run the same library code as ``bib score``
+and ``bib evaluate`` (:mod:`bib.observers.scoring`, :mod:`bib.evaluation`), so the numbers are the CLI's::
+
+    import bib
+
+    scores = bib.score(MyModel(), "out/tiny")        # or bib.score("my_model:MyModel", episodes, checkpoint=...)
+    result = bib.evaluate("out/tiny", scores)          # an Evaluation: to_json(), to_markdown(), plot(), save()
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from bib.episode import Episode
+from bib.errors import BibInputError
+from bib.evaluation import (
+    EpisodeRef,
+    EpisodeSet,
+    Evaluation,
+    evaluate_difficulty,
+    find_episodes,
+    readout,
+    set_summary,
+    steps_path,
+    write_results,
+    write_steps,
+)
+from bib.evaluation import evaluate as pairwise
+from bib.observers.base import Observer
+from bib.results import Result
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+SCORES_SCHEMA = "bib.scores/1"
+"""``schema`` of :meth:`Scores.to_json`."""
+
+Episodes = str | os.PathLike[str] | EpisodeSet | Sequence[Episode]
+"""What :func:`score` and :func:`evaluate` take as episodes: a set on disk (folder or manifest.csv), an
+:class:`~bib.evaluation.EpisodeSet`, or :class:`~bib.episode.Episode` objects."""
+
+
+def episode_refs(episodes: Episodes) -> EpisodeSet:
+    """The :class:`EpisodeSet` of ``episodes`` (episodes in memory become refs without a path).
+
+    Raises:
+        BibInputError: an empty sequence, an item that is not an Episode, or one id given twice.
+    """
+    if isinstance(episodes, EpisodeSet):
+        return episodes
+    if isinstance(episodes, (str, os.PathLike)):
+        return find_episodes(episodes)
+    items = list(episodes)
+    if not items:
+        raise BibInputError("no episodes given")
+    bad = next((x for x in items if not isinstance(x, Episode)), None)
+    if bad is not None:
+        raise BibInputError(f"episodes: expected bib.episode.Episode objects, got a {type(bad).__name__}")
+    seen: set[str] = set()
+    for ep in items:
+        if ep.id in seen:
+            raise BibInputError(f"episodes: episode id {ep.id!r} is given twice")
+        seen.add(ep.id)
+    return EpisodeSet(sorted((EpisodeRef(ep.id, ep.pair_id, ep.condition, ep.outcome, Path(), twin_id=ep.twin_id,
+                                         difficulty=ep.difficulty, variant=ep.variant or None, task=ep.task)
+                              for ep in items), key=lambda r: r.id))
+
+
+@dataclass
+class Scores(Result):
+    """Per-step surprise of every episode, from :func:`score` (what ``bib score`` writes as results.csv and
+    results.steps.parquet).
+
+    Attributes:
+        steps: episode id -> per-step surprise (``episode.test.n_steps`` values), in id order.
+        episodes: the episodes scored (their refs: condition, outcome, pair).
+        model: the model card (:func:`bib.observers.scoring.model_card`: ``name``, ``parameters``,
+            ``training_data``, ``seed``).
+    """
+
+    name: ClassVar[str] = "scores"
+    steps: dict[str, np.ndarray]
+    episodes: EpisodeSet
+    model: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def observer(self) -> str:
+        """The model's name (its ``name`` attribute)."""
+        return str(self.model.get("name") or "")
+
+    def surprise(self, how: str = "max") -> dict[str, float]:
+        """One surprise per episode: the per-step values reduced by ``max`` (BIB's readout) or ``mean``."""
+        return {eid: readout(s, how) for eid, s in self.steps.items()}
+
+    def by_condition(self) -> dict[str, dict[str, Any]]:
+        """Counts and mean surprise (max readout) per condition and outcome
+        (:func:`bib.observers.scoring.condition_means`)."""
+        from bib.observers.scoring import condition_means
+
+        return condition_means(self.episodes.refs, self.surprise())
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"schema", "model", "episodes", "readout", "surprise": {id: max}, "steps": {id: [...]}, "conditions"}``."""
+        return {"schema": SCORES_SCHEMA, "model": self.model, "episodes": len(self.steps), "readout": "max",
+                "surprise": self.surprise(), "steps": {k: v.tolist() for k, v in self.steps.items()},
+                "conditions": self.by_condition()}
+
+    def to_markdown(self) -> str:
+        """One line naming the model, and the mean surprise per condition and outcome."""
+        from bib.observers.scoring import condition_table
+
+        return (f"{len(self.steps)} episodes scored with {self.observer} (max readout)\n\n"
+                + condition_table(self.by_condition()))
+
+    def plot(self) -> Figure | None:
+        """Mean surprise (max readout) of the expected and the unexpected episodes per condition."""
+        from matplotlib.figure import Figure
+
+        rows = {c: v for c, v in self.by_condition().items() if v["expected"] is not None or v["unexpected"] is not None}
+        if not rows:
+            return None
+        fig = Figure(figsize=(6, 0.45 * len(rows) + 1.2))
+        ax = fig.add_subplot()
+        y = np.arange(len(rows))[::-1]
+        for k, (outcome, color) in enumerate((("expected", "#4c72b0"), ("unexpected", "#dd8452"))):
+            vals = [v[outcome] if v[outcome] is not None else np.nan for v in rows.values()]
+            ax.barh(y + (0.2 if k == 0 else -0.2), vals, height=0.4, color=color, label=outcome)
+        ax.set_yticks(y, list(rows))
+        ax.set_xlabel(f"mean surprise (max readout), {self.observer}")
+        ax.legend(fontsize=7)
+        return fig
+
+    def write(self, results: str | os.PathLike[str]) -> Path:
+        """Write ``results`` (CSV ``episode_id,surprise``, max readout) and the per-step Parquet beside it, as
+        ``bib score`` writes them (``bib evaluate SET RESULTS`` reads them); returns ``results``."""
+        from bib.io import ensure_dir
+
+        path = Path(results)
+        ensure_dir(path.parent)
+        write_steps(steps_path(path), self.steps.items())
+        write_results(path, self.surprise())
+        return path
+
+
+def _observer(observer: str | Observer, checkpoint: str | os.PathLike[str] | None,
+              options: Mapping[str, Any] | None) -> Observer:
+    if isinstance(observer, str):
+        from bib.observers.registry import make_observer
+
+        return make_observer(observer, checkpoint, **dict(options or {}))
+    if checkpoint is not None or options:
+        raise BibInputError("checkpoint and options build an observer given by name; "
+                            "pass an instance alone, already built")
+    if not callable(getattr(observer, "surprise", None)):
+        raise BibInputError(f"observer: a {type(observer).__name__} has no surprise(episode) method")
+    return observer
+
+
+def score(
+    observer: str | Observer,
+    episodes: Episodes,
+    *,
+    checkpoint: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    workers: int = 1,
+) -> Scores:
+    """Per-step surprise of every episode, as ``bib score`` computes it, returned instead of written.
+
+    Args:
+        observer: a model instance (anything with ``name`` and ``surprise(episode)``), a registered observer
+            name or ``package.module:Class``.
+        episodes: a set on disk (folder or manifest.csv), an :class:`~bib.evaluation.EpisodeSet`, or
+            :class:`~bib.episode.Episode` objects (no files needed).
+        checkpoint: for a name: a checkpoint (a ``bib train`` folder or file), as ``bib score --checkpoint``.
+        options: for a name: constructor options, as ``bib score --option KEY=VALUE``.
+        workers: worker processes for a name and a set on disk (an instance is scored in this process).
+
+    The episodes go to the model through the library's scoring functions
+    (:func:`bib.observers.scoring.score_refs`, :func:`~bib.observers.scoring.score_files`,
+    :func:`~bib.observers.scoring.score_episodes`), sorted by id in chunks of
+    :data:`~bib.observers.scoring.CHUNK`, as ``bib score`` hands them, so the numbers are the CLI's.
+
+    Raises:
+        BibInputError: an unknown name, bad options or checkpoint, bad episodes, or a model that returns the
+            wrong number of values.
+    """
+    from bib.observers.scoring import CHUNK, check_observer, model_card, score_episodes, score_files, score_refs
+
+    found = episode_refs(episodes)
+    on_disk = not (isinstance(episodes, Sequence) and not isinstance(episodes, str))
+    if isinstance(observer, str) and on_disk:
+        check_observer(observer, checkpoint, options)
+        built = _observer(observer, checkpoint, options)  # cached: the instance score_refs uses
+        stream = score_refs(observer, found.refs, checkpoint=checkpoint, config=options, workers=workers)
+    else:
+        built = _observer(observer, checkpoint, options)
+        if on_disk:
+            refs = found.refs
+            stream = (pair for i in range(0, len(refs), CHUNK)
+                      for pair in score_files(built, [(r.id, str(r.path)) for r in refs[i : i + CHUNK]]))
+        else:
+            stream = score_episodes(built, list(episodes))  # type: ignore[arg-type]
+    try:
+        steps = dict(stream)
+    except ValueError as exc:  # the protocol's checks (wrong number of values, non-finite)
+        raise BibInputError(str(exc)) from None
+    return Scores(steps, found, model_card(built, checkpoint))
+
+
+def evaluate(
+    episodes: Episodes,
+    scores: Scores | Mapping[str, float] | str | os.PathLike[str],
+    *,
+    readout_name: str = "max",
+    seed: int = 0,
+) -> Evaluation:
+    """Pairwise VOE accuracy of ``scores`` on ``episodes``, as ``bib evaluate`` computes it.
+
+    Args:
+        episodes: the set the scores are for (a folder or manifest.csv, an EpisodeSet, or Episode objects).
+        scores: a :class:`Scores` (from :func:`score`), ``{episode id: surprise}``, or a results file / ``bib
+            score`` folder.
+        readout_name: ``max`` (BIB) or ``mean`` (needs per-step surprise: a Scores or a folder with its Parquet).
+        seed: the bootstrap's seed.
+
+    Raises:
+        BibInputError: scores that do not match the set (ids missing or unknown, one line naming a few), or no
+            expected/unexpected pairs.
+    """
+    from bib.evaluation import read_model_card, surprise_by_episode
+
+    found = episode_refs(episodes)
+    model: dict[str, Any] = {}
+    if isinstance(scores, Scores):
+        surprise = scores.surprise(readout_name)
+        model = dict(scores.model)
+    elif isinstance(scores, Mapping):
+        if readout_name != "max":
+            raise BibInputError(f"readout {readout_name!r} needs per-step surprise (a Scores), not one value per episode")
+        surprise = {str(k): float(v) for k, v in scores.items()}
+    else:
+        from bib.evaluation import results_file
+
+        path = results_file(scores)
+        surprise = surprise_by_episode(path, found, readout_name)
+        model = read_model_card(path.parent)
+    check_matching(found, surprise)
+    res = pairwise(found.refs, surprise, seed=seed)
+    if not res:
+        raise BibInputError("the episodes have no expected/unexpected pairs to evaluate")
+    return Evaluation(res, readout_name, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed), model,
+                      set_summary(found.refs, found.sets))
+
+
+def check_matching(found: EpisodeSet, surprise: Mapping[str, float]) -> None:
+    """Refuse (one line) scores whose episode ids are not exactly the set's, or that are not finite."""
+    ids = found.ids()
+    missing = sorted(ids - set(surprise))
+    unknown = sorted(set(surprise) - ids)
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} episode(s) of the set have no score, e.g. {', '.join(missing[:3])}")
+        if unknown:
+            parts.append(f"{len(unknown)} scored episode(s) are not in the set, e.g. {', '.join(unknown[:3])}")
+        raise BibInputError("the scores do not match the episodes: " + "; ".join(parts))
+    bad = sorted(k for k, v in surprise.items() if not np.isfinite(v))
+    if bad:
+        raise BibInputError(f"the scores of {len(bad)} episode(s) are not finite, e.g. {bad[0]}")
+
+
+def read_episodes(path: str | os.PathLike[str]) -> Sequence[Episode]:
+    """The episodes of a set on disk as a sequence read on demand (what ``bib train`` hands a model's ``fit``:
+    :class:`bib.observers.trainable.BackgroundEpisodes`, in id order, each file checked when first read)."""
+    from bib.observers.trainable import BackgroundEpisodes
+
+    return BackgroundEpisodes([r.path for r in find_episodes(path).refs])
