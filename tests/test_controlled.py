@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -246,6 +247,12 @@ def test_every_twin_condition_puts_familiarization_blind_observers_at_exactly_ha
     for pid, (e, u) in by.items():
         te, tu = by[e.twin_id]
         assert (te.test, tu.test) == (u.test, e.test) and te.twin_id == pid
+        if "via-key" in e.variant:  # the twin collects the key it does not need: the same goal, each ring opened
+            assert [t.path[-1] for t in e.familiarization] == [t.path[-1] for t in te.familiarization]
+            assert [replace(t.layout, barriers=frozenset()) for t in e.familiarization] == \
+                [replace(t.layout, barriers=frozenset()) for t in te.familiarization]
+            assert e.familiarization[0].layout.barriers != te.familiarization[0].layout.barriers
+            continue
         assert e.familiarization[0].goal != te.familiarization[0].goal
         assert [t.layout for t in e.familiarization] == [t.layout for t in te.familiarization]
 
@@ -719,3 +726,56 @@ def test_barrier_elsewhere_rules_refuse_a_barrier_in_the_way_or_in_the_rational_
     moved = replace(u.familiarization[0].layout, agents=(replace(u.familiarization[0].agent, home=(1, 1)),))
     other = replace(u, trials=(replace(u.familiarization[0], layout=moved), *u.trials[1:]))
     assert "familiarization layouts differ in more than the expected one's barrier" in _messages(validate_pair(e, other))
+
+
+# ---------------------------------------------------------------- instrumental via-key: end points tie (issue 26)
+
+
+def _via_key_pairs(task: str, groups: int = 6, seed: int = 23):
+    opts = TaskOptions(agent=NOISY, twins=True, variants=("via-key",), difficulty=(0.4, 1.5, 3.0, 6.0, 12.0))
+    return pairs(group_episodes(task, opts, groups, seed=seed))
+
+
+@pytest.mark.parametrize("task", ["instrumental-no-barrier", "instrumental-inconsequential"])
+def test_via_key_outcomes_both_end_on_the_object_and_the_planner_reads_the_key_as_a_means(task):
+    from bib.observers.inverse_planning import InversePlanner
+    from bib.world.planning import reachable
+
+    ps = _via_key_pairs(task)
+    for e, u in ps:
+        assert _problems(e, u) == []
+        obj = e.test.layout.object("A").cell
+        assert e.test.path[-1] == u.test.path[-1] == obj and e.test.goal == u.test.goal == "A"
+        fetches = {ep.outcome: ep.test.pickup_step() is not None for ep in (e, u)}
+        if "twin" in e.variant:  # a key collector: fetching the key is the expected outcome
+            assert fetches == {"expected": True, "unexpected": False}
+            for t in e.familiarization:
+                assert t.layout.object("A").cell in reachable(t.layout, t.agent.home)  # the ring is open
+                assert t.pickup_step() is not None and t.path[-1] == t.layout.object("A").cell
+        else:
+            assert fetches == {"expected": False, "unexpected": True}
+    eps = [ep for p in ps for ep in p]
+
+    def same_end(ep) -> float:  # "the test ends where the familiarization ended = expected"
+        return float(ep.test.path[-1] != ep.familiarization[-1].path[-1])
+
+    assert accuracy(eps, same_end) == 0.5
+    for observer in (hash_of_test, cost_of_test, closest_object):
+        assert accuracy(eps, observer) == 0.5
+    with_collectors = accuracy(eps, lambda ep: float(InversePlanner().surprise(ep).max()))
+    without = accuracy(eps, lambda ep: float(InversePlanner(via_key=0).surprise(ep).max()))
+    print(task, with_collectors, without)
+    assert with_collectors >= 0.75 and without <= 0.625  # without key collectors the twins go the wrong way
+
+
+def test_via_key_rules_refuse_a_test_that_fetches_the_key_on_the_wrong_side_or_a_collector_that_does_not():
+    ps = _via_key_pairs("instrumental-no-barrier", 2, seed=24)
+    e, u = next(p for p in ps if "twin" not in p[0].variant)
+    swapped = replace(e, trials=(*e.familiarization, u.test))
+    assert "the test agent should not fetch the key on its way to A" in _messages(
+        __import__("bib.tasks", fromlist=["validate_episode"]).validate_episode(swapped))
+    te, tu = next(p for p in ps if "twin" in p[0].variant)
+    fam = list(te.familiarization)
+    fam[2] = e.familiarization[2]  # the key needed (ring closed) in one trial of a collector's familiarization
+    assert "trial needs a ring that does not block the object, a lock and a key" in _problems(
+        replace(te, trials=(*fam, te.test)), replace(tu, trials=(*fam, tu.test)))

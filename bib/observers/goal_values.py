@@ -19,7 +19,7 @@ from bib.episode import Trial
 from bib.meg.soft import log_softmax
 from bib.world.dynamics import ACTIONS, STAY, action_cost
 from bib.world.grid import Cell, Layout
-from bib.world.keylock import HAS_KEY, NO_KEY, UNLOCKED, key_lock_values
+from bib.world.keylock import DIRECT, HAS_KEY, NO_KEY, UNLOCKED, key_lock_values
 from bib.world.planning import layout_graph
 
 N_MOVES = STAY
@@ -42,6 +42,24 @@ def layout_goal_values(layouts: Sequence[Layout]) -> list[dict[Cell, np.ndarray]
         if lay.key is not None and lay.key not in values:
             values[lay.key] = key_lock_values(lay, lay.key).stack
         out.append(values)
+    return out
+
+
+def via_key_values(layout: Layout, goal: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """``V[4, H, W]`` of the goal "object ``goal``, reached holding the key": without the key the agent must
+    first fetch it (the key's ``NO_KEY`` field plus ``goal``'s cost-to-go from the key once it is held),
+    holding it the object's own fields; never without the key (``DIRECT`` is ``inf``).
+
+    ``goal`` and ``key`` are the :func:`layout_goal_values` stacks of the object and of the key.
+    """
+    kx, ky = layout.key  # type: ignore[misc]
+    lock = layout.lock
+    opens = lock is not None and abs(kx - lock[0]) + abs(ky - lock[1]) == 1
+    onwards = goal[UNLOCKED if opens else HAS_KEY, ky, kx]
+    out = np.array(goal)
+    out[NO_KEY] = key[NO_KEY] + onwards
+    out[DIRECT] = np.inf
+    out.flags.writeable = False
     return out
 
 
@@ -93,12 +111,17 @@ def trial_moves(trial: Trial) -> TrialMoves:
     moved = np.any(step != 0, axis=1)
     codes = (step[:, 0] + 1) * 3 + (step[:, 1] + 1)
     taken = np.where(moved & (np.abs(step).max(axis=1) <= 1), _ACTION_OF_CODE[np.clip(codes, 0, 8)], -1)
-    if key is None or lock is None:
-        # no lock to open: the state never changes (a key alone changes nothing the planner uses)
+    if key is None:
+        # no key: the state never changes
         return TrialMoves(closed, np.zeros((n, N_MOVES), dtype=np.int64), next_x, next_y, taken)
     on_key = np.zeros(n + 1, dtype=bool)
     on_key[1:] = (path[1:, 0] == key[0]) & (path[1:, 1] == key[1])
     has_key = np.logical_or.accumulate(on_key)  # after arriving at path[t]
+    if lock is None:
+        # no lock to open: holding the key changes no cost to an object (HAS_KEY equals NO_KEY there), only
+        # what a "via the key" goal still needs (:func:`via_key_values`)
+        hk1 = has_key[:-1, None] | ((next_x == key[0]) & (next_y == key[1]))
+        return TrialMoves(closed, np.where(hk1, HAS_KEY, NO_KEY).astype(np.int64), next_x, next_y, taken)
     near_lock = np.abs(path[:, 0] - lock[0]) + np.abs(path[:, 1] - lock[1]) == 1
     opens = has_key & near_lock
     opens[0] = False

@@ -33,7 +33,13 @@ from bib.episode import Episode, Trial
 from bib.errors import BibInputError
 from bib.meg.soft import logsumexp
 from bib.observers.base import BaseObserver
-from bib.observers.goal_values import boltzmann_log_policy, layout_goal_values, move_q_values, trial_moves
+from bib.observers.goal_values import (
+    boltzmann_log_policy,
+    layout_goal_values,
+    move_q_values,
+    trial_moves,
+    via_key_values,
+)
 from bib.world.grid import Cell
 from bib.world.keylock import DIRECT, NO_KEY
 
@@ -53,6 +59,13 @@ class AgentBelief:
 
 KEY: Identity = ("key", (0, 0, 0))
 """Identity of the key as a goal in its own right (an agent may simply want the key)."""
+
+VIA_KEY_PRIOR = 0.03
+"""Default pseudo-count share of an "object with the key" goal (:class:`InversePlanner`'s ``via_key``)."""
+
+VIA_KEY = "via-key:"
+"""Prefix of the identity of an object wanted together with the key (the agent fetches the key, needed or
+not, then goes to the object: ``(VIA_KEY + shape, colour)``)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,8 @@ class InversePlanner(BaseObserver):
         betas: rationality grid (all > 0).
         beta_prior: prior weights over ``betas`` (uniform by default).
         alpha: Dirichlet pseudo-count of every object identity.
+        via_key: the pseudo-count of each "object with the key" goal, as a share of ``alpha`` (an agent
+            that fetches a key it does not need; 0 leaves the hypothesis out).
         epsilon: probability that a step is uniform noise (bounds the surprise of any move).
     """
 
@@ -103,6 +118,7 @@ class InversePlanner(BaseObserver):
         alpha: float = 1.0,
         epsilon: float = 1e-3,
         sequential: bool = False,
+        via_key: float = VIA_KEY_PRIOR,
     ) -> None:
         self.betas = np.asarray(betas, dtype=np.float64)
         if self.betas.ndim != 1 or self.betas.size == 0 or not np.all(self.betas > 0) or not np.all(np.isfinite(self.betas)):
@@ -116,6 +132,9 @@ class InversePlanner(BaseObserver):
             raise BibInputError(f"inverse-planner: alpha must be > 0, got {alpha}")
         if not 0 < epsilon < 1:
             raise BibInputError(f"inverse-planner: epsilon must be in (0, 1), got {epsilon}")
+        if not 0 <= via_key <= 1:
+            raise BibInputError(f"inverse-planner: via_key must be in [0, 1], got {via_key}")
+        self.via_key = float(via_key)
         self.alpha = float(alpha)
         self.epsilon = float(epsilon)
         self.sequential = bool(sequential)
@@ -166,7 +185,8 @@ class InversePlanner(BaseObserver):
 
     def goal_prior(self, belief: AgentBelief, goals: Sequence[Identity]) -> np.ndarray:
         """Posterior-predictive probability that the agent wants each of ``goals`` (the feasible ones)."""
-        weights = np.array([self.alpha + belief.counts.get(g, 0.0) for g in goals])
+        weights = np.array([self.alpha * (self.via_key if g[0].startswith(VIA_KEY) else 1.0) + belief.counts.get(g, 0.0)
+                            for g in goals])
         return weights / weights.sum()
 
     def infer_trial(
@@ -189,14 +209,21 @@ class InversePlanner(BaseObserver):
             values = layout_goal_values([layout])[0]
         home = trial.path[0]
         goals: list[Goal] = [Goal((o.shape, o.color), o.cell, False) for o in layout.objects]
+        stacks = {g.identity: values[g.cell] for g in goals}
         if layout.key is not None and layout.key not in {g.cell for g in goals}:
             goals.append(Goal(KEY, layout.key, True))
-        goals = [g for g in goals if np.isfinite(values[g.cell][NO_KEY, home[1], home[0]])]  # FEASIBILIZE
+            stacks[KEY] = values[layout.key]
+            if self.via_key > 0:  # every object also "with the key": fetched on the way, needed or not
+                for o in layout.objects:
+                    via = Goal((VIA_KEY + o.shape, o.color), o.cell, False)
+                    goals.append(via)
+                    stacks[via.identity] = via_key_values(layout, values[o.cell], values[layout.key])
+        goals = [g for g in goals if np.isfinite(stacks[g.identity][NO_KEY, home[1], home[0]])]  # FEASIBILIZE
         # noise: uniform over the legal moves and staying
         log_noise = np.log(self.epsilon) - np.log(moves.legal.sum(axis=1) + 1.0)  # [T]
         if not goals:
             return TrialInference(-log_noise, -log_noise, (), np.zeros((0, self.betas.size)))
-        stack = np.stack([values[g.cell] for g in goals])
+        stack = np.stack([stacks[g.identity] for g in goals])
         log_pi = boltzmann_log_policy(move_q_values(moves, stack), self.betas)  # [G, B, T, 8]
         t_idx = np.arange(moves.n_steps)
         taken = np.where(moves.taken >= 0, moves.taken, 0)
@@ -273,8 +300,10 @@ def make_inverse_planner(
     alpha: float = 1.0,
     epsilon: float = 1e-3,
     sequential: bool = False,
+    via_key: float = VIA_KEY_PRIOR,
 ) -> InversePlanner:
     """Factory for ``inverse-planner`` (it learns from each episode's familiarization; no checkpoint)."""
     if checkpoint is not None:
         raise BibInputError(f"observer 'inverse-planner' takes no --checkpoint (got {checkpoint})")
-    return InversePlanner(betas=betas, beta_prior=beta_prior, alpha=alpha, epsilon=epsilon, sequential=sequential)
+    return InversePlanner(betas=betas, beta_prior=beta_prior, alpha=alpha, epsilon=epsilon, sequential=sequential,
+                          via_key=via_key)

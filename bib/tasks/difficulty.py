@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from bib.episode import Episode, Trial
 from bib.world.dynamics import AgentState, action_between, adjacent_to_lock, legal_actions, step
@@ -125,6 +126,8 @@ def move_log_probs(layout: Layout, state: AgentState, goal: str, beta: float) ->
 
 
 def _reachable(layout: Layout, goal: str, state: AgentState) -> bool:
+    if goal == "key" and state.has_key:  # a key already held is no longer a goal
+        return False
     try:
         cell = layout.goal_cell(goal)
     except KeyError:
@@ -177,6 +180,19 @@ def move_surprises(trial: Trial, beta: float, preference: Sequence[str] = (), ir
     return out
 
 
+def shown_goals(trial: Trial) -> tuple[str, ...]:
+    """The goals a familiarization trial shows its agent pursuing: its goal, after the key when the agent
+    fetched a key it did not need (the object reachable without it: a key-collecting agent, instrumental
+    ``via-key`` twins)."""
+    if trial.goal is None:
+        return ()
+    lay = trial.layout
+    if trial.goal != "key" and trial.pickup_step() is not None and any(o.id == trial.goal for o in lay.objects) \
+            and math.isfinite(optimal_cost(replace(lay, key=None), lay.object(trial.goal).cell)):
+        return ("key", trial.goal)
+    return (trial.goal,)
+
+
 def episode_surprise(episode: Episode) -> float | None:
     """The largest surprise of any test move of ``episode`` under the generator's agent model (None without ``beta``)."""
     if episode.beta is None:
@@ -187,7 +203,7 @@ def episode_surprise(episode: Episode) -> float | None:
     for t in episode.trials:
         if t.phase != "test":
             continue
-        shown = list(dict.fromkeys(f.goal for f in fam if f.agent.id == t.agent.id and f.goal is not None))
+        shown = list(dict.fromkeys(g for f in fam if f.agent.id == t.agent.id for g in shown_goals(f)))
         worst = max(worst, *move_surprises(t, episode.beta, shown, irrational), 0.0)
     return worst
 

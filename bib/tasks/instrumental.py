@@ -32,6 +32,7 @@ from bib.tasks.agents import InstrumentalAgent, RationalAgent, rollout
 from bib.tasks.common import (
     GRID,
     N_FAMILIARIZATION,
+    WALK_TRIES,
     PairDraft,
     Walker,
     empty_layout,
@@ -265,6 +266,31 @@ def _walk_avoiding_key(walker: Walker, layout: Layout, goal: str) -> list[Cell]:
     raise LayoutRejected("the path to the object crosses the key")
 
 
+VIA_KEY = "via-key"
+"""The instrumental variant whose unexpected agent fetches the key it does not need and goes on to the object."""
+
+
+def _walk_via_key(walker: Walker, layout: Layout) -> list[Cell]:
+    """A path to the key and from there on to object ``A``, each leg the unit's agent's own walk (the second
+    one holding the key, so it may open the lock on its way): the unexpected outcome of ``via-key`` and the
+    walk of its twin's key-collecting familiarization."""
+    from bib.world.keylock import boltzmann_path
+    from bib.world.planning import path_cost
+
+    to_key = walker.walk(layout, "key")
+    obj = layout.object("A").cell
+    if obj in to_key:
+        raise LayoutRejected("the walk to the key passes the object")
+    held = AgentState(layout.key, True, adjacent_to_lock(layout, layout.key))  # type: ignore[arg-type]
+    best = optimal_cost(layout, obj, held)
+    beta = 1e3 if walker.beta is None else walker.beta  # the noise-free agent: an optimal path, ties at random
+    for _ in range(WALK_TRIES):
+        onwards = boltzmann_path(layout, obj, beta, walker.rng, start=held)
+        if onwards[-1] == obj and path_cost(onwards) - best <= walker.model.max_excess + 1e-9:
+            return [*to_key, *onwards[1:]]
+    raise LayoutRejected("no walk on from the key to the object within the excess bound")
+
+
 def _controlled_tests(rng: np.random.Generator, condition: str, unit: UnitInfo, walker: Walker, agent: Agent,
                       look) -> tuple[Trial, Trial]:
     """The expected and unexpected test trials of the controlled set.
@@ -302,6 +328,9 @@ def _controlled_tests(rng: np.random.Generator, condition: str, unit: UnitInfo, 
             if blocking:
                 return (make_trial(closed, walker.walk(closed, "key"), "key", "test"),
                         make_trial(shown, walker.walk(shown, "key"), "key", "test"))
+            if variant == VIA_KEY:
+                return (make_trial(shown, _walk_avoiding_key(walker, shown, "A"), "A", "test"),
+                        make_trial(shown, _walk_via_key(walker, shown), "A", "test"))
             return (make_trial(shown, _walk_avoiding_key(walker, shown, "A"), "A", "test"),
                     make_trial(shown, walker.walk(shown, "key"), "key", "test"))
         except LayoutRejected:
@@ -322,15 +351,34 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
     home = sample_cells(rng, interior(), 1)[0]
     agent = sample_agent(rng, "agent-0", home)
     look = sample_looks(rng, 1)[0]
-    layouts = [_enclosed_object_layout(rng, agent, look)[0] for _ in range(N_FAMILIARIZATION)]
+    drawn = [_enclosed_object_layout(rng, agent, look) for _ in range(N_FAMILIARIZATION)]
+    layouts = [lay for lay, _ in drawn]
     fam = [make_trial(lay, walker.walk(lay, "A"), "A") for lay in layouts]
     test_e, test_u = _controlled_tests(rng, condition, unit, walker, agent, look)
-    draft = PairDraft(fam, test_e, fam, test_u, opts.variant(unit.design))
+    variant = opts.variant(unit.design)
+    draft = PairDraft(fam, test_e, fam, test_u, variant)
     drafts = [draft]
-    if opts.twins:
+    if opts.twins and variant == VIA_KEY:
+        drafts = [replace(draft, twin=1), twin_of(draft, _collecting_familiarization(rng, walker, drawn), 0)]
+    elif opts.twins:
         twin_fam = [make_trial(lay, walker.walk(lay, "key"), "key") for lay in layouts]
         drafts = [replace(draft, twin=1), twin_of(draft, twin_fam, 0)]
     return finish_group(unit, drafts, walker.beta)
+
+
+def _collecting_familiarization(rng: np.random.Generator, walker: Walker,
+                                drawn: list[tuple[Layout, Enclosure]]) -> list[Trial]:
+    """The twin familiarization of a ``via-key`` pair: the familiarization's layouts with one side of each ring
+    open (the object reachable, the key not needed), and the agent fetching the key anyway, then going on to
+    the object: an agent that collects the key, after which fetching it in the test is the expected outcome."""
+    trials = []
+    for lay, enc in drawn:
+        opened = next((o for o in (replace(lay, barriers=enc.opened(rng)) for _ in range(4)) if not _blocks_layout(o)),
+                      None)
+        if opened is None:
+            raise LayoutRejected("an opened familiarization ring leaves the object locked in")
+        trials.append(make_trial(opened, _walk_via_key(walker, opened), "A"))
+    return trials
 
 
 def _generator(condition: str):
@@ -392,7 +440,26 @@ def check_key_goal(ep: Episode, trial_index: int) -> list[Problem]:
     return []
 
 
-def _check_test(ep: Episode, goal: str, barrier: bool, blocks: bool) -> list[Problem]:
+def check_key_collected(ep: Episode, trial_index: int) -> list[Problem]:
+    """A ``via-key`` twin's familiarization trial: the ring open (the object reachable), and the agent picks
+    up the key it does not need (passing the lock with it may open it) and ends on object A."""
+    t = ep.trials[trial_index]
+    lay = t.layout
+    if not lay.barriers or lay.lock is None or lay.key is None or _blocks_layout(lay):
+        return [Problem(ep.id, "trial needs a ring that does not block the object, a lock and a key", trial_index)]
+    if t.goal != "A" or tuple(t.path[-1]) != lay.object("A").cell:
+        return [Problem(ep.id, f"goal is {t.goal!r}, expected the agent to end on 'A'", trial_index)]
+    if [e.type for e in t.events][:1] != ["pickup-key"]:
+        return [Problem(ep.id, "the agent must pick up the key on its way to A", trial_index)]
+    return []
+
+
+def _collects_key(ep: Episode) -> bool:
+    """Whether the episode's familiarization is a ``via-key`` twin's (the key fetched while the object is reachable)."""
+    return bool(ep.familiarization) and not _blocks_layout(ep.familiarization[0].layout)
+
+
+def _check_test(ep: Episode, goal: str, barrier: bool, blocks: bool, via_key: bool | None = None) -> list[Problem]:
     """The test shows (or not) a barrier with its lock and a key, blocks the object (or not), and
     the agent goes to ``goal`` by a shortest path without unlocking."""
     i, t = len(ep.trials) - 1, ep.test
@@ -405,8 +472,10 @@ def _check_test(ep: Episode, goal: str, barrier: bool, blocks: bool) -> list[Pro
         return [Problem(ep.id, "the barrier should " + ("" if blocks else "not ") + "block the object", i)]
     if t.goal != goal:
         return [Problem(ep.id, f"test goal is {t.goal!r}, expected {goal!r}", i)]
-    if t.unlock_step() is not None:
+    if t.unlock_step() is not None and not via_key:
         return [Problem(ep.id, "the test agent unlocks the barrier", i)]
+    if via_key is not None and (t.pickup_step() is not None) != via_key:
+        return [Problem(ep.id, "the test agent should " + ("" if via_key else "not ") + "fetch the key on its way to A", i)]
     if ep.beta is None and not is_optimal_path(lay, t.path):
         return [Problem(ep.id, "test path is not a shortest path", i)]
     return []
@@ -416,12 +485,18 @@ def _rule(condition: str):
     """The rule of one instrumental condition."""
 
     def rule(ep: Episode) -> list[Problem]:
+        expected = ep.outcome == "expected"
+        if VIA_KEY in ep.variant.split("+") and condition != "instrumental-blocking":
+            collects = _collects_key(ep)  # a twin's familiarization: fetching the key is what the agent does
+            check = check_key_collected if collects else check_key_needed
+            out = [p for i in range(len(ep.familiarization)) for p in check(ep, i)]
+            return out or _check_test(ep, "A", barrier=condition == "instrumental-inconsequential", blocks=False,
+                                      via_key=expected == collects)
         key_goal = bool(ep.familiarization) and ep.familiarization[0].goal == "key"  # a twin's familiarization
         check = check_key_goal if key_goal else check_key_needed
         out = [p for i in range(len(ep.familiarization)) for p in check(ep, i)]
         if out:
             return out
-        expected = ep.outcome == "expected"
         want, other = ("key", "A") if key_goal else ("A", "key")
         if condition == "instrumental-no-barrier":
             return _check_test(ep, want if expected else other, barrier=False, blocks=False)
@@ -476,6 +551,6 @@ for _order, (_id, _folder, _expected, _unexpected) in enumerate((
     register(TaskSpec(_id, "instrumental", "evaluation", _generator(_id), rule=_rule(_id), pair_rule=_pair_rule(_id),
                       bib_folder=_folder, expected=_expected, unexpected=_unexpected, order=10 * _order,
                       shortcut_exempt=BLOCKING_EXEMPT if _blocking else (),
-                      controls=Controls(twins=not _blocking, variants=("", "moved-side") if _blocking else ("",),
+                      controls=Controls(twins=not _blocking, variants=("", "moved-side") if _blocking else ("", VIA_KEY),
                                         graded=True, boltzmann=True),
                       difficulty=lambda e, u: key_detour(u.test)))

@@ -203,9 +203,10 @@ def move_costs(layout: Layout, state: AgentState, goal: Cell) -> tuple[float, li
     return here, out
 
 
-def boltzmann_path(layout: Layout, goal: Cell, beta: float, rng: np.random.Generator, max_steps: int = 200) -> list[Cell]:
-    """A path from the agent's home drawn from the Boltzmann policy towards ``goal`` (until it arrives
-    or ``max_steps`` moves).
+def boltzmann_path(layout: Layout, goal: Cell, beta: float, rng: np.random.Generator, max_steps: int = 200,
+                   start: AgentState | None = None) -> list[Cell]:
+    """A path from the agent's home (or from ``start``, a cell holding the key or not) drawn from the Boltzmann
+    policy towards ``goal`` (until it arrives or ``max_steps`` moves).
 
     Each move is drawn with probability proportional to ``exp(-beta * (move cost + cost-to-go after
     it - cost-to-go here))`` over the legal moves that keep ``goal`` reachable (one
@@ -213,10 +214,11 @@ def boltzmann_path(layout: Layout, goal: Cell, beta: float, rng: np.random.Gener
     :class:`bib.tasks.agents.BoltzmannAgent` without the per-step agent protocol.
     """
     v = key_lock_values(layout, goal)
-    home = layout.agent.home
-    i, has_key, unlocked = v.locked.index(home), False, False
+    home = layout.agent.home if start is None else start.cell
+    i = v.locked.index(home)
+    has_key, unlocked = (False, False) if start is None else (start.has_key, start.unlocked)
     target = v.locked.index(goal)
-    if i is None or target is None or v.value(i, False, False) == INF:
+    if i is None or target is None or v.value(i, has_key, unlocked) == INF:
         return [home]
     cell = v.locked.cell
     path = [home]
