@@ -83,14 +83,21 @@ def main() -> None:
         d.save_screenshot(str(args.out / "experiment-setup.png"))
         d.find_element("id", "start").click()
         time.sleep(0.8)
+        control = d.current_window_handle
+        (screen,) = [h for h in d.window_handles if h != control]  # the stimulus window the study opens
+        d.switch_to.window(screen)
         d.save_screenshot(str(args.out / "experiment-attention.png"))
+        d.switch_to.window(control)
         from selenium.webdriver.common.action_chains import ActionChains
         from selenium.webdriver.common.keys import Keys
 
         d.execute_script("window.bibExperiment.clock.set(1000)")
         ActionChains(d).key_down(Keys.SPACE).perform()
         time.sleep(1.5)
+        d.save_screenshot(str(args.out / "experiment-control.png"))
+        d.switch_to.window(screen)
         d.save_screenshot(str(args.out / "experiment-trial.png"))
+        d.switch_to.window(control)
         ActionChains(d).key_up(Keys.SPACE).perform()
         for k in range(3):
             d.execute_script("window.bibExperiment.clock.set(arguments[0])", 1000 + 5000 * k + 4000)

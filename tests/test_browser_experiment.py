@@ -289,22 +289,71 @@ def test_practice_mode_saves_nothing(driver, study: Path) -> None:  # noqa: ANN0
     assert not list(driver.downloads.glob("tiny-study_practice_*"))
 
 
-def test_no_console_errors_and_the_video_plays(driver, study: Path) -> None:  # noqa: ANN001
+def stimulus_window(driver) -> tuple[str, str]:  # noqa: ANN001
+    """``(control, stimulus)`` window handles once the stimulus window is open."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    control = driver.current_window_handle
+    WebDriverWait(driver, 20).until(lambda d: len(d.window_handles) == 2)
+    (other,) = [h for h in driver.window_handles if h != control]
+    return control, other
+
+
+SCREEN = ("var v = document.getElementById('stimulus'), a = document.getElementById('attention');"
+          "return {text: document.body.innerText.trim(), attention: !a.hidden, video: !v.hidden, ready: v.readyState,"
+          " duration: v.duration, time: v.currentTime, error: !!v.error, src: v.getAttribute('src') || '',"
+          " shown: Array.from(document.body.querySelectorAll('*')).filter(e => e.offsetParent !== null || e.tagName === 'VIDEO' && !e.hidden)"
+          "   .map(e => e.id || e.parentElement.className || e.tagName)}")
+
+
+def test_stimulus_window_shows_only_stimuli_and_the_video_plays(driver, study: Path) -> None:  # noqa: ANN001
+    """The experimenter's window opens the stimulus window and drives it: the infant's screen has no
+    text, only the attention-getter or the video; keys pressed in it count; no console errors."""
     open_study(driver, study)
     start(driver, "p30")
-    set_clock(driver, 1000)
-    key(driver, "space", True)
-    deadline = time.monotonic() + 15
-    state = None
-    while time.monotonic() < deadline:
-        state = driver.execute_script("var v = document.getElementById('stimulus');"
-                                      "return [v.readyState, v.duration, v.currentTime, v.paused, !!v.error]")
-        if state[0] >= 2 and state[2] > 0:
-            break
-        time.sleep(0.1)
-    key(driver, "space", False)
-    assert state is not None and state[0] >= 2 and state[1] > 0 and state[2] > 0 and not state[4], state
-    assert browser.console_errors(driver) == []
+    control, screen = stimulus_window(driver)
+    try:
+        driver.switch_to.window(screen)
+        deadline = time.monotonic() + 15
+        while driver.execute_script(SCREEN)["attention"] is False and time.monotonic() < deadline:
+            time.sleep(0.1)
+        shown = driver.execute_script(SCREEN)
+        assert shown["text"] == "" and shown["attention"] and not shown["video"], shown
+        assert set(shown["shown"]) <= {"attention", "spinner"}, shown
+        driver.switch_to.window(control)
+        assert "LOOKING" not in driver.find_element("id", "look").text
+        set_clock(driver, 1000)
+        key(driver, "space", True)
+        assert driver.find_element("id", "look").text == "LOOKING"  # the experimenter sees the state, the infant does not
+        driver.switch_to.window(screen)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            shown = driver.execute_script(SCREEN)
+            if shown["ready"] >= 2 and shown["time"] > 0:
+                break
+            time.sleep(0.1)
+        assert shown["text"] == "" and shown["video"] and not shown["attention"] and not shown["error"], shown
+        assert shown["duration"] > 0 and shown["time"] > 0 and set(shown["shown"]) == {"stimulus"}, shown
+        first = driver.execute_script("return window.opener !== null")
+        assert first
+        driver.switch_to.window(control)
+        set_clock(driver, 1800)
+        driver.switch_to.window(screen)
+        key(driver, "space", False)  # released in the stimulus window: it counts
+        driver.switch_to.window(control)
+        deadline = time.monotonic() + 10
+        looks = []
+        while time.monotonic() < deadline:
+            looks = driver.execute_script("return window.bibExperiment.session().looks.map(r => [r.event, r.t_s])")
+            if ["look_off", "0.800000"] in looks:
+                break
+            time.sleep(0.1)
+        assert ["look_off", "0.800000"] in looks, looks
+        assert browser.console_errors(driver) == []
+        driver.switch_to.window(screen)
+        assert browser.console_errors(driver) == []
+    finally:
+        driver.switch_to.window(control)
 
 
 def expected_timed(schedule: list[tuple[float, str]], video_s: float, outcome_s: float) -> tuple[float, float, str]:

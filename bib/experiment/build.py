@@ -1,6 +1,8 @@
 """``bib experiment SET --out STUDY/``: a browser looking-time study for a set's presentation orders.
 
-``STUDY/`` holds ``index.html`` (the experimenter's form and the stimulus screen),
+``STUDY/`` holds ``index.html`` (the experimenter's window: form, status, data), ``stimulus.html``
+and ``stimulus.js`` (the infant's window, opened and driven by the experimenter's: stimuli and
+attention-getters only),
 ``experiment.js`` and ``experiment.css`` (ours; no third-party code, no network), ``study.js``
 (this study's orders, criteria and columns, loaded with a ``<script>`` tag so the study works from
 ``file://``) and ``videos/`` (the per-trial videos, hard-linked or copied, never re-encoded), so the
@@ -138,11 +140,12 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None,
         "look_columns": list(LOOK_COLUMNS), "orders": {str(o): t for o, t in sorted(trials.items())},
     }
     with building(folder, command, "bib.experiment") as site:
-        site.copy_static(["experiment.js", "experiment.css"])
+        site.copy_static(["experiment.js", "experiment.css", "stimulus.js"])
         text = "// Written by bib experiment; the study's orders, criteria and data columns.\n"
         text += f"window.BIB_STUDY = {json.dumps(study, indent=1, sort_keys=True)};\n"
         site.path("study.js").write_text(text, encoding="utf-8")
         site.page("index.html", "index.html", title=f"{name}: looking-time study", study=study, criteria=criteria)
+        site.page("stimulus.html", "stimulus.html", study=study)
         for src, dst in videos.items():
             _link_or_copy(root / src, site.path(dst))
     return ExperimentSummary(out, len(trials), max(lengths), len(videos))

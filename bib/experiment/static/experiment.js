@@ -10,6 +10,10 @@
 // the page clock), so a busy machine delays when the page notices the end, not the recorded times.
 // With ?clock=manual in the URL the page clock is set by hand (window.bibExperiment.clock.set(ms)),
 // which is how the tests drive time.
+//
+// This page is the experimenter's (controls, status, data); the infant sees only the stimulus window
+// (stimulus.html, stimulus.js) it opens, which shows the attention-getter or the trial's video and
+// nothing else. The two talk by postMessage; keys pressed in either window count.
 (function () {
   "use strict";
   var S = window.BIB_STUDY;
@@ -27,6 +31,8 @@
   var trial = null;     // the running trial
   var state = "setup";  // setup | attention | trial | done
   var tick = null;
+  var screenWin = null;  // the stimulus window
+  var screenNow = null;  // the last command sent to it (sent again when it (re)loads)
 
   // ------------------------------------------------------------------ storage
   var PREFIX = "bib-experiment/" + S.id + "/";
@@ -101,17 +107,20 @@
 
   // ------------------------------------------------------------------ trials
   function current() { return sequence(session.order, session.practice)[session.next]; }
+  // ------------------------------------------------------------------ the stimulus window
+  function screenSend(message) {
+    screenNow = message;
+    if (screenWin && !screenWin.closed) screenWin.postMessage(message, "*");
+  }
+  function openScreen() {
+    if (screenWin && !screenWin.closed) return;
+    screenWin = window.open("stimulus.html", "bib-stimulus", "popup,width=960,height=600");
+    if (!screenWin) showWarning("The stimulus window was blocked: allow pop-ups for this page, then start again.");
+  }
   function showAttention() {
     state = "attention";
     var row = current();
-    $("attention").hidden = false;
-    var video = $("stimulus");
-    video.hidden = true;
-    video.pause();
-    if (row) {
-      video.src = row.video;
-      video.load();
-    }
+    screenSend({ cmd: "attention", video: row ? row.video : null });
     updateStatus();
   }
   function startTrial(t) {
@@ -122,12 +131,7 @@
     state = "trial";
     logEvent("trial_start", 0, t);
     logEvent("look_on", 0, t);
-    $("attention").hidden = true;
-    var video = $("stimulus");
-    video.hidden = false;
-    try { video.currentTime = 0; } catch (err) { /* not loaded yet */ }
-    var played = video.play();
-    if (played && played.catch) played.catch(function (err) { showWarning("The video did not play: " + err); });
+    screenSend({ cmd: "play", video: row.video });
     updateStatus();
   }
   // The part of a look [a, b) (ms from the trial start) that counts: the part after m.
@@ -184,8 +188,6 @@
     session.next += 1;
     session.attempt = 1;
     trial = null;
-    var video = $("stimulus");
-    video.pause();
     persist();
     if (last || session.next >= sequence(session.order, session.practice).length) finish(); else showAttention();
   }
@@ -208,7 +210,7 @@
     if (tick) { clearInterval(tick); tick = null; }
     session.finished = true;
     persist();
-    if (document.fullscreenElement && document.exitFullscreen) document.exitFullscreen().catch(function () {});
+    screenSend({ cmd: "blank" });
     $("stage").hidden = true;
     $("done").hidden = false;
     $("done-title").textContent = session.practice ? "Practice finished (nothing was saved)" :
@@ -220,12 +222,14 @@
   // ------------------------------------------------------------------ display
   function updateStatus() {
     var total = sequence(session.order, session.practice).length;
+    var row = current() || {};
     var text = (session.practice ? "PRACTICE · " : "") + session.participant_id + " · order " + session.order +
-      " · trial " + Math.min(session.next + 1, total) + "/" + total + " · " +
-      (state === "attention" ? "attention-getter: hold SPACE when the infant looks" :
-        trial && trial.looking ? "LOOKING" : "away");
+      " · trial " + Math.min(session.next + 1, total) + "/" + total + (row.task ? " · " + row.task + " " + row.phase +
+      (row.outcome ? " (" + row.outcome + ")" : "") : "");
     $("status").textContent = text;
-    $("status").className = trial && trial.looking ? "looking" : "";
+    $("look").textContent = state === "attention" ? "attention-getter: hold SPACE when the infant looks" :
+      trial && trial.looking ? "LOOKING" : "away";
+    $("look").className = trial && trial.looking ? "looking" : "";
   }
   function renderSummary(s) {
     var body = $("summary").tBodies[0];
@@ -238,7 +242,9 @@
       body.appendChild(tr);
     });
   }
-  function showWarning(text) { var w = $("warning"); w.textContent = text; w.hidden = false; }
+  function showWarning(text) {
+    ["warning", "stage-warning"].forEach(function (id) { var w = $(id); w.textContent = text; w.hidden = false; });
+  }
   function renderSaved() {
     var list = $("saved"), items = savedSessions();
     list.innerHTML = "";
@@ -287,8 +293,7 @@
     $("done").hidden = true;
     $("stage").hidden = false;
     $("practice-banner").hidden = !s.practice;
-    var el = document.documentElement;
-    if (el.requestFullscreen) el.requestFullscreen().catch(function () { /* stays in the window */ });
+    openScreen();
     if (!manual) tick = setInterval(function () { settle(clock.now()); }, 10);
     if (s.next > 0) logEvent("session_resume", null, clock.now());
     showAttention();
@@ -310,19 +315,35 @@
     ask(text + (old.finished ? " Overwrite it?" : " Resume it at trial " + (old.next + 1) + ", or overwrite it?"), buttons);
   }
 
-  // ------------------------------------------------------------------ keys
-  document.addEventListener("keydown", function (e) {
-    if (state !== "attention" && state !== "trial") return;
-    var key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
-    if (key === KEYS.look || key === KEYS.restart || key === KEYS.end) e.preventDefault();
-    if (e.repeat) return;
-    var t = clock.eventTime(e);
+  // ------------------------------------------------------------------ keys (this window's or the stimulus window's)
+  function onKey(type, rawKey, repeat, t) {
+    if (state !== "attention" && state !== "trial") return false;
+    var key = rawKey.length === 1 ? rawKey.toLowerCase() : rawKey;
+    if (type === "keyup") {
+      if (key === KEYS.look) { lookOff(t); return true; }
+      return false;
+    }
+    var ours = key === KEYS.look || key === KEYS.restart || key === KEYS.end;
+    if (repeat) return ours;
     if (key === KEYS.look) lookOn(t);
     else if (key === KEYS.restart) { settle(t); restartTrial(t); }
     else if (key === KEYS.end) endSession(t);
+    return ours;
+  }
+  ["keydown", "keyup"].forEach(function (type) {
+    document.addEventListener(type, function (e) {
+      if (onKey(type, e.key, e.repeat, clock.eventTime(e))) e.preventDefault();
+    });
   });
-  document.addEventListener("keyup", function (e) {
-    if (e.key === KEYS.look) { e.preventDefault(); lookOff(clock.eventTime(e)); }
+  // the stimulus window's messages: its keys and video events (times on the shared clock: timeOrigin + ms)
+  function fromScreen(at) { return manual ? manualNow : at - performance.timeOrigin; }
+  window.addEventListener("message", function (e) {
+    if (!screenWin || e.source !== screenWin) return;
+    var m = e.data || {};
+    if (m.kind === "ready" && screenNow) screenWin.postMessage(screenNow, "*");
+    else if (m.kind === "key") onKey(m.type, m.key, m.repeat, fromScreen(m.at));
+    else if (m.kind === "video" && trial) logEvent(m.event, fromScreen(m.at) - trial.t0, fromScreen(m.at));
+    else if (m.kind === "warning") showWarning(m.text);
   });
 
   function setup() {
@@ -345,8 +366,6 @@
     });
     $("download-trials").addEventListener("click", function () { download(fileStem(session) + "_trials.csv", trialsCsv(session)); });
     $("download-looks").addEventListener("click", function () { download(fileStem(session) + "_looks.csv", looksCsv(session)); });
-    $("stimulus").addEventListener("playing", function () { if (trial) logEvent("video_playing", clock.now() - trial.t0, clock.now()); });
-    $("stimulus").addEventListener("ended", function () { if (trial) logEvent("video_ended", clock.now() - trial.t0, clock.now()); });
     renderSaved();
   }
 
@@ -354,6 +373,7 @@
     clock: clock,
     state: function () { return state; },
     session: function () { return session; },
+    screen: function () { return screenNow; },
     trialsCsv: function () { return session ? trialsCsv(session) : ""; },
     looksCsv: function () { return session ? looksCsv(session) : ""; }
   };
