@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from threadpoolctl import threadpool_info
 
-from bib.analysis import mixed
+from bib.analysis import lmer, mixed
 from bib.analysis.analyze import fit_ladder
 from bib.analysis.formula import parse_formula
 from bib.analysis.mixed import fit_lmm, model_frame, scale_warning
@@ -66,7 +66,16 @@ def assert_at_lme4_optimum(fit: mixed.LmmFit, ref: dict) -> None:
             assert fit.sigma ** 2 == pytest.approx(v["vcov"], rel=1e-3)
         else:
             assert variances[(v["grp"], v["var1"])] == pytest.approx(v["vcov"], rel=1e-3, abs=1e-8), v["grp"]
+    correlations = {(v.group, v.name): v.corr for v in fit.varcomps}
+    for v in ref["varcomps"]:
+        if v["var2"] is not None:  # lme4's correlation of var2 with var1 in one term
+            names = [w.name for w in fit.varcomps if w.group == v["grp"]]
+            assert correlations[(v["grp"], v["var2"])][names.index(v["var1"])] == pytest.approx(v["sdcor"], abs=1e-3)
     assert fit.singular == ref["singular"]
+    assert fit.n_groups == ref["ngrps"]
+    assert fit.loglik >= ref["loglik"] - 1e-8 * abs(ref["loglik"])
+    if ref["method"] == "REML":
+        assert fit.reml_criterion == fit.deviance and ref["reml_criterion"] == ref["deviance"]
     lme4_warned = any("converge" in m for m in ref["conv_messages"])
     assert fit.converged or lme4_warned
     if not lme4_warned:
@@ -191,3 +200,51 @@ def test_fits_pin_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen[0] and set(seen[0]) == {1}
     fit_lmm(frame, threads=2)
     assert set(seen[1]) <= {1, 2}
+
+
+def test_lmer_summary_is_lmertest_layout() -> None:
+    """sleepstudy's (Days | Subject): lmerTest prints correlation 0.07 (0.0656), 17 df."""
+    fit = lmer("Reaction ~ Days + (Days | Subject)", lme4_data("sleepstudy"))
+    assert fit.summary().splitlines() == [
+        "Linear mixed model fit by REML. t-tests use Satterthwaite's method",
+        "Formula: Reaction ~ Days + (1 + Days | Subject)",
+        "",
+        "REML criterion at convergence: 1743.6",
+        "",
+        "Random effects:",
+        " Groups   Name        Variance Std.Dev. Corr",
+        " Subject  (Intercept)    612.1    24.74",
+        "          Days           35.07    5.922 0.07",
+        " Residual                654.9    25.59",
+        "Number of obs: 180, groups:  Subject, 18",
+        "",
+        "Fixed effects:",
+        "            Estimate Std. Error df t value Pr(>|t|)",
+        "(Intercept)    251.4      6.825 17  36.838  < 2e-16",
+        "Days           10.47      1.546 17   6.771 3.26e-06",
+    ]
+    (corr,) = fit.varcomps[1].corr
+    assert corr == pytest.approx(0.0655, abs=2e-4)
+    j = fit.to_json()
+    assert j["random_effects"][1]["corr"] == [corr] and j["random_effects"][0]["corr"] == []
+    assert j["reml_criterion"] == fit.deviance and j["loglik"] == -fit.deviance / 2
+    assert j["random_terms"] == [{"term": "(1 + Days | Subject)", "group": "Subject", "n_groups": 18,
+                                  "columns": ["(Intercept)", "Days"]}]
+    assert "| Subject | Days | 35.07" in fit.to_markdown() and "| 0.066 |" in fit.to_markdown()
+
+
+def test_nested_terms_are_named_as_lme4_names_them() -> None:
+    """Pastes' (1 | batch/cask) is (1 | batch) + (1 | cask:batch), each with its n_groups."""
+    fit = lmer("strength ~ 1 + (1 | batch/cask)", lme4_data("Pastes"))
+    assert [(t["term"], t["n_groups"]) for t in fit.random_terms] == [("(1 | cask:batch)", 30), ("(1 | batch)", 10)]
+    assert fit.n_groups == {"cask:batch": 30, "batch": 10}
+    assert "Number of obs: 60, groups:  cask:batch, 30; batch, 10" in fit.summary()
+
+
+def test_ml_fit_reports_lme4s_loglik() -> None:
+    ref = json.loads((FIX / "crossed_ml.json").read_text())
+    data = pd.read_csv(FIX / "crossed.csv", dtype={"participant": str, "item": str})
+    fit = lmer(ref["formula"], data, reml=False)
+    # lme4 stopped short here ("failed to converge with max|grad| = 0.00267"): bib's maximum is 3e-6 higher.
+    assert fit.reml_criterion is None and fit.loglik == pytest.approx(ref["loglik"], rel=1e-7)
+    assert fit.loglik >= ref["loglik"] and fit.converged and fit.warnings == []

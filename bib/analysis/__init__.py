@@ -6,3 +6,14 @@ CSV, PyHab), ``exclusions``, ``formula``, ``mixed`` (lme4's PLS), ``optimum`` (B
 ``compare`` (models vs infants), ``pilot`` (published pilot summaries), ``power``, ``example``
 (the synthetic example data), ``plots``, ``demo``.
 """
+
+__all__ = ["lmer"]
+
+
+def __getattr__(name: str):  # noqa: ANN202
+    """``bib.analysis.lmer`` (:func:`bib.analysis.mixed.lmer`), imported on first use."""
+    if name == "lmer":
+        from bib.analysis.mixed import lmer
+
+        return lmer
+    raise AttributeError(f"module 'bib.analysis' has no attribute {name!r}")

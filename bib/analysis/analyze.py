@@ -23,7 +23,7 @@ from scipy import optimize, stats
 from bib.analysis.exclusions import REPORT_COLUMNS, ExclusionResult, apply_exclusions
 from bib.analysis.formula import Formula, parse_formula
 from bib.analysis.importers import ImportResult
-from bib.analysis.mixed import LmmFit, fit_lmm, format_p, model_frame
+from bib.analysis.mixed import LmmFit, format_p, lmer
 from bib.analysis.schema import ROW, rows_text
 from bib.analysis.spec import AnalysisSpec, find_term
 from bib.errors import BibInputError
@@ -133,7 +133,7 @@ def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str
     steps: list[dict[str, Any]] = []
     while True:
         f = formula.with_random(current)
-        fit = fit_lmm(model_frame(f, rows, reference=reference, where=where), reml=reml, alpha=alpha)
+        fit = lmer(f, rows, reml=reml, reference=reference, alpha=alpha, where=where)
         steps.append({"formula": f.text, "converged": fit.converged, "singular": fit.singular,
                       "warnings": list(fit.warnings), "action": ""})
         if fit.converged and not fit.singular:

@@ -298,8 +298,7 @@ def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
     if lp.peek() is not None:
         lp.fail(f"unexpected {lp.peek()!r}")
     outer.forced |= lp.forced
-    gp = _Parser(rhs, where)
-    gp.order = outer.order
+    gp = _Parser(rhs, where)  # the grouping variables keep their written order: (1 | dept:service)
     groups = gp.expr()
     if gp.peek() is not None:
         gp.fail(f"unexpected {gp.peek()!r}")

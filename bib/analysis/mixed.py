@@ -42,7 +42,15 @@ import scipy.sparse as sp
 from scipy import linalg, stats
 from threadpoolctl import threadpool_limits
 
-from bib.analysis.formula import Formula, RandomTerm, Variable, group_codes, make_variable, term_matrix
+from bib.analysis.formula import (
+    Formula,
+    RandomTerm,
+    Variable,
+    group_codes,
+    make_variable,
+    parse_formula,
+    term_matrix,
+)
 from bib.analysis.optimum import SINGULAR_TOL, minimise, numeric_hessian, numeric_jacobian
 from bib.errors import BibInputError
 
@@ -386,12 +394,15 @@ class PLS:
 
 @dataclass
 class VarComp:
-    """One variance component: group, name(s), variance / SD and, for slopes, correlations."""
+    """One variance component: group, name, variance / SD, and (lme4's ``Corr`` column) its
+    correlations with the earlier columns of the same random term."""
 
     group: str
     name: str
     variance: float
     sd: float
+    corr: tuple[float, ...] = ()
+    term: str = ""
 
 
 @dataclass
@@ -419,10 +430,21 @@ class LmmFit:
     alpha: float
     seconds: float
     evaluations: int
+    random_terms: list[dict[str, Any]] = field(default_factory=list)
     _pls: PLS | None = field(default=None, repr=False)
     _vp: np.ndarray | None = field(default=None, repr=False)
     _A: np.ndarray | None = field(default=None, repr=False)
     _jac: list[np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def reml_criterion(self) -> float | None:
+        """lme4's ``REMLcrit``: the minimised REML criterion (``None`` for an ML fit)."""
+        return self.deviance if self.reml else None
+
+    @property
+    def loglik(self) -> float:
+        """lme4's ``logLik``: minus half the REML criterion (REML) or of the deviance (ML)."""
+        return -0.5 * self.deviance
 
     def contrast(self, weights: dict[str, float], alpha: float | None = None) -> dict[str, float]:
         """Estimate, SE, Satterthwaite df, t, p, Wald-z p and interval of ``sum(w * beta)``."""
@@ -440,12 +462,16 @@ class LmmFit:
             "formula": self.formula,
             "method": "REML" if self.reml else "ML",
             "fixed_effects": [{"term": k, **{c: _num(v) for c, v in row.items()}} for k, row in self.coefficients.iterrows()],
-            "random_effects": [{"group": v.group, "name": v.name, "variance": v.variance, "sd": v.sd} for v in self.varcomps],
+            "random_effects": [{"group": v.group, "name": v.name, "variance": v.variance, "sd": v.sd,
+                                "corr": list(v.corr), "term": v.term} for v in self.varcomps],
             "residual_sd": self.sigma,
             "theta": [float(t) for t in self.theta],
             "deviance": self.deviance,
+            "reml_criterion": self.reml_criterion,
+            "loglik": self.loglik,
             "n_obs": self.n_obs,
             "n_groups": self.n_groups,
+            "random_terms": [dict(t) for t in self.random_terms],
             "converged": self.converged,
             "singular": self.singular,
             "warnings": list(self.warnings),
@@ -460,11 +486,61 @@ class LmmFit:
         for k, r in self.coefficients.iterrows():
             lines.append(f"| {k} | {r['estimate']:.4f} | {r['se']:.4f} | {r['df']:.1f} | {r['t']:.2f} | "
                          f"{format_p(r['p'])} | [{r['ci_low']:.4f}, {r['ci_high']:.4f}] |")
-        lines += ["", "| group | name | variance | SD |", "|---|---|---|---|"]
+        lines += ["", "| group | name | variance | SD | corr |", "|---|---|---|---|---|"]
         for v in self.varcomps:
-            lines.append(f"| {v.group} | {v.name} | {v.variance:.5f} | {v.sd:.4f} |")
-        lines.append(f"| Residual | | {self.sigma ** 2:.5f} | {self.sigma:.4f} |")
+            lines.append(f"| {v.group} | {v.name} | {v.variance:.5f} | {v.sd:.4f} | {' '.join(f'{c:.3f}' for c in v.corr)} |")
+        lines.append(f"| Residual | | {self.sigma ** 2:.5f} | {self.sigma:.4f} | |")
+        crit = f"REML criterion {self.deviance:.4f}" if self.reml else f"deviance {self.deviance:.4f}"
+        lines += ["", f"{crit}, logLik {self.loglik:.4f}"]
         return "\n".join(lines)
+
+    def summary(self) -> str:
+        """The fit as lmerTest's ``summary()`` prints it: criterion, random effects with
+        correlations, observations and groups, fixed effects with SE, Satterthwaite df, t and p."""
+        head = ("Linear mixed model fit by REML. t-tests use Satterthwaite's method" if self.reml else
+                "Linear mixed model fit by maximum likelihood . t-tests use Satterthwaite's method")
+        lines = [head, f"Formula: {self.formula}", ""]
+        if self.reml:
+            lines.append(f"REML criterion at convergence: {self.deviance:.1f}")
+        else:
+            lines.append(f"logLik: {self.loglik:.1f}  deviance: {self.deviance:.1f}")
+        rows = [["Groups", "Name", "Variance", "Std.Dev.", "Corr"]]
+        last = None
+        for v in self.varcomps:
+            group = v.group if (v.group, v.term) != last else ""
+            last = (v.group, v.term)
+            rows.append([group, v.name, _g4(v.variance), _g4(v.sd), " ".join(f"{c:.2f}" for c in v.corr)])
+        rows.append(["Residual", "", _g4(self.sigma ** 2), _g4(self.sigma), ""])
+        if not any(r[4] for r in rows[1:]):
+            rows = [r[:4] for r in rows]
+        widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+        lines += ["", "Random effects:"]
+        for r in rows:
+            lines.append(" " + " ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))).rstrip())
+        groups = "; ".join(f"{g}, {n}" for g, n in self.n_groups.items())
+        lines.append(f"Number of obs: {self.n_obs}, groups:  {groups}")
+        table = [["", "Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]]
+        for k, r in self.coefficients.iterrows():
+            table.append([str(k), _g4(r["estimate"]), _g4(r["se"]), _g4(r["df"]), f"{r['t']:.3f}", _p_r(r["p"])])
+        widths = [max(len(r[j]) for r in table) for j in range(6)]
+        lines += ["", "Fixed effects:"]
+        for r in table:
+            lines.append(" ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))))
+        if self.warnings:
+            lines += [""] + [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def _g4(v: float) -> str:
+    """R's default printing of a number to 4 significant digits (``signif(v, 4)``)."""
+    return f"{float(v):.4g}" if math.isfinite(float(v)) else str(float(v))
+
+
+def _p_r(p: float) -> str:
+    """A p-value as R prints it in a coefficient table (``format.pval``, 3 digits; ``< 2e-16``)."""
+    if p is None or not math.isfinite(p):
+        return "NaN"
+    return "< 2e-16" if p < 2.2e-16 else f"{p:.3g}"
 
 
 def _num(v: Any) -> Any:
@@ -590,8 +666,10 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
                 T[r, c] = theta[k0 + idx]
                 idx += 1
         cov = sigma ** 2 * T @ T.T
+        sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
         for j, name in enumerate(t.columns):
-            varcomps.append(VarComp(t.group, name, float(cov[j, j]), math.sqrt(max(cov[j, j], 0.0))))
+            corr = tuple(float(cov[j, i] / (sd[j] * sd[i])) if sd[j] > 0 and sd[i] > 0 else math.nan for i in range(j))
+            varcomps.append(VarComp(t.group, name, float(cov[j, j]), float(sd[j]), corr, t.text))
         k0 += m
     return LmmFit(
         formula=frame.formula.text,
@@ -610,8 +688,37 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
         alpha=alpha,
         seconds=time.perf_counter() - t0,
         evaluations=pls.evaluations,
+        random_terms=[{"term": t.text, "group": t.group, "n_groups": t.n_levels, "columns": list(t.columns)}
+                      for t in frame.terms],
         _pls=pls,
         _vp=vp,
         _A=A,
         _jac=jac,
     )
+
+
+def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, reference: dict[str, str] | None = None,
+         alpha: float = 0.05, where: str = "formula") -> LmmFit:
+    """Fit a linear mixed model as ``lme4::lmer`` with lmerTest's inference.
+
+    Example::
+
+        from bib.analysis import lmer
+        fit = lmer("Reaction ~ Days + (Days | Subject)", sleepstudy)
+        print(fit.summary())          # lmerTest's layout
+        fit.to_json(); fit.to_markdown(); fit.contrast({"Days": 1})
+
+    Args:
+        formula: lme4 syntax (see :mod:`bib.analysis.formula`), or a parsed :class:`Formula`.
+        data: one row per observation.
+        reml: REML (default, as lme4) or ML.
+        reference: reference level per factor (default: the first level, sorted).
+        alpha: for the intervals in ``coefficients``.
+        where: names the formula in error messages.
+
+    Raises:
+        BibInputError: a bad formula or column, a grouping factor with one level, a slope with no
+            variance, or a deviance that cannot be evaluated anywhere: one line naming the term.
+    """
+    f = parse_formula(formula, where) if isinstance(formula, str) else formula
+    return fit_lmm(model_frame(f, data, reference=reference, where=where), reml=reml, alpha=alpha)
