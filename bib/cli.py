@@ -107,6 +107,14 @@ def main(argv: list[str] | None = None) -> None:
     except BibInputError as exc:
         print(f"bib: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except OSError as exc:  # a full disk where no writer named its file (bib.io.no_space names it where one does)
+        from bib.io import no_space
+
+        full = no_space(exc, None)
+        if full is None:
+            raise
+        print(f"bib: error: {full}", file=sys.stderr)
+        sys.exit(2)
     except _click.exceptions.UsageError as exc:
         where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
         message = exc.format_message().replace("Value error, ", "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -24,6 +25,77 @@ def ensure_dir(path: str | os.PathLike[str]) -> Path:
     if not os.access(p, os.W_OK):
         raise BibInputError(f"{p}: output directory is not writable")
     return p
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+"""The errnos of a write refused because the disk (or the user's quota) is full."""
+
+
+def no_space(exc: BaseException, path: str | os.PathLike[str] | None) -> BibInputError | None:
+    """The one-line error for a write to ``path`` that failed because the disk is full; None for any
+    other error (docs/cli.md: a full disk names the path, and a rerun resumes)."""
+    if not isinstance(exc, OSError) or exc.errno not in NO_SPACE:
+        return None
+    where = os.fspath(path) if path is not None else exc.filename
+    return BibInputError(f"{f'{where}: ' if where else ''}cannot write: {os.strerror(exc.errno).lower()}; "
+                         "free some space and rerun the same command")
+
+
+def append_bytes(fh: IO[bytes], data: bytes, path: str | os.PathLike[str]) -> None:
+    """Append ``data`` to the unbuffered binary file ``fh`` whole or not at all: a write that fails
+    (a full disk) is cut back to where it began, so the file never ends in half a record."""
+    start = fh.tell()
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[fh.write(view) or 0:]
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            fh.truncate(start)
+            fh.seek(start)
+        raise no_space(exc, path) or exc from None
+
+
+def folder_bytes(folder: str | os.PathLike[str]) -> int:
+    """The bytes of the regular files under ``folder`` (0 when it does not exist); links are not followed."""
+    total, todo = 0, [os.fspath(folder)]
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                todo.append(e.path)
+            elif e.is_file(follow_symlinks=False):
+                total += e.stat(follow_symlinks=False).st_size
+    return total
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError  # pragma: no cover
+
+
+def check_space(folder: str | os.PathLike[str], need: int, what: str) -> None:
+    """Refuse, before anything is written, when the file system that will hold ``folder`` has fewer
+    than ``need`` bytes free (the caller's estimate of its output; ``what`` says what it is for).
+
+    Raises:
+        BibInputError: ``FOLDER: WHAT needs about N MB; PLACE has M MB free; ...``.
+    """
+    import shutil
+
+    place = Path(os.path.abspath(folder))
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    free = shutil.disk_usage(place).free
+    if need > free:
+        raise BibInputError(f"{folder}: {what} needs about {_size(need)}; {place} has {_size(free)} free; "
+                            "free some space or choose another --out")
 
 
 def _current_umask() -> int:
@@ -58,9 +130,12 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", durable: bool = T
                 os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the usual mode
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        full = no_space(exc, target)
+        if full is not None:
+            raise full from None
         raise
 
 

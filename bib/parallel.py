@@ -263,11 +263,43 @@ def _drain_local(submit: Callable[..., Any], fn: Callable[[T], R], items: Iterab
         yield pending.popleft().result()
 
 
-def _map_dask(fn: Callable[[T], R], items: Iterable[T], scheduler: str, limit: int) -> Iterator[R]:
+def check_scheduler(scheduler: str | None, timeout: float = 10.0) -> None:
+    """The preflight of ``--scheduler``, before a command writes anything: the dask extra is
+    installed and, for a ``tcp://HOST:PORT`` (or ``HOST:PORT``) address, a TCP connection opens
+    within ``timeout`` seconds. Nothing to check for None.
+
+    Raises:
+        BibInputError: one line naming the option and what is missing.
+    """
+    if not scheduler:
+        return
     try:
-        from dask.distributed import Client
+        import dask.distributed  # noqa: F401
     except ImportError:
         raise BibInputError("--scheduler needs the dask extra: pip install 'bib-voe[dask]'") from None
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(scheduler if "://" in scheduler else f"tcp://{scheduler}")
+    if parts.scheme != "tcp":
+        return  # tls://, inproc://, ...: dask checks them when it connects
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise BibInputError(f"--scheduler {scheduler}: {exc}") from None
+    if not host or port is None:
+        raise BibInputError(f"--scheduler {scheduler}: expected tcp://HOST:PORT")
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise BibInputError(f"--scheduler {scheduler}: cannot connect ({exc.strerror or exc})") from None
+
+
+def _map_dask(fn: Callable[[T], R], items: Iterable[T], scheduler: str, limit: int) -> Iterator[R]:
+    check_scheduler(scheduler)
+    from dask.distributed import Client
+
     try:
         client = Client(scheduler, timeout="10s")
     except OSError as exc:

@@ -88,7 +88,7 @@ def test_surprise_many_checks_lengths_and_values() -> None:
         def surprise(self, episode: Episode) -> np.ndarray:
             return np.full(episode.test.n_steps, np.nan)
 
-    with pytest.raises(ValueError, match="gave 1 surprise values for episode e-1, whose test trial has 2 steps"):
+    with pytest.raises(BibInputError, match="gave 1 surprise values for episode e-1, whose test trial has 2 steps"):
         surprise_many(Short(), [ep])
     with pytest.raises(ValueError, match="non-finite"):
         surprise_many(Nan(), [ep])

@@ -33,6 +33,14 @@ MODULE = textwrap.dedent('''
 
     def no_surprise_method():
         return object()
+
+    class OneShort(StepCount):
+        """Returns one value fewer than the test trial has steps (issue 28)."""
+
+        name = "one-short"
+
+        def surprise(self, episode):
+            return super().surprise(episode)[:-1]
 ''')
 
 
@@ -92,3 +100,20 @@ def test_a_user_observer_gives_the_same_results_as_the_same_code_registered(user
     build([("single-object", 1)], 0, user_module / "bg")
     ep = load_episode(next((user_module / "bg" / "episodes").glob("*.json")))
     assert np.array_equal(make_observer("toy_models:StepCount").surprise(ep), np.arange(1, ep.test.n_steps + 1))
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_observer_with_the_wrong_number_of_values_is_one_line_naming_both_counts(user_module: Path, workers: str,
+                                                                                     capsys, monkeypatch) -> None:
+    from bib.episode import load_episode
+
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    build([("preference", 1)], 3, user_module / "set")
+    run = user_module / "run"
+    assert _run("score", "toy_models:OneShort", str(user_module / "set"), "--out", str(run), "--workers", workers) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    ep = next(load_episode(r.path) for r in find_episodes(user_module / "set").refs if r.id in err)
+    assert err == (f"bib: error: observer 'one-short' gave {ep.test.n_steps - 1} surprise values for episode {ep.id}, "
+                   f"whose test trial has {ep.test.n_steps} steps\n")
+    assert not run.exists() and not list(user_module.glob(".run*"))  # nothing written

@@ -47,7 +47,9 @@ def register(app: typer.Typer) -> None:
         from bib.io import OutputFolder
         from bib.observers.scoring import check_observer, parse_options
         from bib.observers.scoring import score as run
+        from bib.parallel import check_scheduler
 
+        check_scheduler(scheduler)
         config = parse_options(option)
         ckpt = checkpoint_file(checkpoint, "checkpoint.pt")
         check_observer(observer, ckpt, config)
@@ -171,7 +173,9 @@ def register(app: typer.Typer) -> None:
 
         from bib.io import OutputFolder
         from bib.observers.audit import audit_table, check_set, run_audit, write_audit
+        from bib.parallel import check_scheduler
 
+        check_scheduler(scheduler)
         source = str(episodes)
         found = check_set(episodes)
         folder = OutputFolder(out, {"command": "audit", "set": os.path.abspath(source), "seed": seed}, force=force)

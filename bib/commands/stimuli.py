@@ -45,14 +45,16 @@ def register(app: typer.Typer) -> None:
         An --out folder holding another set is refused unless --append (add to it) or --force
         (replace it). The spec is checked before any episode is written.
         """
+        from bib.parallel import check_scheduler
         from bib.render.video import check_video
-        from bib.stimuli.build import build_spec, check_spec, generate_job
+        from bib.stimuli.build import build_spec, check_build_space, check_spec, generate_job
         from bib.stimuli.spec import load_spec, override, task_spec
 
         if (spec is None) == (task is None):
             raise BibInputError("generate needs exactly one of SPEC or --task ID")
         if force and append:
             raise BibInputError("give at most one of --force and --append")
+        check_scheduler(scheduler)  # before anything is written
         base = load_spec(spec) if spec is not None else task_spec(task, n)
         trials = per_trial and video is not False
         resolved = override(
@@ -63,6 +65,7 @@ def register(app: typer.Typer) -> None:
         check_spec(resolved)
         if resolved.render.video if video is None else video:
             check_video(resolved.render.codec, resolved.render.settings())
+        check_build_space(resolved, out, video=video, limit=limit)  # before the folder is made
         one_set = len(folder.job["sets"]) == 1  # type: ignore[arg-type]
         with folder:
             if not one_set:  # spec.toml would name one of several sets

@@ -9,6 +9,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from bib.episode import Episode, dumps
+from bib.errors import BibInputError
 from bib.stimuli.blind import blind_episode, shuffled
 
 
@@ -60,7 +61,7 @@ def surprise_many(observer: Observer, episodes: Sequence[Episode]) -> list[np.nd
     in a shuffled order (:func:`surprise_of_views`).
 
     Raises:
-        ValueError: when an observer returns the wrong number of values or non-finite ones.
+        BibInputError: when an observer returns the wrong number of values or non-finite ones.
     """
     views = [blind_episode(ep, hashlib.sha256(dumps(ep).encode("utf-8")).digest()) for ep in episodes]
     return surprise_of_views(observer, views, [ep.id for ep in episodes])
@@ -73,26 +74,32 @@ def surprise_of_views(observer: Observer, views: Sequence[Episode], names: Seque
     ``surprise_many`` when it has one; the results are put back in the order of ``views``.
 
     Raises:
-        ValueError: when an observer returns the wrong number of values or non-finite ones.
+        BibInputError: (one line, exit 2 from the CLI) when an observer returns the wrong number of
+            results or of values, values that are not numbers, or non-finite ones; naming the
+            observer, the episode and both counts.
     """
     order = shuffled(views)
     handed = [views[i] for i in order]
     batched = getattr(observer, "surprise_many", None)
     got = list(batched(handed)) if callable(batched) else [observer.surprise(ep) for ep in handed]
     if len(got) != len(views):
-        raise ValueError(f"observer {observer.name!r} returned {len(got)} results for {len(views)} episodes")
+        raise BibInputError(f"observer {observer.name!r} returned {len(got)} results for {len(views)} episodes")
     out: list[object] = [None] * len(views)
     for k, i in enumerate(order):
         out[i] = got[k]
     checked = []
     for ep, name, s in zip(views, names, out):
-        arr = np.asarray(s, dtype=np.float64).reshape(-1)
+        try:
+            arr = np.asarray(s, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise BibInputError(f"observer {observer.name!r} gave surprise values for episode {name} that are not "
+                                f"numbers ({type(s).__name__})") from None
         if arr.shape[0] != ep.test.n_steps:
-            raise ValueError(
+            raise BibInputError(
                 f"observer {observer.name!r} gave {arr.shape[0]} surprise values for episode {name}, "
                 f"whose test trial has {ep.test.n_steps} steps"
             )
         if not np.all(np.isfinite(arr)):
-            raise ValueError(f"observer {observer.name!r} gave a non-finite surprise for episode {name}")
+            raise BibInputError(f"observer {observer.name!r} gave a non-finite surprise for episode {name}")
         checked.append(arr)
     return checked

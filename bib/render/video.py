@@ -24,7 +24,7 @@ import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
-from bib.io import atomic_write_bytes
+from bib.io import atomic_write_bytes, no_space
 from bib.registry import Registry
 from bib.render.frames import RenderSettings, episode_frames, frame_count, trial_frames
 from bib.render.h264 import (
@@ -132,9 +132,12 @@ def _atomically(target: Path, codec: str, write: Callable[[Path], int]) -> int:
     try:
         n = write(tmp)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        full = no_space(exc, target)
+        if full is not None:
+            raise full from None
         raise
     return n
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bib.episode import Episode, load_episode, save_episode
-from bib.io import atomic_open, atomic_write_text, ensure_dir
-from bib.parallel import map_ordered
+from bib.io import append_bytes, atomic_open, atomic_write_text, check_space, ensure_dir, folder_bytes, no_space
+from bib.parallel import check_scheduler, map_ordered
 from bib.progress import track
 from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, check_video, codec_for, render_episodes
@@ -199,6 +199,10 @@ class Plan:
             for i in range(0, count, o.group_size):
                 yield (rank, i), self.job(rank, i)
 
+    def n_episodes(self) -> int:
+        """Episodes of the whole plan (a pair is two)."""
+        return sum(count * (2 if get_task(t).kind == "evaluation" else 1) for t, count, _ in self.tasks)
+
     def n_units(self) -> int:
         return sum(-(-count // o.group_size) for _, count, o in self.tasks)
 
@@ -252,10 +256,22 @@ def _keep_intact(root: Path, plan: Plan, stale: frozenset[str] = frozenset()) ->
     files match their hashes, then this build's complete units whose files match their hashes,
     seeds and render settings (with video, none of a task in ``stale``: its videos were rendered with
     other settings, :mod:`bib.stimuli.render_stamp`); record where each part lies."""
-    import shutil
-
     kept = _Kept()
     others_path, kept_path = (root / n for n in _MANIFEST_PARTS)
+    try:
+        return _rewrite_manifest(root, plan, stale, kept, others_path, kept_path)
+    except OSError as exc:  # a full disk: the manifest is left as it was
+        raise no_space(exc, root / MANIFEST) or exc from None
+    finally:
+        for part in (others_path, kept_path):
+            part.unlink(missing_ok=True)
+
+
+def _rewrite_manifest(root: Path, plan: Plan, stale: frozenset[str], kept: _Kept, others_path: Path,
+                      kept_path: Path) -> _Kept:
+    """The body of :func:`_keep_intact`, writing ``others_path`` and ``kept_path`` on the way."""
+    import shutil
+
     run_starts: list[int] = []
     last: tuple[int, int] | None = None
     with open(others_path, "w", encoding="utf-8", newline="") as others, \
@@ -289,8 +305,6 @@ def _keep_intact(root: Path, plan: Plan, stale: frozenset[str] = frozenset()) ->
         for part in (others_path, kept_path):
             with open(part, encoding="utf-8", newline="") as src:
                 shutil.copyfileobj(src, fh)
-    for part in (others_path, kept_path):
-        part.unlink()
     return kept
 
 
@@ -318,6 +332,52 @@ def _merged(path: Path, spans: Sequence[tuple[int, int]], plan: Plan) -> Iterato
             continue  # the same unit again, from another run
         seen, source = key, run
         yield key, line
+EPISODE_BYTES = 6_000
+"""About the bytes of one episode file (measured: 4.8-4.9 KB for single-object; the estimate of
+:func:`episode_bytes` that `bib generate` checks free space against)."""
+
+VIDEO_BYTES = 100_000
+"""About the bytes of one episode's H.264 video at 20 px cells (measured: 81-100 KB for single-object);
+other cell sizes scale it by the pixel count."""
+
+
+def episode_bytes(video: bool, settings: RenderSettings, per_trial: bool = False) -> int:
+    """The estimated bytes one episode adds to a set: its file, and its video(s) when ``video``."""
+    if not video:
+        return EPISODE_BYTES
+    return EPISODE_BYTES + int(VIDEO_BYTES * (settings.cell_px / 20) ** 2 * (2 if per_trial else 1))
+
+
+def _check_space(plan: Plan, out: str | os.PathLike[str]) -> None:
+    """Refuse when the plan's estimated size, less what ``out`` already holds, exceeds the free space."""
+    episodes = plan.n_episodes()
+    need = episodes * episode_bytes(plan.video, plan.settings, plan.per_trial)
+    need -= sum(folder_bytes(Path(out) / f) for f in ("episodes", "videos"))
+    check_space(out, need, f"generating {episodes} episodes" + (" with videos" if plan.video else ""))
+
+
+def check_build_space(spec: StimulusSpec, out: str | os.PathLike[str], video: bool | None = None,
+                      limit: int | None = None) -> None:
+    """What :func:`build_spec` checks of the free space, before anything is written (the CLI asks first,
+    before the output folder is made).
+
+    Raises:
+        BibInputError: the estimated output (:func:`episode_bytes` per episode) does not fit.
+    """
+    r = spec.render
+    with_video = r.video if video is None else video
+    plan = Plan(_planned(spec.units, limit, spec.options()), spec.seed, str(Path(out)), with_video, r.settings(),
+                r.codec, r.per_trial and with_video)
+    _check_space(plan, out)
+
+
+def _planned(units: Sequence[tuple[str, int]], limit: int | None,
+             opts: dict[str, TaskOptions]) -> tuple[tuple[str, int, TaskOptions], ...]:
+    """``(task, count, options)`` of each task of a build: ``count`` cut by ``limit`` to whole groups."""
+    return tuple((task, n if limit is None else min(n, -(-limit // o.group_size) * o.group_size), o)
+                 for task, n in units for o in [opts.get(task, LEGACY)])
+
+
 def _remove_leftovers(root: Path) -> None:
     """Remove the temporary files (hidden ``.*tmp*``) an interrupted or killed run left in ``episodes/`` and ``videos/``."""
     for sub in ("episodes", "videos"):
@@ -369,17 +429,15 @@ def build(
     chosen = codec_for("x.mp4", codec) if video else "h264"
     if video:
         check_video(chosen, s)  # before anything is written
+    check_scheduler(scheduler)
+    if limit is not None and limit < 0:
+        raise ValueError(f"negative limit {limit}")
+    plan = Plan(_planned(units, limit, opts), seed, str(Path(out)), video, s, chosen, per_trial)
+    _check_space(plan, out)
     root = ensure_dir(out)
     ensure_dir(root / "episodes")
     if video:
         ensure_dir(root / "videos")
-    if limit is not None and limit < 0:
-        raise ValueError(f"negative limit {limit}")
-    plan = Plan(
-        tuple((task, n if limit is None else min(n, -(-limit // o.group_size) * o.group_size), o)
-              for task, n in units for o in [opts.get(task, LEGACY)]),
-        seed, str(root), video, s, chosen, per_trial,
-    )
     _remove_leftovers(root)
     current = render_stamp.stamp(s, chosen)
     tasks = [t for t, _, _ in plan.tasks]
@@ -400,12 +458,12 @@ def build(
 
     n_todo = plan.n_units() - kept.n_units
     built_rows = 0
-    with open(manifest_path, "a", encoding="utf-8", newline="") as manifest:
+    with open(manifest_path, "ab", buffering=0) as manifest:
+        manifest.seek(0, os.SEEK_END)
         built_start = manifest.tell()
         results: Iterator[list[dict[str, object]]] = map_ordered(build_unit, todo(), workers=workers, scheduler=scheduler)
         for rows in track(results, total=n_todo, description="generating"):
-            manifest.write(format_rows(rows, header=False))
-            manifest.flush()
+            append_bytes(manifest, format_rows(rows, header=False).encode("utf-8"), manifest_path)  # whole rows or none
             built_rows += len(rows)
         built_end = manifest.tell()
     runs = [*kept.runs, (built_start, built_end)] if built_end > built_start else kept.runs
