@@ -1,4 +1,4 @@
-"""Analysis commands: ``bib analyze``, ``bib compare``, ``bib power`` and ``bib power simulate``."""
+"""Analysis commands: ``bib analyze``, ``bib compare``, ``bib reliability``, ``bib power`` and ``bib power simulate``."""
 
 from __future__ import annotations
 
@@ -118,6 +118,31 @@ def register(app: typer.Typer) -> None:
                 forest_plot(result.result, tmp / "forest")
                 cmp.write_table(result.result, tmp / "compare.csv")
                 atomic_write_text(tmp / "compare.json", result.to_json_text())
+        typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
+
+    @app.command()
+    def reliability(
+        coder_a: Path = typer.Argument(..., help="The first coder's trials CSV (bib experiment's NAME_ID_trials.csv)."),
+        coder_b: Path = typer.Argument(..., help="The second coder's trials CSV of the same session(s) (coding mode)."),
+        threshold: float = typer.Option(1.0, "--threshold", min=0.0, show_default=True,
+                                        help="Seconds: trials whose looking times differ by more are listed."),
+        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        out: Path | None = optional_out("reliability.json, reliability.md and provenance.json"),  # noqa: UP007
+        force: bool = FORCE,
+    ) -> None:
+        """Inter-coder reliability: per-trial agreement, ICC(2,1) and ICC(3,1), Pearson r of looking times."""
+        from bib.analysis.reliability import reliability as compute
+
+        folder = None
+        if out is not None:
+            from bib.io import OutputFolder
+
+            folder = OutputFolder(out, {"command": "reliability", "coder_a": coder_a, "coder_b": coder_b,
+                                        "threshold": threshold}, force=force)
+        result = compute(coder_a, coder_b, threshold)
+        if folder is not None:
+            with folder as tmp:
+                result.save(tmp)
         typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
 
     power_app = typer.Typer(help="Power of a VOE study simulated from the published pilot; `simulate` writes the example data.",

@@ -1,0 +1,174 @@
+"""Inter-coder reliability of looking times: two coders' trials files of the same sessions.
+
+``bib reliability CODER_A CODER_B`` matches the two files' trials by (participant, trial) and
+reports, per trial, both looking times, their difference and whether they agree within a
+threshold; over the trials, the share that agree, the mean absolute difference, Pearson's r and
+the two-way intraclass correlations of Shrout & Fleiss (1979): ICC(2,1), two-way random effects,
+absolute agreement, single coder (the usual reliability figure), and ICC(3,1), two-way mixed,
+consistency. The statistics are checked against R (``psych::ICC``, ``cor.test``) by
+``tests/test_reliability.py`` with fixtures made by ``tests/fixtures/reliability/make_expected.R``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from bib.analysis.importers import read_strings
+from bib.analysis.schema import MISSING, ROW
+from bib.errors import BibInputError
+from bib.results import Result, jsonable
+
+#: Columns a coder's file needs; ``study`` and ``episode_id`` are compared when both files have them.
+NEEDED: tuple[str, ...] = ("participant_id", "trial_num", "looking_time_s")
+KEY: tuple[str, ...] = ("participant_id", "trial_num")
+CHECKED: tuple[str, ...] = ("study", "episode_id", "order")
+#: Default threshold (s): trials whose looking times differ by more are listed.
+THRESHOLD = 1.0
+
+
+def icc(x: np.ndarray) -> dict[str, float]:
+    """Shrout & Fleiss' ICC(2,1) and ICC(3,1) of an ``n x k`` table (targets x raters), from the
+    two-way ANOVA mean squares, with the mean squares themselves."""
+    x = np.asarray(x, dtype=float)
+    n, k = x.shape
+    grand = x.mean()
+    ss_rows = k * ((x.mean(axis=1) - grand) ** 2).sum()
+    ss_cols = n * ((x.mean(axis=0) - grand) ** 2).sum()
+    ss_err = ((x - grand) ** 2).sum() - ss_rows - ss_cols
+    msr, msc, mse = ss_rows / (n - 1), ss_cols / (k - 1), ss_err / ((n - 1) * (k - 1))
+    return {
+        "icc2_1": float((msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)),
+        "icc3_1": float((msr - mse) / (msr + (k - 1) * mse)),
+        "ms_targets": float(msr), "ms_coders": float(msc), "ms_error": float(mse),
+    }
+
+
+def _read(path: Path) -> pd.DataFrame:
+    raw = read_strings(path)
+    missing = [c for c in NEEDED if c not in raw.columns]
+    if missing:
+        raise BibInputError(f"{path}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} (a trials CSV of bib experiment)")
+    if raw.empty:
+        raise BibInputError(f"{path}: no trials (the file has only a header)")
+    dup = raw.duplicated(list(KEY), keep=False)
+    if dup.any():
+        raise BibInputError(f"{path}: (participant_id, trial_num) given twice (lines {', '.join(raw.loc[dup, ROW].head(4))})")
+    text = raw["looking_time_s"].str.lower()
+    value = pd.to_numeric(raw["looking_time_s"].where(~text.isin(MISSING)), errors="coerce")
+    bad = value.isna() & ~text.isin(MISSING) | (value < 0)
+    if bad.any():
+        raise BibInputError(f"{path}: column looking_time_s: not a looking time (line {raw.loc[bad, ROW].iloc[0]})")
+    raw["lt"] = value
+    return raw
+
+
+def _same_sessions(a: pd.DataFrame, b: pd.DataFrame, pa: Path, pb: Path) -> pd.DataFrame:
+    """The trials of both files, joined; refuses files of different sessions, naming the file and row."""
+    ids_a, ids_b = set(a["participant_id"]), set(b["participant_id"])
+    if ids_a != ids_b:
+        only = sorted(ids_b - ids_a) or sorted(ids_a - ids_b)
+        where = pb if ids_b - ids_a else pa
+        raise BibInputError(f"{where}: coder files of different sessions: participant {only[0]} is in {where.name} only "
+                            f"({pa.name}: {', '.join(sorted(ids_a))}; {pb.name}: {', '.join(sorted(ids_b))})")
+    joined = a.merge(b, on=list(KEY), how="outer", suffixes=("_a", "_b"), indicator=True)
+    lone = joined[joined["_merge"] != "both"]
+    if len(lone):
+        r = lone.iloc[0]
+        side, path = ("a", pa) if r["_merge"] == "left_only" else ("b", pb)
+        raise BibInputError(f"{path}: line {r[f'{ROW}_{side}']}: trial {r['trial_num']} of {r['participant_id']} is not in the "
+                            f"other coder's file: coder files of different sessions")
+    for col in CHECKED:
+        if col in a.columns and col in b.columns:
+            differ = joined[f"{col}_a"] != joined[f"{col}_b"]
+            if differ.any():
+                r = joined[differ].iloc[0]
+                raise BibInputError(f"{pb}: line {r[f'{ROW}_b']}: {col} {r[f'{col}_b']!r}, but {r[f'{col}_a']!r} in {pa} "
+                                    f"(line {r[f'{ROW}_a']}): coder files of different sessions")
+    return joined
+
+
+@dataclass
+class Reliability(Result):
+    """The agreement of two coders (see the module doc); ``trials`` has one row per matched trial."""
+
+    name: ClassVar[str] = "reliability"
+    coder_a: str
+    coder_b: str
+    threshold: float
+    summary: dict[str, Any]
+    trials: pd.DataFrame = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return jsonable({"coder_a": self.coder_a, "coder_b": self.coder_b, "threshold_s": self.threshold,
+                         **self.summary, "trials": self.trials.to_dict("records")})
+
+    def to_markdown(self) -> str:
+        s = self.summary
+        lines = [
+            f"Reliability of {self.coder_b} against {self.coder_a}: {s['n_trials']} trials of {s['n_participants']} "
+            f"participant(s) coded by both" + (f" ({s['n_missing']} with a missing look left out)" if s["n_missing"] else ""),
+            f"- agreement: {s['n_agree']} of {s['n_trials']} trials ({s['agreement']:.1%}) differ by at most {self.threshold:g} s; "
+            f"mean absolute difference {s['mean_abs_diff_s']:.3f} s",
+            f"- ICC(2,1), two-way random, absolute agreement, single coder: {_f(s['icc2_1'])}",
+            f"- ICC(3,1), two-way mixed, consistency, single coder: {_f(s['icc3_1'])}",
+            f"- Pearson r of the looking times: {_f(s['pearson_r'])} (p = {_p(s['pearson_p'])})",
+        ]
+        far = self.trials[~self.trials["agree"]]
+        if len(far):
+            lines.append(f"trials differing by more than {self.threshold:g} s:")
+            lines.append(f"  {'participant':<14}{'trial':>6}  {'A (s)':>8}{'B (s)':>8}{'B - A':>8}")
+            for r in far.itertuples():
+                lines.append(f"  {r.participant_id:<14}{r.trial_num:>6}  {r.a:>8.3f}{r.b:>8.3f}{r.diff:>8.3f}")
+        else:
+            lines.append(f"no trial differs by more than {self.threshold:g} s")
+        return "\n".join(lines)
+
+
+def _f(x: float) -> str:
+    return "nan" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def _p(x: float) -> str:
+    return "nan" if math.isnan(x) else ("< .001" if x < 0.001 else f"{x:.3f}".lstrip("0"))
+
+
+def reliability(coder_a: str | Path, coder_b: str | Path, threshold: float = THRESHOLD) -> Reliability:
+    """Compare two coders' trials files of the same sessions (module doc).
+
+    Raises:
+        BibInputError: a missing column, a bad looking time, files of different sessions (other
+            participants, trials, studies or episodes), fewer than 3 trials coded by both.
+    """
+    pa, pb = Path(coder_a), Path(coder_b)
+    if not threshold >= 0:
+        raise BibInputError(f"--threshold {threshold}: must be >= 0 seconds")
+    joined = _same_sessions(_read(pa), _read(pb), pa, pb)
+    both = joined.dropna(subset=["lt_a", "lt_b"])
+    if len(both) < 3:
+        raise BibInputError(f"{pb}: {len(both)} trials with both coders' looking times; reliability needs at least 3")
+    trial_num = pd.to_numeric(both["trial_num"], errors="coerce")
+    trials = pd.DataFrame({"participant_id": both["participant_id"].to_numpy(), "trial_num": both["trial_num"].to_numpy(),
+                           "a": both["lt_a"].to_numpy(), "b": both["lt_b"].to_numpy()})
+    trials["diff"] = trials["b"] - trials["a"]
+    trials["agree"] = trials["diff"].abs() <= threshold + 1e-9
+    trials = trials.assign(_t=trial_num.to_numpy()).sort_values(["participant_id", "_t"]).drop(columns="_t").reset_index(drop=True)
+    x = trials[["a", "b"]].to_numpy()
+    if np.ptp(x[:, 0]) == 0 or np.ptp(x[:, 1]) == 0:
+        r, p = math.nan, math.nan
+    else:
+        test = stats.pearsonr(x[:, 0], x[:, 1])
+        r, p = float(test.statistic), float(test.pvalue)
+    summary = {
+        "n_trials": len(trials), "n_participants": int(trials["participant_id"].nunique()),
+        "n_missing": int(len(joined) - len(both)), "n_agree": int(trials["agree"].sum()),
+        "agreement": float(trials["agree"].mean()), "mean_abs_diff_s": float(trials["diff"].abs().mean()),
+        "pearson_r": r, "pearson_p": p, **icc(x),
+    }
+    return Reliability(str(pa), str(pb), threshold, summary, trials)
