@@ -217,7 +217,7 @@ def score(
 
 
 def evaluate(
-    episodes: Episodes,
+    episodes: Episodes | str | os.PathLike[str],
     scores: Scores | Mapping[str, float] | str | os.PathLike[str],
     *,
     readout_name: str = "max",
@@ -226,19 +226,22 @@ def evaluate(
     """Pairwise VOE accuracy of ``scores`` on ``episodes``, as ``bib evaluate`` computes it.
 
     Args:
-        episodes: the set the scores are for (a folder or manifest.csv, an EpisodeSet, or Episode objects).
+        episodes: the set the scores are for (a folder or manifest.csv, an EpisodeSet, or Episode objects), or
+            the key file of a ``bib blind`` kit (scores on the kit's opaque ids; :mod:`bib.stimuli.kit`).
         scores: a :class:`Scores` (from :func:`score`), ``{episode id: surprise}``, or a results file / ``bib
             score`` folder.
         readout_name: ``max`` (BIB) or ``mean`` (needs per-step surprise: a Scores or a folder with its Parquet).
         seed: the bootstrap's seed.
 
     Raises:
-        BibInputError: scores that do not match the set (ids missing or unknown, one line naming a few), or no
-            expected/unexpected pairs.
+        BibInputError: scores that do not match the set or key (ids missing or unknown, one line naming a few;
+            results of another kit), or no expected/unexpected pairs.
     """
     from bib.evaluation import read_model_card, surprise_by_episode
+    from bib.stimuli.kit import check_results_kit, is_key, read_key
 
-    found = episode_refs(episodes)
+    key = isinstance(episodes, (str, os.PathLike)) and is_key(episodes)
+    found, fingerprint = read_key(episodes) if key else (episode_refs(episodes), "")  # type: ignore[arg-type]
     model: dict[str, Any] = {}
     if isinstance(scores, Scores):
         surprise = scores.surprise(readout_name)
@@ -251,6 +254,8 @@ def evaluate(
         from bib.evaluation import results_file
 
         path = results_file(scores)
+        if key:
+            check_results_kit(path, found, fingerprint, episodes)  # type: ignore[arg-type]
         surprise = surprise_by_episode(path, found, readout_name)
         model = read_model_card(path.parent)
     check_matching(found, surprise)

@@ -238,3 +238,24 @@ def test_pickled_payloads_are_refused_by_name_under_this_torch(tmp_path, capfd):
                                             r"\(pickle opcode \d+\), and bib loads weights only$"):
         load_weights(plain)
     assert "would have run" not in capfd.readouterr().out
+
+
+def test_evaluate_takes_a_blind_kits_key(here, sets):
+    """bib.evaluate(KEY, scores): scores on a `bib blind` kit evaluate as the open set's do; scores that do not
+    match the key (or are of another kit) are one-line errors."""
+    from bib.stimuli.kit import make_kit
+
+    tiny = sets / "tiny"
+    make_kit(tiny, here / "kit", here / "key.csv", seed=5, progress=False)
+    make_kit(tiny, here / "kit2", here / "key2.csv", seed=6, progress=False)
+    on_kit = bib.score("path-length", here / "kit")
+    open_set = bib.score("path-length", tiny)
+    assert bib.evaluate(here / "key.csv", on_kit).to_json()["conditions"] == \
+        bib.evaluate(tiny, open_set).to_json()["conditions"]
+    on_kit.write(here / "run" / "results.csv")
+    assert bib.evaluate(here / "key.csv", here / "run").to_json()["conditions"] == \
+        bib.evaluate(tiny, open_set).to_json()["conditions"]
+    with pytest.raises(BibInputError, match="these are results on another kit"):
+        bib.evaluate(here / "key2.csv", here / "run")
+    with pytest.raises(BibInputError, match=r"^the scores do not match the episodes: 24 episode\(s\) of the set have no score"):
+        bib.evaluate(here / "key2.csv", on_kit)
