@@ -172,6 +172,7 @@ def score(
     checkpoint: str | os.PathLike[str] | None = None,
     options: Mapping[str, Any] | None = None,
     workers: int = 1,
+    device: str = "auto",
 ) -> Scores:
     """Per-step surprise of every episode, as ``bib score`` computes it, returned instead of written.
 
@@ -183,6 +184,8 @@ def score(
         checkpoint: for a name: a checkpoint (a ``bib train`` folder or file), as ``bib score --checkpoint``.
         options: for a name: constructor options, as ``bib score --option KEY=VALUE``.
         workers: worker processes for a name and a set on disk (an instance is scored in this process).
+        device: where a torch model runs, as ``--device`` (``auto``, ``cpu``, ``cuda[:N]``, ``mps``); an instance
+            given on another device than ``cpu`` is moved there.
 
     The episodes go to the model through the library's scoring functions
     (:func:`bib.observers.scoring.score_refs`, :func:`~bib.observers.scoring.score_files`,
@@ -193,16 +196,18 @@ def score(
         BibInputError: an unknown name, bad options or checkpoint, bad episodes, or a model that returns the
             wrong number of values.
     """
+    from bib.observers.device import device_for, place
     from bib.observers.scoring import CHUNK, check_observer, model_card, score_episodes, score_files, score_refs
 
     found = episode_refs(episodes)
     on_disk = not (isinstance(episodes, Sequence) and not isinstance(episodes, str))
     if isinstance(observer, str) and on_disk:
-        check_observer(observer, checkpoint, options)
-        built = _observer(observer, checkpoint, options)  # cached: the instance score_refs uses
-        stream = score_refs(observer, found.refs, checkpoint=checkpoint, config=options, workers=workers)
+        dev = device_for(check_observer(observer, checkpoint, options), device)
+        built = _observer(observer, checkpoint, options)
+        stream = score_refs(observer, found.refs, checkpoint=checkpoint, config=options, workers=workers, device=dev)
     else:
         built = _observer(observer, checkpoint, options)
+        place(built, device_for(built, device))
         if on_disk:
             refs = found.refs
             stream = (pair for i in range(0, len(refs), CHUNK)

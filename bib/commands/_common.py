@@ -39,6 +39,8 @@ WORKERS = typer.Option(1, "--workers", min=1, help="Worker processes.")
 SCHEDULER = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes.",
                          show_default=False)
 JSON = typer.Option(False, "--json", help="Print JSON instead of a table.")
+DEVICE = typer.Option("auto", "--device", help="Where a torch model runs: auto (a CUDA GPU, else mps, else cpu), cpu, "
+                      "cuda, cuda:N or mps; a device that is not here is refused.")
 
 
 def checkpoint_file(path: Path | None, name: str) -> Path | None:

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import typer
 
-from bib.commands._common import FORCE, JSON, OUT_PATH, SCHEDULER, WORKERS, checkpoint_file, optional_out, out_option
+from bib.commands._common import (
+    DEVICE,
+    FORCE,
+    JSON,
+    OUT_PATH,
+    SCHEDULER,
+    WORKERS,
+    checkpoint_file,
+    optional_out,
+    out_option,
+)
 from bib.errors import BibInputError
 from bib.evaluation import RESULTS, results_file
 from bib.observers import OBSERVERS
@@ -36,6 +46,7 @@ def register(app: typer.Typer) -> None:
         option: list[str] = typer.Option([], "--option", help="Observer option KEY=VALUE (JSON value), repeatable, e.g. seed=3.", show_default=False),
         workers: int = WORKERS,
         scheduler: str = SCHEDULER,
+        device: str = DEVICE,
         force: bool = FORCE,
     ) -> None:
         """Score every episode with an observer: one surprise per test step.
@@ -45,6 +56,7 @@ def register(app: typer.Typer) -> None:
         """
         from bib.evaluation import find_episodes
         from bib.io import OutputFolder
+        from bib.observers.device import device_for
         from bib.observers.scoring import check_observer, parse_options
         from bib.observers.scoring import score as run
         from bib.parallel import check_scheduler
@@ -52,13 +64,13 @@ def register(app: typer.Typer) -> None:
         check_scheduler(scheduler)
         config = parse_options(option)
         ckpt = checkpoint_file(checkpoint, "checkpoint.pt")
-        check_observer(observer, ckpt, config)
+        dev = device_for(check_observer(observer, ckpt, config), device)
         found = find_episodes(episodes)
         folder = OutputFolder(out, {"command": "score", "observer": observer, "episodes": episodes,
                                     "checkpoint": ckpt, "options": config}, force=force)
         with folder as tmp:
             summary = run(observer, found, tmp / RESULTS, checkpoint=ckpt, config=config,
-                          workers=workers, scheduler=scheduler)
+                          workers=workers, scheduler=scheduler, device=dev)
         typer.echo(summary.to_markdown())
         typer.echo(f"wrote {out}")
 

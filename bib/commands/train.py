@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from bib.commands._common import FORCE, out_option
+from bib.commands._common import DEVICE, FORCE, out_option
 from bib.errors import BibInputError
 from bib.observers import OBSERVERS, observer_names
 
@@ -38,6 +38,7 @@ def register(app: typer.Typer) -> None:
         max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use N episodes spread evenly over the id-sorted set (0 = all; default: the config's).", show_default=False),
         seed: int = typer.Option(None, "--seed", help="Override [train] seed (default: the config's; your own class: 0, seeding random, numpy and torch).", show_default=False),
         option: list[str] = typer.Option([], "--option", help="Constructor argument KEY=VALUE (JSON value) of your own class, repeatable.", show_default=False),
+        device: str = DEVICE,
         force: bool = FORCE,
     ) -> None:
         """Train on the background set; the folder is checked before training and written when it ends.
@@ -59,6 +60,9 @@ def register(app: typer.Typer) -> None:
                                 "give your own class its settings with --option KEY=VALUE")
         if not user and options:
             raise BibInputError(f"--option is for your own package.module:Class; configure {observer} with --config")
+        from bib.observers.device import check_device, resolve_device
+
+        dev = check_device(device) if user else resolve_device(device)  # a learned observer: resolved before any work
         overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed}
         job = {"command": "train", "observer": observer, "background": background, "config": config,
                "overrides": overrides, **({"options": options} if options else {})}
@@ -69,12 +73,12 @@ def register(app: typer.Typer) -> None:
 
             with folder as tmp:
                 card = train_model(observer, background, tmp, options=options, seed=seed or 0,
-                                   max_episodes=max_episodes or 0, log=log)
+                                   max_episodes=max_episodes or 0, log=log, device=dev)
             typer.echo(f"{card['name']}: trained model written to {out} ({MODEL_CARD} and "
                        f"{WEIGHTS if card['saved'] == 'state_dict' else SAVED + '/'})")
             return
         from bib.observers.training import train as run
 
         with folder as tmp:
-            run(observer, background, tmp / CHECKPOINT, config, overrides, log=log)
+            run(observer, background, tmp / CHECKPOINT, config, overrides, log=log, device=dev)
         typer.echo(f"{observer}: checkpoint written to {out / CHECKPOINT}")

@@ -78,10 +78,10 @@ class BCNet(nn.Module):
         if self.kind == "rnn":
             return segment_mean(packed_last(self.context, x, batch.ctx_lengths), batch.ctx_episode, batch.n_episodes)
         h = self.context(x)
-        mask = (torch.arange(x.shape[1])[None, :] < batch.ctx_lengths[:, None]).to(h.dtype)
+        mask = (torch.arange(x.shape[1], device=x.device)[None, :] < batch.ctx_lengths[:, None]).to(h.dtype)
         sums = (h * mask[..., None]).sum(dim=1)
-        total = torch.zeros(batch.n_episodes, h.shape[-1]).index_add_(0, batch.ctx_episode, sums)
-        count = torch.zeros(batch.n_episodes).index_add_(0, batch.ctx_episode, mask.sum(dim=1))
+        total = torch.zeros(batch.n_episodes, h.shape[-1], device=h.device).index_add_(0, batch.ctx_episode, sums)
+        count = torch.zeros(batch.n_episodes, device=h.device).index_add_(0, batch.ctx_episode, mask.sum(dim=1))
         return total / count.clamp(min=1.0)[:, None]
 
     def forward(self, batch: Batch) -> torch.Tensor:

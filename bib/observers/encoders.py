@@ -18,6 +18,7 @@ Two state sources:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -350,6 +351,21 @@ class Batch:
     def n_states(self) -> int:
         """N, the number of states in the batch."""
         return int(self.actions.shape[0])
+
+    def _tensors(self) -> list[str]:
+        return [f.name for f in dataclasses.fields(self) if hasattr(getattr(self, f.name), "is_pinned")]
+
+    def to(self, device: Any, non_blocking: bool = False) -> Batch:
+        """This batch with its tensors on ``device`` (itself when they are there already: the CPU path copies
+        nothing). ``non_blocking`` overlaps the copy from pinned memory with the GPU's work."""
+        names = [n for n in self._tensors() if getattr(self, n).device != device]
+        if not names:
+            return self
+        return dataclasses.replace(self, **{n: getattr(self, n).to(device, non_blocking=non_blocking) for n in names})
+
+    def pin_memory(self) -> Batch:
+        """This batch with its tensors in page-locked memory (what a DataLoader with ``pin_memory=True`` calls)."""
+        return dataclasses.replace(self, **{n: getattr(self, n).pin_memory() for n in self._tensors()})
 
     def dense(self, index: Any) -> Any:
         """Dense float states ``[len(index), C, H, W]`` of the states ``index`` (an index tensor or a slice)."""

@@ -152,6 +152,8 @@ class LearnedObserver(BaseObserver):
     Config: ClassVar[type] = InputConfig
     score_batch: int = 32
     threads: int = 1
+    device: str = "cpu"
+    """Where the network runs (:meth:`to_device`; ``bib score`` / ``bib train --device``)."""
 
     def __init__(self, config: Any | None = None, **overrides: Any) -> None:
         """Build an untrained observer from ``config`` (a ``Config``) and/or field overrides."""
@@ -171,6 +173,13 @@ class LearnedObserver(BaseObserver):
         """The network (with a ``step_errors(batch) -> [Q]`` method)."""
         raise NotImplementedError
 
+    def to_device(self, device: str) -> LearnedObserver:
+        """Move the network to ``device`` (a resolved torch device, :func:`bib.observers.device.resolve_device`);
+        batches follow it in :meth:`step_errors`."""
+        self.device = str(device)
+        self.net.to(self.device)
+        return self
+
     @classmethod
     def create(cls, checkpoint: Path | None = None, **config: Any) -> LearnedObserver:
         """Registry factory: load ``checkpoint``, or build an untrained observer from ``config``."""
@@ -187,6 +196,8 @@ class LearnedObserver(BaseObserver):
 
     def step_errors(self, batch: Batch) -> torch.Tensor:
         """Per test-step errors of a batch (with gradients when the net is in training mode)."""
+        if self.device != "cpu":  # the CPU path moves nothing
+            batch = batch.to(torch.device(self.device), non_blocking=True)
         return self.net.step_errors(batch)
 
     def surprise_many(self, episodes: Sequence[Episode]) -> list[np.ndarray]:
@@ -202,7 +213,9 @@ class LearnedObserver(BaseObserver):
             for start in range(0, len(episodes), size):
                 cache: dict[Any, np.ndarray] = {}
                 batch = collate([self.encode(ep, cache) for ep in episodes[start : start + size]])
-                errors = self.step_errors(batch).double().numpy()
+                if self.device.startswith("cuda"):
+                    batch = batch.pin_memory()
+                errors = self.step_errors(batch).double().cpu().numpy()
                 out += np.split(errors, np.cumsum(batch.query_counts)[:-1])
         return out
 
@@ -219,7 +232,7 @@ class LearnedObserver(BaseObserver):
     def checkpoint(self, train: TrainConfig | None = None, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
         """The checkpoint dict: the state dict and a JSON-serialisable config."""
         return {
-            "state_dict": {k: v.detach().clone() for k, v in self.net.state_dict().items()},
+            "state_dict": {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()},
             "config": {
                 "format": FORMAT,
                 "observer": self.name,

@@ -111,10 +111,11 @@ class StateEncoder(nn.Module):
         h, w = frames.shape[1:3]
         pixels_of = frames.reshape(-1, 3)
         span = (CROP - 1) * STRIDE + RECEPTIVE
-        offs, k, kk = torch.arange(span), torch.arange(CROP), torch.arange(k3)
+        dev = maps_bg.device
+        offs, k, kk = torch.arange(span, device=dev), torch.arange(CROP, device=dev), torch.arange(k3, device=dev)
         parts = []
         for start in range(0, n, FRAME_CHUNK):
-            sel = torch.arange(start, min(start + FRAME_CHUNK, n)) if index is None else index[start : start + FRAME_CHUNK]
+            sel = torch.arange(start, min(start + FRAME_CHUNK, n), device=dev) if index is None else index[start : start + FRAME_CHUNK]
             bg = batch.background[sel]
             maps = maps3_bg.index_select(0, bg)  # [n, H3, W3, 32], the backgrounds' maps
             y0, y1, x0, x1 = batch.boxes[sel].unbind(1)
@@ -138,14 +139,14 @@ class StateEncoder(nn.Module):
                 # p0 .. p0 + k3 - 1 with p0 = ceil((jy - 2) / 2) (clamped to the map).
                 p0 = torch.clamp(-((2 - jy) // 2), min=0, max=h3 - k3)
                 q0 = torch.clamp(-((2 - jx) // 2), min=0, max=w3 - k3)
-                win_rows = (2 * p0)[:, None] + torch.arange(span2)
-                win_cols = (2 * q0)[:, None] + torch.arange(span2)
+                win_rows = (2 * p0)[:, None] + torch.arange(span2, device=dev)
+                win_cols = (2 * q0)[:, None] + torch.arange(span2, device=dev)
                 at = (bg[crop] * (h2 * w2))[:, None, None] + win_rows[:, :, None] * w2 + win_cols[:, None, :]
                 window = bg_of.index_select(0, at.flatten()).view(m, span2, span2, ch)
                 r = (jy - 2 * p0)[:, None] + k  # [M, CROP] the crop's rows in the window (>= 0)
                 c = (jx - 2 * q0)[:, None] + k
                 inside = (r[:, :, None] < span2) & (c[:, None, :] < span2)  # rows past it: read by no third-layer output
-                dest = torch.arange(m)[:, None, None] * (span2 * span2) + r[:, :, None] * span2 + c[:, None, :]
+                dest = torch.arange(m, device=dev)[:, None, None] * (span2 * span2) + r[:, :, None] * span2 + c[:, None, :]
                 window.view(-1, ch).index_copy_(0, dest[inside], out[inside])
                 out3 = _nhwc(third(window.permute(0, 3, 1, 2)))  # [M, k3, k3, 32]
                 at3 = (crop * (h3 * w3))[:, None, None] + (p0[:, None] + kk)[:, :, None] * w3 + (q0[:, None] + kk)[:, None, :]
@@ -172,7 +173,7 @@ def mlp(n_in: int, hidden: list[int], n_out: int, dropout: float = 0.0) -> nn.Se
 
 def action_vectors(actions: torch.Tensor) -> torch.Tensor:
     """Action indices (any shape) -> their ``(dx, dy)`` as float, shape ``[..., 2]``."""
-    return torch.from_numpy(ACTION_VECTORS)[actions]
+    return torch.from_numpy(ACTION_VECTORS).to(actions.device)[actions]
 
 
 def packed_last(rnn: nn.LSTM | nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -201,8 +202,8 @@ def packed_last(rnn: nn.LSTM | nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -
 
 def segment_mean(values: torch.Tensor, segments: torch.Tensor, n: int) -> torch.Tensor:
     """Mean of the rows of ``values`` [T, D] grouped by ``segments`` [T] into ``n`` groups."""
-    total = torch.zeros(n, values.shape[1], dtype=values.dtype).index_add_(0, segments, values)
-    counts = torch.zeros(n, dtype=values.dtype).index_add_(0, segments, torch.ones_like(segments, dtype=values.dtype))
+    total = torch.zeros(n, values.shape[1], dtype=values.dtype, device=values.device).index_add_(0, segments, values)
+    counts = torch.zeros(n, dtype=values.dtype, device=values.device).index_add_(0, segments, torch.ones_like(segments, dtype=values.dtype))
     return total / counts.clamp(min=1.0)[:, None]
 
 

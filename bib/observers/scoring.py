@@ -36,26 +36,30 @@ CHUNK = 32
 _OBSERVERS: dict[str, Observer] = {}
 
 
-def _observer_key(name: str, checkpoint: str | None, config: Mapping[str, Any]) -> str:
-    return json.dumps([name, checkpoint, dict(config)], sort_keys=True, default=str)
+def _observer_key(name: str, checkpoint: str | None, config: Mapping[str, Any], device: str = "cpu") -> str:
+    return json.dumps([name, checkpoint, dict(config)] + ([device] if device != "cpu" else []), sort_keys=True,
+                      default=str)
 
 
-def _cached_observer(name: str, checkpoint: str | None, config: Mapping[str, Any]) -> Observer:
-    """One observer per (name, checkpoint, config) per process (workers build their own)."""
-    key = _observer_key(name, checkpoint, config)
+def _cached_observer(name: str, checkpoint: str | None, config: Mapping[str, Any], device: str = "cpu") -> Observer:
+    """One observer per (name, checkpoint, config, device) per process (workers build their own), on ``device``
+    (a resolved torch device, :func:`bib.observers.device.place`)."""
+    key = _observer_key(name, checkpoint, config, device)
     if key not in _OBSERVERS:
-        _OBSERVERS[key] = make_observer(name, checkpoint, **config)
+        from bib.observers.device import place
+
+        _OBSERVERS[key] = place(make_observer(name, checkpoint, **config), device)
     return _OBSERVERS[key]
 
 
-def _score_chunk(item: tuple[str, str | None, dict[str, Any], list[tuple[str, str]]]) -> list[tuple[str, np.ndarray]]:
+def _score_chunk(item: tuple[str, str | None, dict[str, Any], str, list[tuple[str, str]]]) -> list[tuple[str, np.ndarray]]:
     """Worker: load a chunk of episodes and return ``[(episode id, per-step surprise)]``.
 
     The observer sees only the episodes' blind views (:func:`bib.stimuli.blind.load_blind`), in a
     shuffled order (:func:`bib.observers.base.surprise_of_views`).
     """
-    name, checkpoint, config, chunk = item
-    return score_files(_cached_observer(name, checkpoint, config), chunk)
+    name, checkpoint, config, device, chunk = item
+    return score_files(_cached_observer(name, checkpoint, config, device), chunk)
 
 
 def score_files(observer: Observer, chunk: Sequence[tuple[str, str]]) -> list[tuple[str, np.ndarray]]:
@@ -100,10 +104,10 @@ def model_card(observer: Observer, checkpoint: str | os.PathLike[str] | None = N
 
 
 def check_observer(name: str, checkpoint: str | os.PathLike[str] | None = None,
-                   config: Mapping[str, Any] | None = None) -> None:
+                   config: Mapping[str, Any] | None = None) -> Observer:
     """Build the observer once in this process, so an unknown name, a bad checkpoint or option is
-    refused (BibInputError) before any work."""
-    _cached_observer(name, None if checkpoint is None else str(checkpoint), dict(config or {}))
+    refused (BibInputError) before any work; returns it (on the CPU)."""
+    return _cached_observer(name, None if checkpoint is None else str(checkpoint), dict(config or {}))
 
 
 def score_refs(
@@ -115,6 +119,7 @@ def score_refs(
     workers: int = 1,
     scheduler: str | None = None,
     chunk: int = CHUNK,
+    device: str = "cpu",
 ) -> Iterator[tuple[str, np.ndarray]]:
     """Per-step surprise of every episode, in the order of ``refs`` (streamed, any worker count).
 
@@ -124,7 +129,8 @@ def score_refs(
     does not wait for a worker's start-up. In a process that has not imported torch yet (a fresh
     ``bib score``), the forkserver is started first and imports the observer's modules (for a learned
     observer, torch: 2-3 s of CPU) on another core while this process imports its own, so workers
-    forked from it start without that import.
+    forked from it start without that import. ``device`` is a resolved torch device
+    (:func:`bib.observers.device.resolve_device`) every process puts a torch observer on.
     """
     from bib.parallel import map_ordered, start_forkserver
 
@@ -136,12 +142,12 @@ def score_refs(
     preload = worker_modules(name) if workers > 1 and not scheduler and "torch" not in sys.modules else []
     if preload:
         start_forkserver(preload)
-    _cached_observer(name, ckpt, cfg)  # fail early (unknown name, bad checkpoint or option) in this process
+    _cached_observer(name, ckpt, cfg, device)  # fail early (unknown name, bad checkpoint or option) in this process
     items = (
-        (name, ckpt, cfg, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
+        (name, ckpt, cfg, device, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
     )
     for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True,
-                               setup=functools.partial(_cached_observer, name, ckpt, cfg),
+                               setup=functools.partial(_cached_observer, name, ckpt, cfg, device),
                                preload=preload):
         yield from results
 
@@ -229,10 +235,12 @@ def score(
     workers: int = 1,
     scheduler: str | None = None,
     progress: bool = True,
+    device: str = "auto",
 ) -> ScoreSummary:
     """Score every episode under ``episodes``; write ``out`` (CSV ``episode_id,surprise``, max readout),
     the per-step surprise beside it (``<out stem>.steps.parquet``) and the model card (:data:`MODEL_JSON`,
-    :func:`model_card`), which ``bib evaluate`` puts into ``evaluation.json``.
+    :func:`model_card`), which ``bib evaluate`` puts into ``evaluation.json``. ``device``: ``auto``, ``cpu``,
+    ``cuda[:N]`` or ``mps`` for a torch observer (:func:`bib.observers.device.device_for`).
     """
     from bib.io import atomic_write_text, ensure_dir
     from bib.progress import track
@@ -240,15 +248,19 @@ def score(
     found = episodes if isinstance(episodes, EpisodeSet) else find_episodes(episodes)
     out_path = Path(out)
     ensure_dir(out_path.parent if str(out_path.parent) else Path("."))
-    stream = score_refs(name, found.refs, checkpoint=checkpoint, config=config, workers=workers, scheduler=scheduler)
+    from bib.observers.device import device_for
+
+    ckpt = None if checkpoint is None else str(checkpoint)
+    dev = device_for(_cached_observer(name, ckpt, dict(config or {})), device)
+    stream = score_refs(name, found.refs, checkpoint=checkpoint, config=config, workers=workers, scheduler=scheduler,
+                        device=dev)
     if progress:
         stream = track(stream, total=len(found.refs), description=f"scoring with {name}")
     steps = list(stream)
     write_steps(steps_path(out_path), steps)
     maxima = {eid: readout(s, "max") for eid, s in steps}
     write_results(out_path, maxima)
-    card = model_card(_cached_observer(name, None if checkpoint is None else str(checkpoint), dict(config or {})),
-                      checkpoint)
+    card = model_card(_cached_observer(name, ckpt, dict(config or {}), dev), checkpoint)
     atomic_write_text(out_path.parent / MODEL_JSON, json.dumps(jsonable(card), indent=2) + "\n")
     return ScoreSummary(len(steps), out_path, steps_path(out_path), found, card["name"] or name,
                         {k: float(v) for k, v in maxima.items()}, card)

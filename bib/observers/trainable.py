@@ -29,6 +29,7 @@ import numpy as np
 from bib.episode import Episode
 from bib.errors import BibInputError
 from bib.io import atomic_write_text
+from bib.observers.device import device_for, place
 
 MODEL_CARD = "model.json"
 """The model card inside a ``bib train`` folder of a user's model."""
@@ -211,6 +212,7 @@ def train_model(
     seed: int = 0,
     max_episodes: int = 0,
     log: Callable[[str], None] = print,
+    device: str = "auto",
 ) -> dict[str, Any]:
     """Train a user's model ``package.module:Class`` on the background set and save it into ``folder``.
 
@@ -220,7 +222,8 @@ def train_model(
     :class:`BackgroundEpisodes` sequence (the episodes under ``background``, read from disk on demand,
     ``max_episodes`` of them spread evenly over the id-sorted set when given) and what it learned is
     saved (:func:`save_trained`). When ``fit`` returns a model (as scikit-learn's return ``self``), that
-    model is the one saved.
+    model is the one saved. A ``torch.nn.Module`` is moved to ``device`` (``auto``, ``cpu``, ``cuda[:N]``,
+    ``mps``: :func:`bib.observers.device.device_for`) before ``fit``; its weights are saved from the CPU.
 
     Returns:
         The model card written (:data:`MODEL_CARD`).
@@ -233,6 +236,7 @@ def train_model(
     seed_everything(seed)
     model = make_observer(target, None, **opts)
     check_trainable(target, model)
+    place(model, device_for(model, device))
     found = find_episodes(background)
     refs = subset(found.refs, max_episodes)
     episodes = BackgroundEpisodes([r.path for r in refs])

@@ -105,14 +105,25 @@ def _identity(batch: Batch) -> Batch:
     return batch
 
 
+GPU_LOADER_WORKERS = 2
+"""Loader processes at least, when the observer trains on a GPU (the GPU would otherwise wait for batches)."""
+
+
 def _batches(observer: LearnedObserver, items: Sequence[Item], order: np.ndarray, size: int, workers: int) -> Iterator[Batch]:
-    """Collated batches of ``items`` in ``order``, built by ``workers`` loader processes (0 = inline)."""
+    """Collated batches of ``items`` in ``order``, built by ``workers`` loader processes (0 = inline).
+
+    On a CUDA device the loader uses at least :data:`GPU_LOADER_WORKERS` processes and pinned memory (the
+    batch is copied to the GPU without blocking, in :meth:`LearnedObserver.step_errors`)."""
+    gpu = observer.device.startswith("cuda")
+    if gpu:
+        workers = max(workers, GPU_LOADER_WORKERS)
     chunks = [order[i : i + size] for i in range(0, len(order), size)]
     data = _Batches(observer, items, chunks)
     if workers <= 0 or len(chunks) < 2:
         return (data[k] for k in range(len(chunks)))
     loader = torch.utils.data.DataLoader(
-        data, batch_size=None, shuffle=False, num_workers=workers, collate_fn=_identity, prefetch_factor=4
+        data, batch_size=None, shuffle=False, num_workers=workers, collate_fn=_identity, prefetch_factor=4,
+        pin_memory=gpu,
     )
     return iter(loader)
 
@@ -264,6 +275,7 @@ def train(
     config: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
+    device: str = "cpu",
 ) -> TrainReport:
     """Train the learned observer ``observer`` on the episodes under ``background``; write ``out``.
 
@@ -275,6 +287,7 @@ def train(
         config: a TOML config (``baselines/NAME.toml``); defaults when None.
         overrides: ``[train]`` fields to override (e.g. ``{"epochs": 1}``).
         log: where progress lines go.
+        device: a resolved torch device (:func:`bib.observers.device.resolve_device`); ``cpu`` moves nothing.
 
     Raises:
         BibInputError: bad config, no episodes, or an unreadable episode file.
@@ -293,6 +306,8 @@ def train(
         val_files = val_files[: train_cfg.max_val_episodes]
     ensure_dir(Path(out).parent)
     obs = learned_class(observer)(model_cfg)
+    if device != "cpu":
+        obs.to_device(device)
     log(f"{observer}: {len(tr)} training and {len(val_files)} validation episodes from {background}; "
         f"{sum(p.numel() for p in obs.net.parameters())} parameters")
     report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log)

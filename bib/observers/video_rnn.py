@@ -53,7 +53,7 @@ class VideoRNNNet(nn.Module):
     def context(self, batch: Batch) -> torch.Tensor:
         """The agent embedding of each episode, ``[B, rnn_hidden]``."""
         used = torch.unique(batch.ctx_index)
-        emb = torch.zeros(batch.n_states, self.rnn.input_size)
+        emb = torch.zeros(batch.n_states, self.rnn.input_size, device=used.device)
         emb[used] = self.encoder(batch, used)
         last = packed_last(self.rnn, emb[batch.ctx_index], batch.ctx_lengths)
         return segment_mean(last, batch.ctx_episode, batch.n_episodes)

@@ -1,0 +1,185 @@
+"""`--device auto|cpu|cuda[:N]|mps` (issue 29 item 2): on the CPU, checkpoints and scores are byte-identical to those
+of bib before devices existed; the device path (batches moved, results copied back, no tensor made on the host
+inside the networks) runs on the CPU; a device that is not here is one line, exit 2.
+
+The bytes below were recorded at 3d19c64 (the tree just before --device) with this environment's torch 2.13.0+cpu
+and pyarrow; a torch or pyarrow upgrade may change them without any bib change (then re-record them from that
+commit). No GPU was available: the CUDA path itself was not run (docs/learned-observers.md says so).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+import bib
+from bib.cli import main
+from bib.episode import save_episode
+from bib.errors import BibInputError
+from bib.observers.bc import BCMLPObserver, BCRNNObserver
+from bib.observers.device import check_device, device_for, resolve_device
+from bib.observers.encoders import collate
+from bib.observers.learned import torch_threads
+from bib.observers.video_rnn import VideoRNNObserver
+from bib.tasks import make_unit
+
+os.environ.setdefault("BIB_NO_PROGRESS", "1")
+
+TINY = {"embed": 16, "symbolic_hidden": 32, "context_hidden": 8, "policy": [32], "dropout": 0.0}
+TINY_VIDEO = {"embed": 16, "symbolic_hidden": 32, "rnn_hidden": 8, "unet_channels": [4, 8]}
+MODELS = {"bc-mlp": (BCMLPObserver, TINY), "bc-rnn": (BCRNNObserver, TINY), "video-rnn": (VideoRNNObserver, TINY_VIDEO)}
+TODAY = {  # sha256 of checkpoint.pt, results.csv, results.steps.parquet at 3d19c64 (see the module docstring)
+    "bc-mlp": ("09c9b6d5d210253ed8bfffdaacacf62eade56469ee5cc5d9c4b8b0daf35716ff",
+               "5166653b4b817bae93893c8834d7d861d8955d75ae194d12b5e191e094e98fdf",
+               "134dd181fe5526ed1a6631f012782504d59defa0bfaccd76b966e45408c0b7fd"),
+    "bc-rnn": ("1bad0702f6d0c3dd91c49109bbee9f99e3ec1787579cce5bb9ccd050e50875b0",
+               "a710856a2ee10fb57fdeb6bd04570c1b07c347160f3eb607687f6a394a090944",
+               "095ec57ac789aeb0f9fd00571440941b436f0dcc98b8bdc0520e751a95c61d80"),
+    "video-rnn": ("c886c3e729a740058faf0412d4394ca1acf0bc1b505c53be1388fed81c3852c1",
+                  "1751fce583ffa77886e8bcd1a5627f5f00fbf40395e2d29e2381e33716502b34",
+                  "1dd16f7badd211048b2acdb68bec89dd61db2749dcbcb4e5b27baf57499c4924"),
+}
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+
+
+def run(*argv: str) -> int:
+    try:
+        main(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("device")
+    bg = root / "bg"
+    bg.mkdir()
+    for i in range(12):
+        save_episode(make_unit("single-object", i, 5)[0], bg / f"s{i}.json")
+    ev = root / "ev"
+    ev.mkdir()
+    for ep in make_unit("preference", 0, 2) + make_unit("instrumental-no-barrier", 0, 2):
+        save_episode(ep, ev / f"{ep.id}.json")
+    for name, (_, model) in MODELS.items():
+        body = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in model.items())
+        (root / f"{name}.toml").write_text(f'observer = "{name}"\n[model]\n{body}\n[train]\nbatch_size = 4\nloader_workers = 1\n')
+    return root
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_cpu_checkpoints_and_scores_are_the_bytes_of_bib_before_devices(sets, tmp_path, name):
+    for device in (["--device", "cpu"], []) if name == "bc-mlp" else ([],):  # the default (auto) is the CPU here
+        ck, out = tmp_path / f"ck{len(device)}", tmp_path / f"run{len(device)}"
+        assert run("train", name, str(sets / "bg"), "--out", str(ck), "--config", str(sets / f"{name}.toml"),
+                   "--epochs", "2", *device) == 0
+        assert run("score", name, str(sets / "ev"), "--checkpoint", str(ck), "--out", str(out), *device) == 0
+        got = (sha(ck / "checkpoint.pt"), sha(out / "results.csv"), sha(out / "results.steps.parquet"))
+        assert got == TODAY[name]
+
+
+FACTORIES = {torch.zeros, torch.ones, torch.arange, torch.full, torch.empty, torch.tensor, torch.as_tensor,
+             torch.rand, torch.randn, torch.eye, torch.linspace}
+
+
+class HostFactories(TorchFunctionMode):
+    """Records every tensor made without a device inside the body (it would be on the CPU beside a GPU model)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        kwargs = kwargs or {}
+        if func in FACTORIES and kwargs.get("device") is None:
+            where = traceback.extract_stack(limit=2)[0]
+            self.found.append(f"{func.__name__} at {Path(where.filename).name}:{where.lineno}")
+        return func(*args, **kwargs)
+
+
+def test_the_checker_finds_a_tensor_made_on_the_host():
+    with HostFactories() as mode:
+        torch.zeros(2) + torch.arange(2, device="cpu")
+    assert [f.split(" at ")[0] for f in mode.found] == ["zeros"]
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("inp", ["symbolic", "frames"])
+def test_the_networks_make_no_tensor_on_the_host(name, inp):
+    cls, cfg = MODELS[name]
+    obs = cls(**cfg, input=inp)
+    batch = collate([obs.encode(e) for e in make_unit("preference", 0, 2)])
+    for training in (False, True):  # scoring (frames from backgrounds) and training
+        obs.net.train(training)
+        with torch.set_grad_enabled(training), HostFactories() as mode:
+            obs.step_errors(batch)
+        assert mode.found == [], mode.found
+
+
+def test_the_device_path_runs_on_the_cpu(sets, tmp_path):
+    """A learned observer put on a device other than plain "cpu" (torch's "cpu:0": every batch moved, every result
+    copied back) gives the surprise of the CPU path, and trains to the same weights."""
+    from bib.evaluation import find_episodes
+    from bib.observers.learned import TrainConfig
+    from bib.observers.training import run_training
+
+    episodes = [make_unit("preference", 0, 2)[0], make_unit("instrumental-no-barrier", 0, 2)[1]]
+    with torch_threads(1):
+        plain = BCRNNObserver(**TINY)
+        moved = BCRNNObserver(**TINY).to_device("cpu:0")
+        assert moved.device == "cpu:0"
+        for a, b in zip(plain.surprise_many(episodes), moved.surprise_many(episodes)):
+            assert np.array_equal(a, b)
+        files = [r.path for r in find_episodes(sets / "bg").refs]
+        cfg = TrainConfig(epochs=1, batch_size=4, loader_workers=0)
+        run_training(plain, files[:8], files[8:], cfg, log=lambda _: None)
+        run_training(moved, files[:8], files[8:], cfg, log=lambda _: None)
+    for k, v in plain.net.state_dict().items():
+        assert torch.equal(v, moved.net.state_dict()[k].cpu()), k
+    assert all(v.device.type == "cpu" for v in moved.checkpoint()["state_dict"].values())
+
+
+def test_device_choices():
+    assert resolve_device("cpu") == "cpu" and check_device("cuda:3") == "cuda:3"
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    assert resolve_device("auto") == ("cuda:0" if torch.cuda.is_available() else "mps" if mps else "cpu")
+    assert device_for(object(), "auto") == "cpu"  # a model without torch stays on the CPU
+    with pytest.raises(BibInputError, match=r"^--device 'tpu': expected one of auto, cpu, cuda, cuda:N, mps$"):
+        check_device("tpu")
+
+
+@NO_GPU
+@pytest.mark.parametrize("argv", [
+    ["score", "bc-mlp", "{ev}", "--checkpoint", "{ck}", "--out", "{out}", "--device", "cuda"],
+    ["score", "random", "{ev}", "--out", "{out}", "--device", "cuda:1"],
+    ["train", "bc-rnn", "{bg}", "--out", "{out}", "--device", "cuda"],
+])
+def test_a_device_that_is_not_here_is_one_line_exit_2(sets, tmp_path, capsys, argv):
+    ck = tmp_path / "ck"
+    assert run("train", "bc-mlp", str(sets / "bg"), "--out", str(ck), "--config", str(sets / "bc-mlp.toml"),
+               "--epochs", "1", "--max-episodes", "6") == 0
+    capsys.readouterr()
+    args = [a.format(ev=sets / "ev", bg=sets / "bg", ck=ck, out=tmp_path / "out") for a in argv]
+    assert run(*args) == 2
+    err = capsys.readouterr().err
+    device = args[-1]
+    build = "" if torch.version.cuda else f" (torch {torch.__version__} is built without CUDA)"
+    assert err == f"bib: error: --device {device}: no CUDA device here{build}; available: cpu\n"
+    assert not (tmp_path / "out").exists()
+
+
+@NO_GPU
+def test_the_api_refuses_a_missing_device_too(sets):
+    with pytest.raises(BibInputError, match=r"^--device cuda: no CUDA device here"):
+        bib.score("closest-object", sets / "ev", device="cuda")
