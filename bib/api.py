@@ -214,10 +214,7 @@ def score(
                       for pair in score_files(built, [(r.id, str(r.path)) for r in refs[i : i + CHUNK]]))
         else:
             stream = score_episodes(built, list(episodes))  # type: ignore[arg-type]
-    try:
-        steps = dict(stream)
-    except ValueError as exc:  # the protocol's checks (wrong number of values, non-finite)
-        raise BibInputError(str(exc)) from None
+    steps = dict(stream)  # the protocol's checks (wrong number of values, non-finite) raise BibInputError
     return Scores(steps, found, model_card(built, checkpoint))
 
 

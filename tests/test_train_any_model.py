@@ -259,3 +259,14 @@ def test_evaluate_takes_a_blind_kits_key(here, sets):
         bib.evaluate(here / "key2.csv", here / "run")
     with pytest.raises(BibInputError, match=r"^the scores do not match the episodes: 24 episode\(s\) of the set have no score"):
         bib.evaluate(here / "key2.csv", on_kit)
+
+
+def test_api_scoring_a_model_with_the_wrong_count_is_one_error(sets):
+    class Short:
+        name = "short"
+
+        def surprise(self, episode):
+            return np.zeros(episode.test.n_steps - 1)
+
+    with pytest.raises(BibInputError, match=r"^observer 'short' gave \d+ surprise values for episode "):
+        bib.score(Short(), sets / "tiny")
