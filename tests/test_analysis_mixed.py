@@ -294,6 +294,16 @@ def test_pyhab_side_files_are_skipped_and_named(tmp_path: Path, capsys: pytest.C
     ('[model]\nformula = "log_lt ~ outcome + (1 | participant)"\nprune = ["(1 | item)"]',
      "field model.prune: '(1 | item)' is not a random term of model.formula"),
     ('[model]\nformula = "log_lt ~ outcome + (1 | participant"', "field model.formula: unbalanced parentheses"),
+    # Issue 27: an unsupported function, a term on a one-level factor, a predictor with no variance.
+    ('[model]\nformula = "log_lt ~ outcome + ns(age_days, 3) + (1 | participant)"',
+     "field model.formula: term ns(age_days, 3): function ns() is not supported (supported: factor(), C(), I(), "
+     "poly(), log(), log2(), log10(), exp(), sqrt(), scale(), offset())"),
+    ('[model]\nformula = "log_lt ~ outcome + lab + (1 | participant)"',
+     "model.formula: term lab: factor lab has one level (L1); a fixed effect needs at least two"),
+    ('[model]\nformula = "log_lt ~ outcome * I(0 * trial_num) + (1 | participant)"',
+     "model.formula: term I(0 * trial_num): predictor I(0 * trial_num) does not vary (every value is 0)"),
+    ('[model]\nformula = "log_lt ~ outcome + I(log(missing_col)) + (1 | participant)"',
+     "model.formula: term I(log(missing_col)) cannot be evaluated on the data"),
 ])
 def test_bad_model_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec_text: str,
                                              message: str) -> None:

@@ -248,3 +248,27 @@ def test_ml_fit_reports_lme4s_loglik() -> None:
     # lme4 stopped short here ("failed to converge with max|grad| = 0.00267"): bib's maximum is 3e-6 higher.
     assert fit.reml_criterion is None and fit.loglik == pytest.approx(ref["loglik"], rel=1e-7)
     assert fit.loglik >= ref["loglik"] and fit.converged and fit.warnings == []
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_function_terms_match_lme4(index: int) -> None:
+    """I(), poly(), offset(), log() in the fixed part, evaluated by formulaic, against lme4: names as R
+    deparses them (except factor(recipe), which bib names recipe as it always has), estimates 1e-4,
+    SE and df 1e-3, REML criterion no worse than lme4's."""
+    ref = json.loads((FIX / "parity_formulas.json").read_text())[index]
+    data = lme4_data("cake" if ref["formula"].startswith("angle") else "sleepstudy")
+    fit = lmer(ref["formula"], data)
+    assert list(fit.coefficients.index) == [t.replace("factor(recipe)", "recipe") for t in ref["terms"]]
+    assert fit.coefficients["estimate"].to_numpy() == pytest.approx(ref["estimate"], rel=1e-4)
+    assert fit.coefficients["se"].to_numpy() == pytest.approx(ref["se"], rel=1e-3)
+    assert fit.coefficients["df"].to_numpy() == pytest.approx(ref["df"], rel=1e-3)
+    assert fit.deviance <= ref["reml_criterion"] * (1 + 1e-8)
+    assert fit.converged and fit.warnings == []
+
+
+def test_function_terms_parse_as_r_names_them() -> None:
+    f = parse_formula("y ~ I(x^2) + poly(x, 3) + log(z + 1) + I(x/10) + x:I(x * 1e-3) + offset(log(n)) + (1 | g)")
+    assert [":".join(t) for t in f.terms] == ["I(x^2)", "poly(x, 3)", "log(z + 1)", "I(x/10)", "x:I(x * 1e-3)"]
+    assert dict(f.calls)["I(x^2)"] == "I(x**2)" and dict(f.calls)["poly(x, 3)"] == "poly(x, degree=3)"
+    assert f.offsets == (("offset(log(n))", "I(np.log(n))"),)
+    assert f.intercept

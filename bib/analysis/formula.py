@@ -3,8 +3,10 @@
 A formula is ``response ~ fixed part + (random | group) + ...``:
 
 - fixed part: variables joined by ``+``, ``*`` (``a*b`` = ``a + b + a:b``), ``:`` (interaction) and
-  ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` forces a
-  factor; ``log(x)`` on the response.
+  ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` (or ``C(x)``)
+  forces a factor; ``I(...)``, ``poly(x, k)``, ``log()``, ``exp()``, ``sqrt()``, ``scale()`` are
+  evaluated by formulaic and named as R names them (``I(x^2)``, ``poly(x, 2)1``); ``offset(...)`` is
+  subtracted from the response; ``log(x)`` on the response.
 - random terms: ``(1 | g)``, ``(1 + x | g)``, ``(0 + x | g)``, ``(x || g)`` (uncorrelated),
   ``(1 | a/b)`` (= ``(1 | a) + (1 | b:a)``, named as lme4 names it), ``(1 | a:b)``, crossed terms side by side.
 
@@ -26,7 +28,7 @@ import pandas as pd
 
 from bib.errors import BibInputError
 
-_TOKEN = re.compile(r"\s*(?:(\|\|)|([A-Za-z_.][A-Za-z0-9_.]*)|(\d+(?:\.\d*)?)|(.))")
+_TOKEN = re.compile(r"\s*(?:(\|\|)|([A-Za-z_.][A-Za-z0-9_.]*)|(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)|(.))")
 #: Values read as logical (R's TRUE/FALSE); such a column is a factor with levels FALSE, TRUE.
 _LOGICAL = {"TRUE", "FALSE", "True", "False", "true", "false"}
 
@@ -59,6 +61,9 @@ class Formula:
     factors_forced: frozenset[str] = frozenset()
     lhs_text: str = ""
     fixed_source: str = "1"
+    #: Function terms and offsets: (R's name, the expression formulaic evaluates).
+    calls: tuple[tuple[str, str], ...] = ()
+    offsets: tuple[tuple[str, str], ...] = ()
 
     @property
     def text(self) -> str:
@@ -85,7 +90,7 @@ class Formula:
     def with_random(self, random: list[RandomTerm]) -> Formula:
         """The same fixed part with other random terms (used by the pruning ladder)."""
         return Formula(self.response, self.response_fn, self.terms, self.intercept, tuple(random),
-                       self.factors_forced, self.lhs_text, self.fixed_source)
+                       self.factors_forced, self.lhs_text, self.fixed_source, self.calls, self.offsets)
 
 
 def _strip_random(rhs: str) -> str:
@@ -114,6 +119,42 @@ def _strip_random(rhs: str) -> str:
     return text.strip("+ ").strip() or "1"
 
 
+#: Functions a formula may apply to predictors, beyond factor()/C(): evaluated by formulaic
+#: (R's names on the left; ``poly`` is R's orthogonal polynomial, ``scale`` centres and divides by
+#: the SD with n - 1, as R's). ``offset()`` is subtracted from the response.
+FUNCTIONS = {"I": "I", "poly": "poly", "log": "np.log", "log2": "np.log2", "log10": "np.log10", "exp": "np.exp",
+             "sqrt": "np.sqrt", "scale": "scale", "offset": "offset"}
+
+
+def _deparse(tokens: list[str]) -> str:
+    """Tokens of an R expression as R's ``deparse`` writes them (``x^2``, ``x * 2``, ``x/2``, ``poly(x, 2)``)."""
+    out = ""
+    for i, tok in enumerate(tokens):
+        if tok == ",":
+            out += ", "
+        elif tok in ("+", "-", "*") and i > 0 and tokens[i - 1] not in ("(", ",", "^"):
+            out += f" {tok} "
+        else:
+            out += tok
+    return out
+
+
+def _python(fn: str, tokens: list[str]) -> str:
+    """The formulaic expression of an R call: ``^`` is ``**``, ``poly(x, 2)`` is ``poly(x, degree=2)``,
+    ``log`` is ``np.log``."""
+    inner = "".join("**" if t == "^" else f" {t} " if t in ("+", "-", "*", "/", ",") else
+                    FUNCTIONS[t] if t in FUNCTIONS and i + 1 < len(tokens) and tokens[i + 1] == "(" else t
+                    for i, t in enumerate(tokens))
+    if fn == "offset":
+        return f"I({inner})"
+    if fn == "poly":
+        args = [a.strip() for a in inner.split(",")]
+        if len(args) == 2 and re.fullmatch(r"\d+", args[1]):
+            inner = f"{args[0]}, degree={args[1]}"
+    mapped = FUNCTIONS[fn]
+    return f"{mapped}({inner})"
+
+
 class _Parser:
     def __init__(self, text: str, where: str) -> None:
         self.text = text
@@ -131,6 +172,8 @@ class _Parser:
         self.i = 0
         self.order: list[str] = []  # variables in order of first appearance
         self.forced: set[str] = set()
+        self.calls: dict[str, str] = {}  # term name (R's) -> the expression formulaic evaluates
+        self.offsets: list[tuple[str, str]] = []  # (R's text, formulaic's expression)
 
     def fail(self, message: str) -> None:
         raise BibInputError(f"{self.where}: {message} in {self.text!r}")
@@ -148,6 +191,30 @@ class _Parser:
     def note(self, name: str) -> None:
         if name not in self.order:
             self.order.append(name)
+
+    def call(self, fn: str) -> list[tuple[bool, frozenset[str]]]:
+        """``I(...)``, ``poly(...)``, ``log(...)``, ... as one term named as R deparses it;
+        ``offset(...)`` as an offset (no term)."""
+        self.take("(")
+        depth, inner = 1, []
+        while True:
+            tok = self.take()
+            depth += {"(": 1, ")": -1}.get(tok, 0)
+            if depth == 0:
+                break
+            inner.append(tok)
+        name = f"{fn}({_deparse(inner)})"
+        if fn not in FUNCTIONS:
+            self.fail(f"term {name}: function {fn}() is not supported (supported: factor(), C(), "
+                      + ", ".join(f"{f}()" for f in FUNCTIONS) + ")")
+        if not inner:
+            self.fail(f"term {name}: {fn}() needs an argument")
+        if fn == "offset":
+            self.offsets.append((name, _python(fn, inner)))
+            return []
+        self.calls[name] = _python(fn, inner)
+        self.note(name)
+        return [(False, frozenset([name]))]
 
     # An expression is a list of terms; each term a tuple of variables; () is the intercept,
     # and ("-", ...) marks removal. Terms are returned as frozensets with a removal flag.
@@ -197,7 +264,7 @@ class _Parser:
         if tok == "-":
             self.take()
             return [(not neg, t) for neg, t in self.atom()]
-        if re.fullmatch(r"\d+(\.\d*)?", tok):
+        if re.fullmatch(r"\d+(\.\d*)?([eE][+-]?\d+)?", tok):
             self.take()
             if float(tok) not in (0.0, 1.0):
                 self.fail(f"only 0 or 1 may stand alone, got {tok}")
@@ -205,14 +272,14 @@ class _Parser:
         if re.fullmatch(r"[A-Za-z_.][A-Za-z0-9_.]*", tok):
             self.take()
             if self.peek() == "(":
-                if tok not in ("factor", "C", "as.factor"):
-                    self.fail(f"unknown function {tok}() (only factor() in the predictors)")
-                self.take("(")
-                name = self.take()
-                self.take(")")
-                self.forced.add(name)
-                self.note(name)
-                return [(False, frozenset([name]))]
+                if tok in ("factor", "C", "as.factor"):
+                    self.take("(")
+                    name = self.take()
+                    self.take(")")
+                    self.forced.add(name)
+                    self.note(name)
+                    return [(False, frozenset([name]))]
+                return self.call(tok)
             self.note(tok)
             return [(False, frozenset([tok]))]
         self.fail(f"unexpected {tok!r}")
@@ -282,7 +349,7 @@ def parse_formula(text: str, where: str = "model.formula") -> Formula:
     for rt in random_texts:
         random += _parse_random(rt, where, p)
     return Formula(response, response_fn, tuple(terms), intercept, tuple(random), frozenset(p.forced), lhs,
-                   " ".join(fixed_text.split()))
+                   " ".join(fixed_text.split()), tuple(p.calls.items()), tuple(p.offsets))
 
 
 def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
@@ -297,7 +364,10 @@ def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
     intercept, terms = _resolve(lp.expr(), lp.order)
     if lp.peek() is not None:
         lp.fail(f"unexpected {lp.peek()!r}")
+    if lp.offsets:
+        lp.fail(f"{lp.offsets[0]} inside a random term")
     outer.forced |= lp.forced
+    outer.calls.update(lp.calls)
     gp = _Parser(rhs, where)  # the grouping variables keep their written order: (1 | dept:service)
     groups = gp.expr()
     if gp.peek() is not None:
@@ -334,6 +404,9 @@ class Variable:
     numeric: np.ndarray | None = None
     codes: np.ndarray | None = None
     levels: list[str] = field(default_factory=list)
+    #: A function term's columns (``poly(x, 2)`` has two) and their name suffixes (``1``, ``2``).
+    matrix: np.ndarray | None = None
+    suffixes: list[str] = field(default_factory=list)
 
     @property
     def is_factor(self) -> bool:
@@ -380,7 +453,33 @@ def make_variable(name: str, values: pd.Series, *, factor: bool = False, referen
     return Variable(name, codes=position[inverse], levels=levels)
 
 
+def call_variable(name: str, expr: str, data: pd.DataFrame, where: str) -> Variable:
+    """A function term (``I(x^2)``, ``poly(x, 2)``, ``offset(log(n))``) evaluated on ``data`` by
+    formulaic: its columns, named with R's suffixes (``poly(x, 2)1``, ``poly(x, 2)2``).
+
+    Raises:
+        BibInputError: the expression names a missing column or cannot be evaluated, or gives
+            missing or infinite values: one line naming the term.
+    """
+    import formulaic
+
+    try:
+        mm = formulaic.model_matrix(f"0 + {expr}", data, na_action="ignore")
+    except Exception as exc:  # formulaic raises its own and numpy's errors for a bad expression
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BibInputError(f"{where}: term {name} cannot be evaluated on the data ({first})") from None
+    values = np.asarray(mm, dtype=float)
+    if values.shape[0] != len(data) or not np.isfinite(values).all():
+        raise BibInputError(f"{where}: term {name} is missing or not finite in "
+                            f"{int((~np.isfinite(values).all(axis=1)).sum())} rows")
+    cols = [str(c) for c in mm.columns]
+    suffixes = [re.sub(r"^.*\[(.*)\]$", r"\1", c) if c.endswith("]") else "" for c in cols] if len(cols) > 1 else [""]
+    return Variable(name, matrix=values, suffixes=suffixes)
+
+
 def _columns(var: Variable, contrasts: bool) -> tuple[np.ndarray, list[str]]:
+    if var.matrix is not None:
+        return var.matrix, [f"{var.name}{s}" for s in var.suffixes]
     if not var.is_factor:
         return var.numeric[:, None], [var.name]  # type: ignore[index]
     first = 1 if contrasts else 0

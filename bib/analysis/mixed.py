@@ -46,6 +46,7 @@ from bib.analysis.formula import (
     Formula,
     RandomTerm,
     Variable,
+    call_variable,
     group_codes,
     make_variable,
     parse_formula,
@@ -105,7 +106,11 @@ class ModelFrame:
 
 def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], where: str) -> dict[str, Variable]:
     out = {}
+    calls = dict(formula.calls)
     for name in formula.variables[1:]:
+        if name in calls:
+            out[name] = call_variable(name, calls[name], data, where)
+            continue
         if name not in data.columns:
             raise BibInputError(f"{where}: column {name} (named in the formula) is not in the data")
         out[name] = make_variable(name, data[name], factor=name in formula.factors_forced,
@@ -135,10 +140,13 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     if not np.isfinite(y).all():
         raise BibInputError(f"{where}: response {formula.lhs_text} is missing or not finite in "
                             f"{int((~np.isfinite(y)).sum())} rows")
+    for text, expr in formula.offsets:  # lme4 fits y - offset: the same estimates and criterion
+        y = y - call_variable(text, expr, data, where).matrix[:, 0]  # type: ignore[index]
     variables = _variables(formula, data, reference, where)
     for name, var in variables.items():
-        if not var.is_factor and not np.isfinite(var.numeric).all():  # type: ignore[arg-type]
+        if var.matrix is None and not var.is_factor and not np.isfinite(var.numeric).all():  # type: ignore[arg-type]
             raise BibInputError(f"{where}: column {name} has missing or non-numeric values")
+    _check_fixed_terms(formula, variables, where)
     n = len(y)
     X, xnames = term_matrix(formula.terms, formula.intercept, variables, n)
     X, xnames, dropped = _full_rank(X, xnames)
@@ -152,6 +160,23 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
         placed.append(ReTerm(t.text, t.group, t.columns, t.levels, t.codes, t.values, offset))
         offset += t.q
     return ModelFrame(formula, y, X, xnames, placed, dropped)
+
+
+def _check_fixed_terms(formula: Formula, variables: dict[str, Variable], where: str) -> None:
+    """A fixed term on a factor with one level, or (with an intercept) on a predictor that does not
+    vary, is refused with one line naming the term (R: "contrasts can be applied only to factors
+    with 2 or more levels"; lme4 would drop the constant column)."""
+    for term in formula.terms:
+        text = ":".join(term)
+        for v in term:
+            var = variables[v]
+            if var.is_factor and len(var.levels) < 2:
+                raise BibInputError(f"{where}: term {text}: factor {v} has one level ({var.levels[0]}); "
+                                    "a fixed effect needs at least two")
+            values = var.matrix if var.matrix is not None else None if var.is_factor else var.numeric[:, None]  # type: ignore[index]
+            if formula.intercept and values is not None and len(values) > 1 and (np.ptp(values, axis=0) == 0).any():
+                raise BibInputError(f"{where}: term {text}: predictor {v} does not vary (every value is "
+                                    f"{values[0, int(np.argmin(np.ptp(values, axis=0)))]:g}), so its effect cannot be estimated")
 
 
 def _re_term(r: RandomTerm, variables: dict[str, Variable], n: int, where: str) -> ReTerm:
