@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
@@ -532,14 +533,23 @@ def _check_rational_familiarization(ep: Episode) -> list[Problem]:
 
 def _check_irrational_familiarization(ep: Episode) -> list[Problem]:
     """No barrier; curved (not shortest) paths to A."""
+    return _check_open_familiarization(ep, rational=False)
+
+
+def _check_open_familiarization(ep: Episode, rational: bool) -> list[Problem]:
+    """No barrier and paths to A: not shortest (``rational`` False: BIB's irrational familiarization), or shortest
+    for the noise-free agent (``rational``: ``barrier-elsewhere``'s rational familiarization)."""
     out = []
     for i, t in enumerate(ep.familiarization):
         if inner_walls(t.layout):
-            out.append(Problem(ep.id, "irrational familiarization has a barrier", i))
+            what = "barrier-elsewhere: the rational familiarization shows" if rational else "irrational familiarization has"
+            out.append(Problem(ep.id, f"{what} a barrier", i))
         elif t.goal != "A":
             out.append(Problem(ep.id, f"goal is {t.goal!r}, expected 'A'", i))
-        elif is_optimal_path(t.layout, t.path):
+        elif not rational and is_optimal_path(t.layout, t.path):
             out.append(Problem(ep.id, "irrational familiarization path is a shortest path", i))
+        elif rational and ep.beta is None and not is_optimal_path(t.layout, t.path):
+            out.append(Problem(ep.id, "familiarization path is not a shortest path", i))
     return out
 
 
@@ -710,24 +720,12 @@ def _check_barrier_elsewhere(ep: Episode) -> list[Problem]:
     return out
 
 
-def _check_open_familiarization(ep: Episode) -> list[Problem]:
-    """``barrier-elsewhere``'s rational familiarization: no barrier; paths to A (shortest for the noise-free agent)."""
-    out = []
-    for i, t in enumerate(ep.familiarization):
-        if inner_walls(t.layout):
-            out.append(Problem(ep.id, "barrier-elsewhere: the rational familiarization shows a barrier", i))
-        elif t.goal != "A":
-            out.append(Problem(ep.id, f"goal is {t.goal!r}, expected 'A'", i))
-        elif ep.beta is None and not is_optimal_path(t.layout, t.path):
-            out.append(Problem(ep.id, "familiarization path is not a shortest path", i))
-    return out
-
-
 def _efficiency_irrational_rule(ep: Episode) -> list[Problem]:
     """Expected: irrational familiarization; unexpected: rational; both: a curved test path.
     ``barrier-elsewhere``: the barrier out of the irrational agent's way, none in the rational familiarization."""
     if _variant(ep) == "barrier-elsewhere":
-        check = _check_barrier_elsewhere if ep.outcome == "expected" else _check_open_familiarization
+        check = _check_barrier_elsewhere if ep.outcome == "expected" else partial(_check_open_familiarization,
+                                                                                  rational=True)
     else:
         check = _check_irrational_familiarization if ep.outcome == "expected" else _check_rational_familiarization
     out = check(ep) + _check_open_test(ep)
