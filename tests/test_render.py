@@ -139,3 +139,16 @@ def test_step_pictures_are_the_resized_step_frames_with_exact_boxes(task, cell_p
             assert np.array_equal(frame[outside], pics.backgrounds[g][outside])
             inside = frame[y0 : y1 + 1, x0 : x1 + 1] != pics.backgrounds[g][y0 : y1 + 1, x0 : x1 + 1]
             assert inside.any(axis=(1, 2))[[0, -1]].all() and inside.any(axis=(0, 2))[[0, -1]].all()  # tight
+
+
+def test_frames_larger_than_a_video_allows_are_refused_before_anything_is_drawn():
+    """libx264 opens at most 16384 px a side; bib stops at RenderSettings.MAX_SIDE (8192) (issue 28)."""
+    s = RenderSettings()
+    assert s.MAX_SIDE == 8192 and s.frame_size(409, 10) == (8180, 200)
+    with pytest.raises(BibInputError, match=r"^a 410 x 10 grid at cell_px 20 makes 8200 x 200 px frames; videos "
+                                            r"allow at most 8192 px a side \(use a smaller --cell-px\)$"):
+        s.frame_size(410, 10)
+    with pytest.raises(BibInputError, match="makes 2000000 x 2000000 px frames"):
+        s.frame_size(100000, 100000)
+    with pytest.raises(BibInputError, match="makes 9000 x 100 px frames"):
+        RenderSettings(canvas=(9000, 100)).frame_size(10, 5)

@@ -98,6 +98,10 @@ def register(app: typer.Typer) -> None:
         ep = load_checked(episode)
         settings = _settings(cell_px, fps, value(preset), crf)
         check_video(codec.value, settings)
+        try:  # a grid too big for a video is refused before the folder is made
+            settings.frame_size(ep.width, ep.height)
+        except BibInputError as exc:
+            raise BibInputError(f"{episode}: {exc}") from None
         folder = OutputFolder(out, {"command": "render", "episode": episode, "codec": codec.value, "cell_px": cell_px,
                                     "fps": fps, "preset": settings.preset, "crf": settings.crf, "per_trial": per_trial,
                                     "contact_sheet": sheet}, force=force)

@@ -91,8 +91,16 @@ class RenderSettings:
             if getattr(self, name) not in allowed:
                 raise BibInputError(f"render setting '{name}': unknown value {getattr(self, name)!r}; allowed: {', '.join(allowed)}")
 
+    MAX_SIDE: ClassVar[int] = 8192
+    """The most pixels a frame may have on a side (libx264 opens up to 16384; a frame of 8192 x 8192 is
+    already 200 MB of RGB): a bigger grid or cell size is refused before anything is drawn or encoded."""
+
     def frame_size(self, width: int, height: int) -> tuple[int, int]:
-        """Output ``(width_px, height_px)`` for a grid of ``width x height`` cells."""
+        """Output ``(width_px, height_px)`` for a grid of ``width x height`` cells.
+
+        Raises:
+            BibInputError: the canvas is smaller than the grid, or a side exceeds :attr:`MAX_SIDE`.
+        """
         if self.canvas is not None:
             cw, ch = self.canvas
             if cw < width * self.cell_px or ch < height * self.cell_px:
@@ -100,8 +108,13 @@ class RenderSettings:
                     f"render setting 'canvas' {cw} x {ch} is smaller than the grid "
                     f"({width * self.cell_px} x {height * self.cell_px} px at cell_px {self.cell_px})"
                 )
-            return cw, ch
-        return width * self.cell_px, height * self.cell_px
+            size = cw, ch
+        else:
+            size = width * self.cell_px, height * self.cell_px
+        if max(size) > self.MAX_SIDE:
+            raise BibInputError(f"a {width} x {height} grid at cell_px {self.cell_px} makes {size[0]} x {size[1]} px "
+                                f"frames; videos allow at most {self.MAX_SIDE} px a side (use a smaller --cell-px)")
+        return size
 
 
 def agent_timeline(trial: Trial, settings: RenderSettings) -> tuple[np.ndarray, np.ndarray, float | None, float | None]:

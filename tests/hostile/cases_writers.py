@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hostile import Case
+from hostile.build import episode_with
 
 EPISODE = "{in}/set/episodes/preference-000000-expected.json"
 
@@ -52,6 +53,11 @@ def _cases() -> list[Case]:
     for name in ("generate", "score", "audit"):
         cases.append(Case(f"{name}-scheduler-unreachable", [*WRITERS[name], "--out", "{out}", "--scheduler",
                                                             "tcp://127.0.0.1:9"], culprit="--scheduler"))
+    # a grid that loads but is too big for a video: refused before the encoder (and before --out is made)
+    cases.append(Case("render-grid-too-wide-for-a-video", ["render", "{in}/ep.json", "--out", "{out}"],
+                      build=episode_with(grid={"width": 500, "height": 10}), culprit="{in}/ep.json: a 500 x 10 grid"))
+    cases.append(Case("render-cell-px-too-big-for-a-video", ["render", "{in}/ep.json", "--out", "{out}", "--cell-px", "256"],
+                      build=episode_with(grid={"width": 40, "height": 10}), culprit="makes 10240 x 2560 px frames"))
     return cases
 
 
