@@ -7,6 +7,7 @@ through the blind view each sits at chance.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -239,3 +240,58 @@ def test_kit_bad_input_one_line_exit_2_nothing_written(small_set: Path, kit: tup
                         ("other", "results on another kit")):
         code, out = run_cli("evaluate", str(key), str(tmp_path / f"{name}.csv"))
         assert code == 2 and words in out and len(out.strip().splitlines()) == 1, out
+
+
+# ---------------------------------------------------------------- the leak battery (Done when of issue 26)
+
+
+def test_leak_battery_reads_the_open_set_and_sits_at_chance_through_score_and_kit(
+        small_set: Path, kit: tuple[Path, Path], tmp_path: Path) -> None:
+    from bib.observers.leaks import LEAKS, judge_leak, leak_readers
+    from bib.observers.scoring import _OBSERVERS, _observer_key, score
+    from bib.stimuli.kit import read_key
+
+    found = find_episodes(small_set)
+    eps = [load_episode(r.path) for r in found.refs]  # sorted by id, as a set lists them
+    keyed, _ = read_key(kit[1])
+    for reader in leak_readers():
+        open_scores = {ep.id: float(s.max()) for ep, s in zip(eps, reader.surprise_many(eps))}
+        if reader.leak != "role":  # these read the open set perfectly; role reads object names (A = preferred)
+            assert set(accuracies(found, open_scores).values()) == {1.0}, reader.leak
+        _OBSERVERS[_observer_key(reader.name, None, {})] = reader
+        through_score = score(reader.name, found, tmp_path / f"{reader.leak}.csv", progress=False).surprise
+        through_kit = score(reader.name, find_episodes(kit[0]), tmp_path / f"kit-{reader.leak}.csv", progress=False).surprise
+        for where, surprise, refs in (("score", through_score, found), ("kit", through_kit, keyed)):
+            if reader.leak in ("label", "id-text", "text-size"):  # nothing left to read: every pair ties
+                assert set(accuracies(refs, surprise).values()) == {0.5}, (where, reader.leak)
+                continue
+            # a coin flip per pair (opaque ids, shuffled order, role-free names): 6 pairs a condition are too
+            # few for the band, so over all 54 pairs pooled
+            pooled = [dataclasses.replace(r, condition="all") for r in refs.refs]
+            res = evaluate(pooled, surprise, n_boot=500)["all"]
+            assert judge_leak(res.accuracy, res.ci_low, res.ci_high, (0.4, 0.6))[0] == "ok", (where, reader.leak, res)
+            assert 0.3 <= res.accuracy <= 0.7, (where, reader.leak, res)
+    assert LEAKS == ("label", "id-text", "id-order", "position", "text-size", "role")
+
+
+def test_audit_runs_the_leak_battery_and_the_learned_shortcut(small_set: Path) -> None:
+    from bib.evaluation import EpisodeSet
+    from bib.observers.audit import COLUMNS, audit_json, run_audit
+    from bib.observers.leaks import judge_leak
+
+    three = ("preference", "efficiency-path", "instrumental-blocking")
+    refs = [r for r in find_episodes(small_set).refs if r.condition in three]
+    result = run_audit(EpisodeSet(refs), str(small_set), n_boot=50, progress=False)
+    doc = audit_json(result)
+    assert doc["leaks"] == ["label", "id-text", "id-order", "position", "text-size", "role"]
+    for cond, row in doc["conditions"].items():
+        assert set(COLUMNS) - {"single-feature", "learned-test-only"} <= set(row["shortcuts"]) <= set(COLUMNS)
+        for leak in ("label", "id-text", "text-size"):
+            assert row["shortcuts"][leak]["accuracy"] == 0.5 and row["shortcuts"][leak]["status"] == "ok"
+        for leak in doc["leaks"]:
+            cell = row["shortcuts"][leak]
+            assert (cell["status"], cell["cue"]) == (judge_leak(cell["accuracy"], cell["ci_low"], cell["ci_high"],
+                                                                (0.4, 0.6))[0], "leak")
+        if "learned-test-only" in row["shortcuts"]:  # absent where every pair fell in the fit half
+            assert row["shortcuts"]["learned-test-only"]["cue"] == "efficiency"
+    assert list(doc["conditions"]) == list(three)

@@ -17,6 +17,7 @@ from bib.evaluation import EpisodeRef, EpisodeSet
 from bib.observers import make_observer, observer_names
 from bib.observers.audit import (
     BAND,
+    COLUMNS,
     battery_surprise,
     check_set,
     features_and_scores,
@@ -304,13 +305,13 @@ def test_audit_scores_alike_for_any_worker_count_with_this_process_scoring_too(t
     import bib.observers.audit as audit
 
     found = _twin_groups(tmp_path, 3)  # 12 episodes, one per chunk
-    scores, feats = features_and_scores(found.refs, workers=1, progress=False, chunk=1)
+    scores, feats, leaks, tests = features_and_scores(found.refs, workers=1, progress=False, chunk=1)
     assert list(scores) == [r.id for r in found.refs]
     for workers in (2, 3):
         monkeypatch.setattr(audit, "_OBSERVERS", {})
-        got_scores, got_feats = features_and_scores(found.refs, workers=workers, progress=False, chunk=1)
-        assert list(got_scores) == list(scores) and list(got_feats) == list(feats)
-        assert all(np.array_equal(got_scores[k], scores[k]) and np.array_equal(got_feats[k], feats[k]) for k in scores)
+        got = features_and_scores(found.refs, workers=workers, progress=False, chunk=1)
+        for mine, theirs in zip(got, (scores, feats, leaks, tests)):
+            assert list(mine) == list(theirs) and all(np.array_equal(mine[k], theirs[k]) for k in theirs)
         assert audit._OBSERVERS, "this process scored no chunk beside the pool"
     one = run_audit(found, "set", n_boot=50, progress=False)
     assert run_audit(found, "set", workers=2, n_boot=50, progress=False).to_json_text() == one.to_json_text()
@@ -368,7 +369,7 @@ def test_audit_cli_fails_on_bib_eval_style_pairs(tmp_path: Path, capsys: pytest.
     assert set(doc["conditions"]) == {"preference", "efficiency-path"}
     cell = doc["conditions"]["efficiency-path"]["shortcuts"]["path-length"]
     assert (cell["accuracy"], cell["status"], cell["n_pairs"]) == (1.0, "FAIL", 6)
-    assert set(doc["conditions"]["preference"]["shortcuts"]) == set(SHORTCUTS)
+    assert set(doc["conditions"]["preference"]["shortcuts"]) == set(COLUMNS)
     assert {"condition": "efficiency-path", "shortcut": "path-length", "accuracy": 1.0,
             "reason": "perceptual cue above 60%"} in doc["failures"]
     assert "| efficiency-path | 6 |" in (out / "audit.md").read_text()

@@ -176,10 +176,12 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something else.", show_default=True),
         as_json: bool = typer.Option(False, "--json", help="Print audit.json on stdout instead of the table.", show_default=True),
     ) -> None:
-        """Run the shortcut battery on a VOE set; FAIL where a shortcut leaves 50 +- 10% (exit code 1).
+        """Run the shortcut and leak batteries on a VOE set; FAIL where a shortcut or leak leaves 50 +- 10% (exit code 1).
 
-        Shortcuts: closest-object, test-only, novelty, familiarity, path-length, single-feature
-        (fit per condition on half of the pairs, scored on the other half). See docs/observers.md.
+        Shortcuts: closest-object, test-only, novelty, familiarity, path-length, single-feature and
+        learned-test-only (both fit per condition on half of the pairs, scored on the other half).
+        Leak readers, through the blind view a model gets: label, id-text, id-order, position,
+        text-size, role. See docs/observers.md.
         """
         import os
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from bib.episode import Episode, load_episode
+from bib.episode import Episode
 from bib.errors import BibInputError
 from bib.evaluation import (
     N_BOOTSTRAP,
@@ -45,8 +45,19 @@ from bib.evaluation import (
     pair_up,
     readout,
 )
-from bib.observers.base import BaseObserver
+from bib.observers.base import BaseObserver, surprise_of_views
 from bib.observers.heuristics import ClosestObjectObserver
+from bib.observers.leaks import (
+    LEAK_CUE,
+    LEAKS,
+    LEARNED,
+    LEARNED_CUE,
+    features_of_test,
+    fit_learned,
+    judge_leak,
+    leak_readers,
+    learned_surprise,
+)
 from bib.observers.shortcuts import (
     CUES,
     FEATURES,
@@ -61,11 +72,14 @@ from bib.observers.shortcuts import (
     write_stumps,
 )
 from bib.results import Result
+from bib.stimuli.blind import load_blind
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 SCHEMA = "bib.audit/1"
+COLUMNS: tuple[str, ...] = (*SHORTCUTS, LEARNED, *LEAKS)
+"""The audit's columns: the shortcut battery, the learned test-only shortcut, the leak battery."""
 BAND = (0.40, 0.60)
 """A shortcut's accuracy must stay within this band (50 +- 10 points) on every condition it is not exempt on."""
 
@@ -101,15 +115,21 @@ def battery_surprise(episode: Episode) -> dict[str, np.ndarray]:
     return {name: out[name] for name in _BATTERY}
 
 
-def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Worker: ``[(episode id, max-readout surprise of each battery shortcut, features)]`` for a chunk."""
+def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Worker: ``[(episode id, max-readout surprise of each battery shortcut, features, each leak reader's
+    surprise, test-trial features)]`` for a chunk.
+
+    Everything is read through the blind view, as ``bib score`` hands episodes to a model
+    (:func:`bib.stimuli.blind.load_blind`); the leak readers get the chunk as a model does
+    (:func:`bib.observers.base.surprise_of_views`: shuffled).
+    """
+    ids = [eid for eid, _ in chunk]
+    views = [load_blind(path, eid) for eid, path in chunk]
+    leaks = np.stack([[readout(s, "max") for s in surprise_of_views(reader, views, ids)] for reader in leak_readers()], axis=1)
     out = []
-    for eid, path in chunk:
-        ep = load_episode(path)
-        if ep.id != eid:
-            raise BibInputError(f"{path}: episode id is {ep.id!r}, but the manifest says {eid!r}")
-        scores = np.array([readout(s, "max") for s in battery_surprise(ep).values()])
-        out.append((ep.id, scores, episode_features(ep)))
+    for k, (eid, view) in enumerate(zip(ids, views)):
+        scores = np.array([readout(s, "max") for s in battery_surprise(view).values()])
+        out.append((eid, scores, episode_features(view), leaks[k], features_of_test(view)))
     return out
 
 
@@ -206,11 +226,11 @@ class Audit(Result):
 
         cmap = colormaps["RdBu_r"]
         conds = list(self.cells)
-        acc = np.full((len(conds), len(SHORTCUTS)), np.nan)
-        fig = Figure(figsize=(1.1 * len(SHORTCUTS) + 2.6, 0.42 * len(conds) + 1.4))
+        acc = np.full((len(conds), len(COLUMNS)), np.nan)
+        fig = Figure(figsize=(1.1 * len(COLUMNS) + 2.6, 0.42 * len(conds) + 1.4))
         ax = fig.add_subplot()
         for i, c in enumerate(conds):
-            for j, s in enumerate(SHORTCUTS):
+            for j, s in enumerate(COLUMNS):
                 cell = self.cells[c].get(s)
                 if cell is None:
                     continue
@@ -221,7 +241,7 @@ class Audit(Result):
                 if cell.status == "FAIL":
                     ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
         ax.imshow(acc, cmap="RdBu_r", vmin=0, vmax=100, aspect="auto")
-        ax.set_xticks(range(len(SHORTCUTS)), SHORTCUTS, rotation=30, ha="right", fontsize=8)
+        ax.set_xticks(range(len(COLUMNS)), COLUMNS, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(conds)), conds, fontsize=8)
         ax.set_title("shortcut accuracy % (50 = chance; FAIL outside 40-60 unless exempt)", fontsize=9)
         fig.tight_layout()
@@ -256,8 +276,9 @@ def check_set(source: str | os.PathLike[str]) -> EpisodeSet:
 
 def features_and_scores(
     refs: Sequence[EpisodeRef], workers: int = 1, scheduler: str | None = None, progress: bool = True, chunk: int = 32
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """``({episode id: battery scores}, {episode id: features})`` of the paired episodes, in parallel.
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """``({id: battery scores}, {id: features}, {id: leak readers' scores}, {id: test-trial features})`` of the
+    paired episodes, in parallel.
 
     With ``workers > 1`` this process scores chunks too, beside ``workers - 1`` pool processes
     (:func:`bib.parallel.map_ordered` with ``local=True``, as ``bib score`` does), and alone until one of them
@@ -268,7 +289,7 @@ def features_and_scores(
 
     paired = [r for r in refs if r.outcome in ("expected", "unexpected")]
     items = [[(r.id, str(r.path)) for r in paired[i : i + chunk]] for i in range(0, len(paired), chunk)]
-    results: Iterator[list[tuple[str, np.ndarray, np.ndarray]]] = map_ordered(
+    results: Iterator[list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = map_ordered(
         _audit_chunk, iter(items), workers=workers, scheduler=scheduler, local=True
     )
     flat = (row for rows in results for row in rows)
@@ -276,9 +297,11 @@ def features_and_scores(
         flat = track(flat, total=len(paired), description="auditing")
     scores: dict[str, np.ndarray] = {}
     feats: dict[str, np.ndarray] = {}
-    for eid, s, f in flat:
-        scores[eid], feats[eid] = s, f
-    return scores, feats
+    leaks: dict[str, np.ndarray] = {}
+    tests: dict[str, np.ndarray] = {}
+    for eid, s, f, leak, t in flat:
+        scores[eid], feats[eid], leaks[eid], tests[eid] = s, f, leak, t
+    return scores, feats, leaks, tests
 
 
 def fit_single_feature(fit: Mapping[str, Sequence[tuple[str, str]]], features: Mapping[str, np.ndarray]) -> dict[str, Stump]:
@@ -303,7 +326,7 @@ def run_audit(
     progress: bool = True,
 ) -> Audit:
     """Score every pair of ``found`` with the battery, fit and score single-feature, judge every cell."""
-    scores, feats = features_and_scores(found.refs, workers=workers, scheduler=scheduler, progress=progress)
+    scores, feats, leaks, tests = features_and_scores(found.refs, workers=workers, scheduler=scheduler, progress=progress)
     paired = [r for r in found.refs if r.id in scores]
     cells: dict[str, dict[str, Cell]] = {}
     difficulty: dict[str, dict[str, object]] = {}
@@ -332,6 +355,14 @@ def run_audit(
     by_bin = evaluate_difficulty(scored_refs, surprise, seed=seed, n_boot=n_boot) if scored_refs else {}
     if by_bin:
         difficulty["single-feature"] = difficulty_json(by_bin)
+    models = fit_learned(fit, {eid: tests[eid] for pairs in fit.values() for pair in pairs for eid in pair})
+    learned = learned_surprise(models, [(r.id, r.condition) for r in scored_refs], tests)
+    for cond, res in evaluate(scored_refs, learned, seed=seed, n_boot=n_boot).items():
+        cells.setdefault(cond, {})[LEARNED] = Cell(res, LEARNED_CUE, *judge(cond, LEARNED_CUE, res.accuracy))
+    for j, name in enumerate(LEAKS):
+        surprise = {eid: float(s[j]) for eid, s in leaks.items()}
+        for cond, res in evaluate(paired, surprise, seed=seed, n_boot=n_boot).items():
+            cells.setdefault(cond, {})[name] = Cell(res, LEAK_CUE, *judge_leak(res.accuracy, res.ci_low, res.ci_high, BAND))
     order = order_conditions(cells)
     n_pairs = {c: len(p) for c, p in pair_up(paired).items()}
     return Audit(source, list(found.sets), {c: cells[c] for c in order}, stumps, difficulty, n_pairs)
@@ -354,6 +385,8 @@ def audit_json(audit: Audit) -> dict[str, object]:
         "tie_rule": "a tie counts 0.5",
         "band": list(BAND),
         "shortcuts": list(SHORTCUTS),
+        "learned": LEARNED,
+        "leaks": list(LEAKS),
         "split": SPLIT_RULE,
         "passed": audit.passed,
         "conditions": {
@@ -397,8 +430,8 @@ def _cell_text(cell: Cell | None, markdown: bool) -> str:
 
 def audit_table(audit: Audit, markdown: bool = True) -> str:
     """The audit as a table: a row per condition, a column per shortcut, accuracy % (95% CI) and the mark."""
-    header = ["condition", "pairs", *SHORTCUTS]
-    rows = [[c, str(audit.n_pairs.get(c, 0)), *(_cell_text(row.get(s), markdown) for s in SHORTCUTS)]
+    header = ["condition", "pairs", *COLUMNS]
+    rows = [[c, str(audit.n_pairs.get(c, 0)), *(_cell_text(row.get(s), markdown) for s in COLUMNS)]
             for c, row in audit.cells.items()]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
