@@ -272,3 +272,27 @@ def test_function_terms_parse_as_r_names_them() -> None:
     assert dict(f.calls)["I(x^2)"] == "I(x**2)" and dict(f.calls)["poly(x, 3)"] == "poly(x, degree=3)"
     assert f.offsets == (("offset(log(n))", "I(np.log(n))"),)
     assert f.intercept
+
+
+@pytest.mark.parametrize(("data_name", "formula"), [
+    ("crossed", "y ~ outcome + (1 | participant) + (1 | item)"),
+    ("slopes", "y ~ outcome + (1 + outcome | participant) + (1 | item)"),
+    ("Penicillin", "diameter ~ 1 + (1 | plate) + (1 | sample)"),
+])
+def test_sparse_cholesky_path_gives_the_dense_fit(monkeypatch: pytest.MonkeyPatch, data_name: str, formula: str) -> None:
+    """Past DENSE_MAX columns the Schur complement goes to qdldl (AMD ordering, one symbolic
+    analysis, numeric refactorisation per theta): forced here on small designs, it gives the dense
+    path's deviance and fit."""
+    path = FIX / f"{data_name}.csv"
+    data = lme4_data(data_name) if data_name == "Penicillin" else pd.read_csv(path, dtype={"participant": str, "item": str})
+    frame = model_frame(parse_formula(formula), data)
+    dense = fit_lmm(frame)
+    monkeypatch.setattr(mixed, "DENSE_MAX", 0)
+    pls = mixed.PLS(frame)
+    for theta in (dense.theta, dense.theta * 0.5, np.where(pls.lower == 0.0, 0.0, dense.theta)):
+        assert pls.deviance(theta, True) == pytest.approx(dense._pls.deviance(theta, True), rel=1e-12, abs=1e-9)
+    assert pls._sparse.analyses == 1  # zeros at theta = 0 stay in the pattern: no second analysis
+    sparse = fit_lmm(frame)
+    assert sparse.deviance == pytest.approx(dense.deviance, rel=1e-12)
+    assert sparse.coefficients["estimate"].to_numpy() == pytest.approx(dense.coefficients["estimate"].to_numpy(), rel=1e-8)
+    assert sparse.coefficients["df"].to_numpy() == pytest.approx(dense.coefficients["df"].to_numpy(), rel=1e-5)

@@ -16,9 +16,10 @@ The factorization of ``A = Lambda'Z'Z Lambda + I`` uses the structure lme4's fil
 finds: the random-effects term with the most levels comes first, and its block of ``A`` is block
 diagonal (each observation belongs to one level), so it is inverted block by block and only the
 Schur complement of the other terms (labs, items: a few hundred columns) is factorized, densely
-(``numpy``) when it has at most 3,000 columns, else with ``scipy.sparse.linalg.splu`` on the SPD
-matrix without pivoting. scipy has no sparse Cholesky; the profiled deviance only needs
-``log det A`` and ``A^{-1}`` applied to the ``p + 1`` right-hand sides, which this gives exactly.
+(``numpy``) when it has at most 3,000 columns, else by a sparse LDL' with AMD ordering (qdldl,
+:class:`SparseCholesky`: symbolic analysis once, numeric refactorisation per theta). The profiled
+deviance only needs ``log det A`` and ``A^{-1}`` applied to the ``p + 1`` right-hand sides, which
+this gives exactly.
 
 Inference follows lmerTest 3.x: the variance parameters are ``(theta, sigma)``; the Hessian of the
 unprofiled deviance in them (numerically, central differences with Richardson extrapolation)
@@ -240,6 +241,54 @@ class _State:
     r2: float
 
 
+class SparseCholesky:
+    """The Schur complement's factorisation past ``DENSE_MAX`` columns: qdldl's sparse LDL' with AMD
+    (fill-reducing) ordering on the upper triangle. The symbolic analysis (ordering, elimination
+    tree) is done once, on the first matrix's pattern; each later matrix is refactorised numerically
+    on that pattern (``qdldl.Solver.update``). Entries that vanish at some theta stay in the pattern
+    as zeros; an entry outside it (never seen in practice) redoes the analysis on the union."""
+
+    def __init__(self) -> None:
+        self.solver: Any = None
+        self.keys: np.ndarray | None = None
+        self.n = 0
+        self.analyses = 0
+
+    def factor_solve(self, S: sp.spmatrix, rhs: np.ndarray) -> tuple[float, np.ndarray]:
+        """``log det S`` and ``S^{-1} rhs``.
+
+        Raises:
+            np.linalg.LinAlgError: ``S`` is not positive definite (a pivot <= 0).
+        """
+        import qdldl
+
+        U = sp.triu(S, format="csc")
+        U.sort_indices()
+        n = U.shape[0]
+        cols = np.repeat(np.arange(n), np.diff(U.indptr))
+        keys = cols.astype(np.int64) * n + U.indices
+        if self.keys is None or self.n != n or not np.isin(keys, self.keys, assume_unique=True).all():
+            self.keys = np.union1d(keys, self.keys) if self.keys is not None and self.n == n else keys
+            self.n = n
+            self.solver = None
+        data = np.zeros(len(self.keys))
+        data[np.searchsorted(self.keys, keys)] = U.data
+        rows, cols = self.keys % n, self.keys // n
+        M = sp.csc_matrix((data, (rows, cols)), shape=(n, n))
+        M.sort_indices()
+        if self.solver is None:
+            self.solver = qdldl.Solver(M, upper=True)
+            self.analyses += 1
+        else:
+            self.solver.update(M, upper=True)
+        d = self.solver.factors()[1]
+        if not (d > 0).all():
+            raise np.linalg.LinAlgError("the random-effects system is not positive definite")
+        rhs = np.asarray(rhs, dtype=float)
+        sol = np.column_stack([self.solver.solve(np.ascontiguousarray(rhs[:, j])) for j in range(rhs.shape[1])])
+        return float(np.log(d).sum()), sol
+
+
 class PLS:
     """The penalized least-squares problem of one model frame (lme4's ``merPredD`` in spirit)."""
 
@@ -285,6 +334,7 @@ class PLS:
         self._li = np.concatenate(li) if li else np.zeros(0, int)
         first = frame.terms[0]
         self.q1, self.k1 = first.q, first.k
+        self._sparse = SparseCholesky()
         self.evaluations = 0
         # Intercept-only terms (every k = 1): Lambda is diagonal and A's pattern is fixed.
         self.diagonal = all(t.k == 1 for t in frame.terms)
@@ -338,10 +388,8 @@ class PLS:
                 logdet += 2.0 * float(np.log(np.diag(cS[0])).sum())
                 W2 = linalg.cho_solve(cS, rhs2, check_finite=False)
             else:
-                lu = sp.linalg.splu(S.tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                                    options={"SymmetricMode": True})
-                logdet += float(np.log(np.abs(lu.U.diagonal())).sum())
-                W2 = lu.solve(rhs2)
+                ld, W2 = self._sparse.factor_solve(S, rhs2)
+                logdet += ld
             W1 = Dinv @ (B1 - A21.T @ W2)
             M = B1.T @ W1 + B[q1:].T @ W2
         else:
@@ -373,9 +421,8 @@ class PLS:
             logdet += 2.0 * float(np.log(np.diag(cS[0])).sum())
             W2 = linalg.cho_solve(cS, rhs2, check_finite=False)
         else:
-            lu = sp.linalg.splu(S, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
-            logdet += float(np.log(np.abs(lu.U.diagonal())).sum())
-            W2 = lu.solve(rhs2)
+            ld, W2 = self._sparse.factor_solve(S, rhs2)
+            logdet += ld
         W1 = (B1 - A21.T @ W2) / d1[:, None]
         return self._finish(B1.T @ W1 + B2.T @ W2, logdet)
 
