@@ -403,6 +403,15 @@ class FolderLock:
         self.fd: int | None = None
         self.owner = 0
 
+    def __enter__(self) -> Path:
+        """Take the lock for a job that writes into the folder in place without an OutputFolder
+        (e.g. `bib agency probe` beside a run); yields the folder as given."""
+        self.acquire()
+        return self.shown
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
     def _refuse(self, who: str) -> BibInputError:
         return BibInputError(f"{self.shown}: another bib job is writing into this folder ({who}); "
                              f"wait until it ends, or choose another {self.option}")

@@ -132,3 +132,19 @@ def test_cli_empty_out_is_refused(tmp_path):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(BibInputError, match="--out is empty; name a folder"):
         OutputFolder("", {"command": "x"})
+
+
+def test_a_job_writing_in_place_without_an_output_folder_takes_the_same_lock(holder):
+    """`bib agency probe` beside a `bib agency run` folder writes in place, under FolderLock itself."""
+    from bib.io import FolderLock
+
+    out, proc = holder("resume")
+    with pytest.raises(BibInputError, match=refused(out, proc)), FolderLock(out):
+        pytest.fail("wrote beside another job")
+    proc.kill()
+    proc.wait(timeout=30)
+    with FolderLock(out) as folder:
+        assert folder == out and (out.parent / ".o.lock").is_file()
+        with pytest.raises(BibInputError, match="another bib job is writing into this folder"):
+            OutputFolder(out, {"command": "x"}, force=True)  # (this process holds it: a second open is refused too)
+    assert not (out.parent / ".o.lock").exists()

@@ -145,13 +145,12 @@ def register(app: typer.Typer) -> None:
         force: bool = FORCE,
     ) -> None:
         """Cognitive-map, decoded-map consistency and plan probes on the policy network's activations."""
-        import contextlib
         import os
 
         from bib.agency.policy_net import DEFAULT_CHECKPOINT, load
         from bib.agency.probes import run_probes
         from bib.agency.tables import write_tables
-        from bib.io import OutputFolder, read_provenance
+        from bib.io import FolderLock, OutputFolder, read_provenance
 
         ckpt = checkpoint_file(checkpoint, POLICY_FILE) or DEFAULT_CHECKPOINT
         model = load(ckpt)
@@ -163,7 +162,8 @@ def register(app: typer.Typer) -> None:
             # beside a run's results: probes.json is written atomically and the tables are redone from both
             if not os.access(out, os.W_OK | os.X_OK):
                 raise BibInputError(f"{out}: output folder is not writable")
-            folder = contextlib.nullcontext(out)
+            folder = FolderLock(out)  # one writer here too
+            folder.check()
         else:
             folder = OutputFolder(out, {"command": "agency probe", "checkpoint": ckpt, **settings}, force=force)
         with folder as target:
