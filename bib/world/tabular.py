@@ -73,6 +73,11 @@ class TabularMDP:
         # Action-major copy: row a*S + s is T(s, a, .), so backups reshape to contiguous [A, S].
         order = (np.arange(n_states)[None, :] * n_actions + np.arange(n_actions)[:, None]).ravel()
         am = csr[order]
+        # A deterministic MDP (one successor per state-action, probability 1: every gridworld layout)
+        # backs up by indexing: v[succ] is exactly the product with the 0/1 matrix, without its
+        # S x S work per action.
+        self._succ = (csr.indices[order].reshape(n_actions, n_states)
+                      if np.all(np.diff(csr.indptr) == 1) and np.all(csr.data == 1.0) else None)
         if n_states * n_actions * n_states <= _DENSE_LIMIT:
             self.P = am.toarray()
             self.PT = np.ascontiguousarray(self.P.T)
@@ -82,6 +87,8 @@ class TabularMDP:
 
     def backup(self, v: np.ndarray) -> np.ndarray:
         """``sum_s' T(s, a, s') v[s', ...]`` as an action-major array ``[A, S, ...]``."""
+        if self._succ is not None:
+            return v[self._succ]
         return (self.P @ v).reshape((self.n_actions, self.n_states) + v.shape[1:])
 
     def push(self, x: np.ndarray) -> np.ndarray:
