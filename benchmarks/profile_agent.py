@@ -7,14 +7,83 @@ the worker processes, the extended battery's policy calls (every real and counte
 from the per-(layout, state) cache) against the agent queries that reached the agent (uncached), the peak
 RSS of this process, and, as a reference measured in the same process, one seed
 of the classic integer battery (Random, 1000 steps), so ratios can be compared across machines.
+
+``--user [--against REF] [--seed N]``: the speed-up of ``bib profile`` for a wandering user agent
+(``profile_agents:Wanderer`` from tests/: a random legal move, never staying, so every BIB trial
+runs to the move limit) on one seed, every instrument, one worker: this tree against commit REF
+(default 47d3b6c, before MEG's trajectory passes), each in a fresh child process that imports
+its own tree (REF extracted with ``git archive``), alternated ``--rounds`` times. Prints each
+run's CPU seconds (the child's user + system time: every thread, forkserver children none with
+one worker) per instrument, peak RSS, the CPU-time ratio REF / this tree, and whether both
+profile.json's hold the same numbers (every value of REF's, equal).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WANDERER = "profile_agents:Wanderer"
+REFERENCE = "47d3b6c"
+"""The commit before the speed-up (dense matrix backups, whole-array MEG passes)."""
+
+
+def child(seed: int) -> None:
+    """One profile of the wanderer in this process (whichever ``bib`` PYTHONPATH names), as JSON on stdout."""
+    from bib.profile.agents import AgentSpec
+    from bib.profile.instruments import Settings
+    from bib.profile.run import run_profiles
+
+    profiles, _, timings = run_profiles([AgentSpec(WANDERER)], Settings(seeds=(seed,)), workers=1, progress=False)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"cpu": usage.ru_utime + usage.ru_stime, "instruments": timings["cpu_seconds"][WANDERER],
+                      "peak_mib": usage.ru_maxrss / 1024, "profile": profiles[0].to_json()}, sort_keys=True))
+
+
+def same_numbers(reference: object, other: object) -> bool:
+    """Whether ``other`` holds every value of ``reference``, equal (keys added since, such as ``bumps``, are not compared)."""
+    if isinstance(reference, dict):
+        return isinstance(other, dict) and all(k in other and same_numbers(v, other[k]) for k, v in reference.items())
+    return reference == other
+
+
+def run_child(tree: Path, seed: int) -> dict:
+    """:func:`child` in a fresh interpreter importing ``bib`` from ``tree`` (the user agent from tests/)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree), str(ROOT / "tests")]), "BIB_NO_PROGRESS": "1"}
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", "--seed", str(seed)],
+                         cwd=tree, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def user(against: str, seed: int, rounds: int) -> None:
+    """The wanderer's profile, this tree against ``against``, alternated ``rounds`` times."""
+    with tempfile.TemporaryDirectory(prefix="bib-ref-") as tmp:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", against], check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; wandering user agent {WANDERER}, "
+              f"seed {seed}, 1 worker")
+        runs: dict[str, list[dict]] = {"reference": [], "this tree": []}
+        for _ in range(rounds):
+            for name, tree in (("reference", Path(tmp)), ("this tree", ROOT)):
+                r = run_child(tree, seed)
+                runs[name].append(r)
+                print(f"{name:10s} CPU {r['cpu']:7.1f} s  " + " ".join(f"{k} {v:.1f}" for k, v in r["instruments"].items())
+                      + f"  peak RSS {r['peak_mib']:.0f} MiB", flush=True)
+    ref = min(r["cpu"] for r in runs["reference"])
+    new = min(r["cpu"] for r in runs["this tree"])
+    same = all(same_numbers(runs["reference"][0]["profile"], r["profile"]) for rs in runs.values() for r in rs)
+    print(f"CPU-time ratio {against} / this tree: {ref / new:.2f} (best of {rounds} each: {ref:.1f} s / {new:.1f} s; "
+          f"target >= 5); profile.json the same: {same}; load average {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
@@ -22,8 +91,17 @@ def main() -> None:
     parser.add_argument("agents", nargs="*", default=["rational"])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--user", action="store_true", help="the wandering user agent against --against")
+    parser.add_argument("--against", default=REFERENCE)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("BIB_NO_PROGRESS", "1")
+    if args.child:
+        return child(args.seed)
+    if args.user:
+        return user(args.against, args.seed, args.rounds)
 
     from bib.profile.agents import AgentSpec
     from bib.profile.instruments import INSTRUMENTS, Settings

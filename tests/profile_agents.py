@@ -52,3 +52,17 @@ class BadInit:
 
     def act(self, layout, state):
         return STAY
+
+
+class Wanderer:
+    """Wanders: a uniformly random legal move, never staying (every BIB trial runs to the move limit);
+    the user agent of benchmarks/profile_agent.py --user."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def act(self, layout, state):
+        from bib.world.dynamics import legal_actions
+
+        moves = [a for a in legal_actions(layout, state.cell, state.unlocked) if a != STAY]
+        return moves[int(self.rng.integers(len(moves)))] if moves else STAY

@@ -184,3 +184,46 @@ def test_cli_cliffworld_json_and_bad_input(tmp_path) -> None:
     bad = runner.invoke(app, ["meg", "cliffworld", "--policy", "greedy"])
     assert bad.exit_code != 0
     assert math.isfinite(row["beta"])
+
+
+def test_trajectory_passes_give_the_numbers_of_the_whole_array_passes_bit_for_bit() -> None:
+    """The profile's MEG speed-ups (indexing backups, one entry per step) change no bit: each is compared with
+    the general path it replaces (matrix products, whole-array weights) on a wandering path in a key/lock layout."""
+    from bib.meg.soft import (
+        action_major,
+        beta_objective_am,
+        forward,
+        single_entries,
+        soft_value_iteration,
+        trajectory_loglik_visits,
+        weighted_loglik,
+    )
+    from bib.meg.trajectories import trajectory_weights
+    from bib.tasks import make_unit
+
+    trial = make_unit("instrumental-blocking", 0, 0)[0].trials[-1]
+    lay, rng = trial.layout, np.random.default_rng(3)
+    state, path = AgentState(lay.agent.home), [lay.agent.home]
+    for _ in range(25):
+        moves = [a for a in range(STAY) if move_legal(lay, state.cell, a, state.unlocked)]
+        state = step(lay, state, moves[int(rng.integers(len(moves)))])[0]
+        path.append(state.cell)
+    grid = layout_mdp(lay, path[0], horizon=len(path), key_lock=True)
+    mdp = grid.mdp
+    matrix = mdp.with_horizon(mdp.horizon)
+    matrix._succ = None  # the matrix product, as before
+    v = rng.normal(size=(mdp.n_states, 3))
+    assert np.array_equal(mdp.backup(v), matrix.backup(v)) and mdp._succ is not None
+    W = trajectory_weights(mdp, *grid.trajectory(path))
+    am = action_major(W)
+    single = single_entries(am)
+    assert single is not None and (single[0] >= 0).all() and single_entries(action_major(W + 0.1)) is None
+    u = rng.normal(size=mdp.n_states)
+    for beta in (0.0, 0.7, -3.0):
+        fast, slow = beta_objective_am(mdp, u, beta, am, single), beta_objective_am(matrix, u, beta, am)
+        for name in ("value", "d1", "d2", "soft_return"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name)), (beta, name)
+    value, visits = trajectory_loglik_visits(mdp, u, single)
+    svi = soft_value_iteration(matrix, 1.0, u)
+    assert value == weighted_loglik(svi.log_policy, W)
+    assert np.array_equal(visits, forward(matrix, np.exp(svi.log_policy))[:-1].sum(axis=0))

@@ -214,26 +214,74 @@ def test_several_agents_write_a_table(tmp_path, capsys, monkeypatch):
     assert (out / "profiles.png").is_file()
 
 
-@pytest.mark.parametrize("agent,message", [
-    ("nosuchagent", "unknown agent 'nosuchagent'; known: rational"),
-    ("no_such_module_xyz:Agent", "cannot import 'no_such_module_xyz'"),
-    ("profile_agents:Missing", "has no attribute 'Missing'"),
-    ("profile_agents:NoAct", "does not implement act(layout, state)"),
-    ("profile_agents:BadInit", "constructing it failed (RuntimeError: missing weights)"),
-    ("profile_agents:WallWalker", "returned the illegal move N at cell"),
-    ("profile_agents:NotAnAction", "returned 'north', not an"),
-    ("profile_agents:Crashes", "raised ZeroDivisionError: no plan at cell"),
+@pytest.mark.parametrize("agent,message,extra", [
+    ("nosuchagent", "unknown agent 'nosuchagent'; known: rational", ()),
+    ("no_such_module_xyz:Agent", "cannot import 'no_such_module_xyz'", ()),
+    ("profile_agents:Missing", "has no attribute 'Missing'", ()),
+    ("profile_agents:NoAct", "does not implement act(layout, state)", ()),
+    ("profile_agents:BadInit", "constructing it failed (RuntimeError: missing weights)", ()),
+    ("profile_agents:WallWalker", "returned the illegal move N at cell", ("--strict",)),
+    ("profile_agents:NotAnAction", "returned 'north', not an", ()),
+    ("profile_agents:Crashes", "raised ZeroDivisionError: no plan at cell", ()),
 ])
-def test_bad_agents_are_one_line_exit_2_and_nothing_is_written(agent, message, tmp_path, capsys, monkeypatch):
+def test_bad_agents_are_one_line_exit_2_and_nothing_is_written(agent, message, extra, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("BIB_NO_PROGRESS", "1")
     out = tmp_path / "bad"
-    code, cap = run_cli(small(out, agent), capsys)
+    code, cap = run_cli(small(out, agent, extra=extra), capsys)
     assert code == 2
     err = cap.err.strip()
     assert err.startswith("bib: error: ") and message in err and "\n" not in err
     if "profile_agents:" in agent and "Bad" not in agent and "Act" not in agent and "Missing" not in agent:
         assert " at cell [" in err  # the state is named
     assert not out.exists() and not list(tmp_path.glob(".bad*"))
+
+
+def north_moves(layout, cell, unlocked=False):
+    """How far a walker going north gets before its first bump (independent of the profile's code)."""
+    from bib.world.dynamics import move_legal
+
+    k = 0
+    while move_legal(layout, cell, 0, unlocked):
+        cell, k = (cell[0], cell[1] - 1), k + 1
+    return k
+
+
+def test_an_illegal_move_is_a_bump_the_agent_stays_and_the_move_costs_a_step(tmp_path, capsys, monkeypatch):
+    settings = Settings(seeds=(0,), observers=("closest-object",), conditions=FEW, navigation_grids=2, key_grids=1)
+    out = bib_job(Job("bib", AgentSpec("profile_agents:WallWalker"), 0, settings))
+    trials = [t for ep in out["episodes"] for t in ep.trials]
+    assert len(out["trials"]) == len(trials) == 27
+    for row, trial in zip(out["trials"], trials):
+        k = north_moves(trial.layout, trial.layout.agent.home)
+        assert row["steps"] == settings.max_moves and row["bumps"] == settings.max_moves - k
+        assert trial.path[k + 1:] == (trial.path[k],) * (settings.max_moves - k)  # stays where it bumped
+        assert not row["optimal"]
+    assert all(validate_episode(ep) == [] for ep in out["episodes"])
+    assert all(r["meg_known"] is not None for r in out["trials"])
+    agency = agency_job(Job("agency", AgentSpec("profile_agents:WallWalker"), 0, settings))
+    assert all(0 <= g["bumps"] <= 1 for g in agency["grids"]) and any(g["bumps"] > 0 for g in agency["grids"])
+    # the Gymnasium environments follow the same rule: the agent stays, the step is paid and the episode goes on
+    import gymnasium as gym
+
+    import bib.envs  # noqa: F401 - registers the environments
+
+    env = gym.make("bib/preference-v0", step_cost=0.5)
+    env.reset(seed=0)
+    rewards = [env.step(0)[1] for _ in range(12)]
+    layout = env.unwrapped._trial.layout
+    k = north_moves(layout, layout.agent.home)
+    assert env.unwrapped._state.cell == (layout.agent.home[0], layout.agent.home[1] - k)
+    assert rewards[k:] == [-0.5] * (12 - k)
+    # and the summary: bumps per move, averaged over trials
+    monkeypatch.setenv("BIB_NO_PROGRESS", "1")
+    folder = tmp_path / "w"
+    with pytest.raises(SystemExit):
+        main(small(folder, "profile_agents:WallWalker", extra=("--no-episodes", "--observer", "closest-object")))
+    doc = json.loads((folder / "profile.json").read_text())
+    rows = bib_job(Job("bib", AgentSpec("profile_agents:WallWalker"), 0,
+                       Settings(seeds=(0,), observers=(), conditions=("efficiency-path",))))["trials"]
+    assert doc["actor"]["bumps"]["mean"] == pytest.approx(np.mean([r["bumps"] / r["steps"] for r in rows]))
+    assert doc["settings"]["strict"] is False and "| bumps (per move) |" in (folder / "profile.md").read_text()
 
 
 def test_user_classes_get_goals_and_seed(tmp_path, capsys, monkeypatch):

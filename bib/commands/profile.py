@@ -76,6 +76,9 @@ def register(app: typer.Typer) -> None:
         no_episodes: bool = typer.Option(False, "--no-episodes", help="Do not write the agent's BIB episodes."),
         battery_episodes: bool = typer.Option(False, "--battery-episodes",
                                               help="Also write every extended-environment run as episodes."),
+        strict: bool = typer.Option(False, "--strict",
+                                    help="Refuse an agent's illegal move (exit 2) instead of counting it as a bump "
+                                         "(the agent stays where it is; the move costs a step)."),
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something else."),
         as_json: bool = typer.Option(False, "--json", help="Print profile.json (profiles.json) instead of Markdown."),
     ) -> None:
@@ -102,7 +105,8 @@ def register(app: typer.Typer) -> None:
         observers = tuple(o.value for o in observer) if observer else OBSERVERS
         chosen = tuple(c.value for c in condition) if condition else ()
         settings = Settings(seeds=tuple(range(seed, seed + seeds)), units=units, observers=observers,
-                            conditions=chosen, navigation_grids=agency_grids, key_grids=max(1, agency_grids // 10))
+                            conditions=chosen, navigation_grids=agency_grids, key_grids=max(1, agency_grids // 10),
+                            strict=strict)
         words = [*agents, "--seeds", str(seeds), "--seed", str(seed)]
         words += ["--units", str(units)] if units != 1 else []
         words += [w for c in chosen for w in ("--condition", c)]
@@ -110,6 +114,7 @@ def register(app: typer.Typer) -> None:
         words += [w for o in (observers if observer else ()) for w in ("--observer", o)]
         if endpoint is not None:
             words += ["--endpoint", endpoint, "--model", str(model)]
+        words += ["--strict"] if strict else []
         words += ["--no-episodes"] if no_episodes else []
         words += ["--battery-episodes"] if battery_episodes else []
         words += ["--out", str(out)]

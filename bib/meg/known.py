@@ -14,6 +14,7 @@ from bib.meg.soft import (
     beta_objective_am,
     forward,
     limit_log_policy,
+    single_entries,
     weighted_loglik,
 )
 from bib.world.tabular import TabularMDP
@@ -97,7 +98,8 @@ def fit_beta(
     lp_minus, vneg = limit_log_policy(mdp, -u)
     vmin = -vneg
     w_am = action_major(weights)
-    o0 = beta_objective_am(mdp, u, 0.0, w_am)
+    single = single_entries(w_am)
+    o0 = beta_objective_am(mdp, u, 0.0, w_am, single)
     g0 = float(o0.d1[0])
     best = (float(o0.value[0]), 0.0)
     eps = _tolerance(mdp, u)
@@ -119,7 +121,7 @@ def fit_beta(
     b = abs(g0) / -h0 if h0 < 0 else 1.0 / scale
     b = min(max(b, 1e-6 / scale), b_max)
     while iters < max_iter:
-        o = beta_objective_am(mdp, u, sgn * b, w_am)
+        o = beta_objective_am(mdp, u, sgn * b, w_am, single)
         iters += 1
         val, g, h = float(o.value[0]), sgn * float(o.d1[0]), float(o.d2[0])
         if val > best[0] or best[1] == 0.0:

@@ -104,6 +104,17 @@ def soft_value_iteration(
         A :class:`SoftVI` with ``log_policy [B?, H, S, A]`` and beta-scaled values ``[B?, H+1, S]``.
     """
     u, b, batched = _batch(mdp, utility, beta)
+    logpi, values = _soft_backward(mdp, u, b)
+    logpi = logpi.transpose(3, 0, 2, 1)  # [B, H, S, A]
+    values = np.moveaxis(values, -1, 0)
+    if not batched:
+        logpi, values = logpi[0], values[0]
+    return SoftVI(log_policy=np.ascontiguousarray(logpi), values=values)
+
+
+def _soft_backward(mdp: TabularMDP, u: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The backward pass of :func:`soft_value_iteration` for checked ``u [S, B]``, ``b [B]``:
+    action-major ``log pi [H, A, S, B]`` and values ``[H+1, S, B]``."""
     S, A, H = mdp.shape
     B = b.shape[0]
     bu = u * b
@@ -123,11 +134,31 @@ def soft_value_iteration(
         lp -= log_s
         v = m + log_s
         values[t] = v
-    logpi = logpi.transpose(3, 0, 2, 1)  # [B, H, S, A]
-    values = np.moveaxis(values, -1, 0)
-    if not batched:
-        logpi, values = logpi[0], values[0]
-    return SoftVI(log_policy=np.ascontiguousarray(logpi), values=values)
+    return logpi, values
+
+
+def trajectory_loglik_visits(mdp: TabularMDP, utility: np.ndarray,
+                             single: tuple[np.ndarray, np.ndarray]) -> tuple[float, np.ndarray]:
+    """At beta = 1: ``sum W log pi`` for one trajectory's weights (``single``: their
+    :func:`single_entries`) and the soft policy's expected visits ``sum_{t<H} D_t [S]``.
+
+    The numbers of :func:`weighted_loglik` of :func:`soft_value_iteration`'s log policy and of
+    :func:`forward` under its policy, from the same backward pass, read one entry per step and
+    without transposing the policy (what unknown-utility MEG evaluates at every L-BFGS step).
+    """
+    u, b, _ = _batch(mdp, utility, 1.0)
+    S, A, H = mdp.shape
+    logpi = _soft_backward(mdp, u, b)[0][..., 0]  # [H, A, S]
+    index, weight = single
+    steps = np.flatnonzero(index >= 0)
+    a, s = np.divmod(index[steps], S)
+    value = float(np.sum(weight[steps] * logpi[steps, a, s]))
+    pi = np.exp(logpi)
+    D = np.empty((H + 1, S))
+    D[0] = mdp.initial
+    for t in range(H):
+        D[t + 1] = mdp.push(pi[t] * D[t])
+    return value, D[:-1].sum(axis=0)
 
 
 def soft_policy(mdp: TabularMDP, beta: float, utility: np.ndarray | None = None) -> np.ndarray:
@@ -231,9 +262,31 @@ def action_major(weights: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(W.transpose(0, 2, 1)).reshape(H, 1, A * S)
 
 
-def beta_objective_am(mdp: TabularMDP, utility: np.ndarray, beta: float | np.ndarray, w_am: np.ndarray) -> BetaObjective:
-    """:func:`beta_objective` with weights already converted by :func:`action_major` (no copy per call)."""
+def single_entries(w_am: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For action-major weights ``[H, 1, A*S]`` with at most one nonzero entry per step (one trajectory's
+    weights): ``(index [H], weight [H])`` (index -1 and weight 0 where a step has none); else None.
+
+    A dot product with such a row is exactly that entry times its weight, so the passes below read
+    one entry per step instead of multiplying whole arrays (the same numbers)."""
+    nz = w_am[:, 0, :] != 0
+    if (nz.sum(axis=1) > 1).any():
+        return None
+    has = nz.any(axis=1)
+    index = np.where(has, nz.argmax(axis=1), -1)
+    return index, np.where(has, w_am[np.arange(len(index)), 0, np.maximum(index, 0)], 0.0)
+
+
+def beta_objective_am(mdp: TabularMDP, utility: np.ndarray, beta: float | np.ndarray, w_am: np.ndarray,
+                      single: tuple[np.ndarray, np.ndarray] | None = None) -> BetaObjective:
+    """:func:`beta_objective` with weights already converted by :func:`action_major` (no copy per call);
+    ``single``: :func:`single_entries` of ``w_am`` when it has them (the same result, less work)."""
     u, b, _ = _batch(mdp, utility, beta)
+    return _beta_pass(mdp, u, b, w_am, single)
+
+
+def _beta_pass(mdp: TabularMDP, u: np.ndarray, b: np.ndarray, w_am: np.ndarray,
+               single: tuple[np.ndarray, np.ndarray] | None) -> BetaObjective:
+    """The backward pass of :func:`beta_objective_am` for checked ``u [S, B]`` and ``b [B]``."""
     S, A, H = mdp.shape
     B = b.shape[0]
     bu = u * b
@@ -253,10 +306,17 @@ def beta_objective_am(mdp: TabularMDP, utility: np.ndarray, beta: float | np.nda
         v1t = (pi * q1).sum(axis=0)
         dev = q1 - v1t
         v2t = (pi * (q2 + dev * dev)).sum(axis=0)
-        w = w_am[t]
-        acc[0] += (w @ (q - vt).reshape(A * S, B))[0]
-        acc[1] += (w @ dev.reshape(A * S, B))[0]
-        acc[2] += (w @ (q2 - v2t).reshape(A * S, B))[0]
+        if single is None:
+            w = w_am[t]
+            acc[0] += (w @ (q - vt).reshape(A * S, B))[0]
+            acc[1] += (w @ dev.reshape(A * S, B))[0]
+            acc[2] += (w @ (q2 - v2t).reshape(A * S, B))[0]
+        elif single[0][t] >= 0:
+            a, s = divmod(int(single[0][t]), S)
+            w1 = single[1][t]
+            acc[0] += w1 * (q[a, s] - vt[s])
+            acc[1] += w1 * dev[a, s]
+            acc[2] += w1 * (q2[a, s] - v2t[s])
         vs = np.concatenate([vt, v1t, v2t], axis=1)
     return BetaObjective(value=acc[0], d1=acc[1], d2=acc[2], soft_return=mdp.initial @ vs[:, B : 2 * B])
 

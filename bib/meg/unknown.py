@@ -9,7 +9,15 @@ import numpy as np
 
 from bib.errors import BibInputError
 from bib.meg.known import MEGResult, known_utility_meg, meg_from_weights
-from bib.meg.soft import forward, soft_value_iteration, state_action_occupancy, weighted_loglik
+from bib.meg.soft import (
+    action_major,
+    forward,
+    single_entries,
+    soft_value_iteration,
+    state_action_occupancy,
+    trajectory_loglik_visits,
+    weighted_loglik,
+)
 from bib.world.tabular import TabularMDP
 
 
@@ -60,6 +68,8 @@ class _Objective:
             self.weights = np.asarray(weights, dtype=np.float64)
         else:
             raise BibInputError("unknown-utility MEG needs a policy or trajectory weights")
+        # one trajectory's weights (one entry per step): the objective reads those entries only
+        self.single = None if self.policy is not None else single_entries(action_major(self.weights))
         self.counts = self.weights.sum(axis=(0, 2))
         self.baseline = float(self.weights.sum()) * math.log(mdp.n_actions)
         self.evaluations = 0
@@ -72,6 +82,9 @@ class _Objective:
 
     def __call__(self, u: np.ndarray) -> tuple[float, np.ndarray]:
         self.evaluations += 1
+        if self.single is not None:
+            value, counts = trajectory_loglik_visits(self.mdp, u, self.single)
+            return value + self.baseline, self.counts - counts
         svi = soft_value_iteration(self.mdp, 1.0, u)
         value = weighted_loglik(svi.log_policy, self.weights) + self.baseline
         counts = forward(self.mdp, np.exp(svi.log_policy))[:-1].sum(axis=0)

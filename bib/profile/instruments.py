@@ -61,6 +61,8 @@ class Settings:
         rollouts: agency rollouts per grid.
         conditions: evaluation conditions to act in (empty: all of them).
         classic_steps: steps per environment of the classic integer battery (for agents with a history face).
+        strict: refuse an illegal move (IllegalActionError) instead of counting it as a bump (the
+            agent stays where it is and the move counts as a step).
     """
 
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -72,6 +74,7 @@ class Settings:
     rollouts: int = 2
     conditions: tuple[str, ...] = ()
     classic_steps: int = 1000
+    strict: bool = False
 
     @property
     def chosen(self) -> tuple[str, ...]:
@@ -87,6 +90,7 @@ class Settings:
                        "rollouts": self.rollouts},
             "battery": [s.name for s in grid_battery()],
             "classic_steps": self.classic_steps,
+            "strict": self.strict,
         }
 
 
@@ -107,15 +111,18 @@ class Job:
 
 
 class Checked:
-    """Holds an agent to the gridworld protocol: an integer action 0-8 that is legal where it stands.
+    """Holds an agent to the gridworld protocol: an integer action 0-8.
 
-    Anything else, or an exception from the agent, raises BibInputError (IllegalActionError for
-    bad actions) naming the agent, what it returned and the state, plus :attr:`where`.
+    An illegal move where it stands is passed on (the environment counts it as a bump: the agent
+    stays, the move counts as a step); with ``strict`` it is refused like anything that is no
+    action. A refusal, or an exception from the agent, raises BibInputError (IllegalActionError
+    for bad actions) naming the agent, what it returned and the state, plus :attr:`where`.
     """
 
-    def __init__(self, agent: Any, label: str) -> None:
+    def __init__(self, agent: Any, label: str, strict: bool = False) -> None:
         self.agent = agent
         self.label = label
+        self.strict = strict
         self.where = ""
 
     def act(self, layout: Layout, state: AgentState) -> int:
@@ -130,8 +137,9 @@ class Checked:
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)) \
                 or not 0 <= int(action) < len(ACTIONS):
             raise IllegalActionError(f"agent {self.label!r} returned {action!r}, not an action 0-{len(ACTIONS) - 1}, at {at}")
-        if not move_legal(layout, state.cell, int(action), state.unlocked):
-            raise IllegalActionError(f"agent {self.label!r} returned the illegal move {ACTION_NAMES[int(action)]} at {at}")
+        if self.strict and not move_legal(layout, state.cell, int(action), state.unlocked):
+            raise IllegalActionError(f"agent {self.label!r} returned the illegal move {ACTION_NAMES[int(action)]} at {at} "
+                                     "(--strict)")
         return int(action)
 
 
@@ -151,7 +159,8 @@ def base_pairs(seed: int, units: int, only: Sequence[str] = ()) -> list[tuple[Ep
 
 def act_episode(base: Episode, agent: Checked, max_moves: int = MAX_MOVES) -> Episode:
     """The agent acting in every trial of ``base`` (same layouts, its own paths): a ``bib.episode/1`` episode
-    with condition ``actor`` and outcome ``none``; a trial ends when the agent stays or after ``max_moves``."""
+    with condition ``actor`` and outcome ``none``; a trial ends when the agent stays or after ``max_moves``
+    (an illegal move is a bump: the path repeats the cell, see :func:`bib.tasks.agents.rollout`)."""
     from bib.tasks.agents import rollout
 
     trials = []
@@ -167,14 +176,21 @@ def trial_goal(trial: Trial) -> str | None:
     return goal_of(trial.layout, AgentState(trial.layout.agent.home), BIB_GOALS)
 
 
+def trial_bumps(trial: Trial) -> int:
+    """The bumps of an actor trial: its illegal moves, the steps whose path repeats the cell (staying ends a trial)."""
+    return sum(a == b for a, b in zip(trial.path, trial.path[1:]))
+
+
 def trial_stats(trial: Trial) -> dict[str, Any]:
-    """Steps, whether the path ends on the task's goal, and whether it is optimal towards it."""
+    """Steps, bumps (illegal moves; each costs a step), whether the path ends on the task's goal, and whether
+    it is optimal towards it (no bumps, and an optimal key/lock-aware path)."""
     from bib.world.keylock import is_optimal_path
 
     goal = trial_goal(trial)
     reached = goal is not None and trial.path[-1] == trial.layout.goal_cell(goal)
-    return {"steps": trial.n_steps, "goal": goal, "reached": reached,
-            "optimal": bool(reached and is_optimal_path(trial.layout, trial.path))}
+    bumps = trial_bumps(trial)
+    return {"steps": trial.n_steps, "bumps": bumps, "goal": goal, "reached": reached,
+            "optimal": bool(reached and not bumps and is_optimal_path(trial.layout, trial.path))}
 
 
 def trial_meg_row(trial: Trial) -> dict[str, Any]:
@@ -199,7 +215,7 @@ def bib_job(job: Job) -> dict[str, Any]:
     episodes, rows = [], []
     for expected, _ in pairs:
         rng = agent_rng(job.seed, "bib", expected.id)
-        agent = Checked(job.spec.make(BIB_GOALS, rng, tag=expected.id), job.spec.label)
+        agent = Checked(job.spec.make(BIB_GOALS, rng, tag=expected.id), job.spec.label, s.strict)
         ep = act_episode(expected, agent, s.max_moves)
         episodes.append(ep)
         for k, trial in enumerate(ep.trials):
@@ -290,7 +306,7 @@ def agency_job(job: Job) -> dict[str, Any]:
     for task, index in grids:
         grid = load_grid(task, index, job.seed)
         rng = agent_rng(job.seed, "agency", task, index)
-        agents = [Checked(job.spec.make(AGENCY_GOALS, r, tag=f"{grid.id}/{k}"), job.spec.label)
+        agents = [Checked(job.spec.make(AGENCY_GOALS, r, tag=f"{grid.id}/{k}"), job.spec.label, s.strict)
                   for k, r in enumerate(rng.spawn(s.rollouts))]
         for a in agents:
             a.where = grid.id

@@ -131,15 +131,17 @@ class Profile(Result):
             "",
             "## BIB tasks as the actor, and MEG of those paths",
             "",
-            "| condition | steps | ends on the task's goal | optimal path | MEG known (nats) | MEG unknown (nats) |",
-            "|---|---|---|---|---|---|",
+            "| condition | steps | bumps (per move) | ends on the task's goal | optimal path | MEG known (nats) | MEG unknown (nats) |",
+            "|---|---|---|---|---|---|---|",
         ]
         for cond in s["conditions"]:
             c = self.actor["per_condition"].get(cond, {})
             m = self.meg["per_condition"].get(cond, {})
-            lines.append(f"| {cond} | {fmt_value(c.get('steps'), 1)} | {fmt_value(c.get('reached_goal'), 2)} | "
+            lines.append(f"| {cond} | {fmt_value(c.get('steps'), 1)} | {fmt_value(c.get('bump_share'), 2)} | "
+                         f"{fmt_value(c.get('reached_goal'), 2)} | "
                          f"{fmt_value(c.get('optimal'), 2)} | {fmt_value(m.get('known'), 2)} | {fmt_value(m.get('unknown'), 2)} |")
-        lines.append(f"| **all** | {fmt_summary(self.actor['steps'], 1)} | {fmt_summary(self.actor['reached_goal'], 2)} | "
+        lines.append(f"| **all** | {fmt_summary(self.actor['steps'], 1)} | {fmt_summary(self.actor.get('bumps'), 2)} | "
+                     f"{fmt_summary(self.actor['reached_goal'], 2)} | "
                      f"{fmt_summary(self.actor['optimal'], 2)} | {fmt_summary(self.meg['known'], 2)} | {fmt_summary(self.meg['unknown'], 2)} |")
         sr = self.self_reflection
         lines += [

@@ -83,6 +83,7 @@ def reduce_results(spec: AgentSpec, settings: Settings, results: Sequence[dict[s
     for row in trials:
         row["reached_goal"] = float(row["reached"])
         row["optimal"] = float(row["optimal"])
+        row["bump_share"] = row["bumps"] / max(row["steps"], 1)  # per move, as the agency suite counts bumps
         row["known"], row["unknown"] = row["meg_known"], row["meg_unknown"]
     actor = {
         "episodes": sum(len(r["episodes"]) for r in bib),
@@ -90,7 +91,8 @@ def reduce_results(spec: AgentSpec, settings: Settings, results: Sequence[dict[s
         "steps": _seed_summary(trials, "steps"),
         "reached_goal": _seed_summary(trials, "reached_goal"),
         "optimal": _seed_summary(trials, "optimal"),
-        "per_condition": _per_condition(trials, ("steps", "reached_goal", "optimal")),
+        "bumps": _seed_summary(trials, "bump_share"),
+        "per_condition": _per_condition(trials, ("steps", "reached_goal", "optimal", "bump_share")),
     }
     meg = {
         "known": _seed_summary(trials, "known"),

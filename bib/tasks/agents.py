@@ -161,6 +161,11 @@ class IrrationalAgent:
 def rollout(agent: GridAgent, layout: Layout, max_steps: int = 200) -> tuple[list[Cell], tuple[Event, ...]]:
     """Run ``agent`` from its home in ``layout`` until it stays (or ``max_steps`` moves).
 
+    An illegal move (into a wall, barrier or the closed lock, or cutting a corner) is a *bump*:
+    the agent stays where it is, the move counts as one of the ``max_steps`` and the path repeats
+    the cell (the rule of the Gymnasium environments and the agency suite; the stimulus agents
+    never bump).
+
     Returns:
         ``(path, events)``: the agent's cell at every step (home first) and the key/lock events
         with the step at which each happened, as :class:`bib.episode.Trial` stores them.
@@ -172,7 +177,8 @@ def rollout(agent: GridAgent, layout: Layout, max_steps: int = 200) -> tuple[lis
         action = agent.act(layout, state)
         if action == STAY:
             break
-        state, evs = step(layout, state, action)
+        if move_legal(layout, state.cell, action, state.unlocked):
+            state, evs = step(layout, state, action)
+            events += [Event(i, e) for e in evs]
         path.append(state.cell)
-        events += [Event(i, e) for e in evs]
     return path, tuple(events)
