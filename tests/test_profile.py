@@ -152,7 +152,7 @@ def test_agency_metrics_order_rational_above_random():
 def test_mean_se_uses_sd_over_sqrt_n():
     assert mean_se([1.0, 2.0, 3.0]) == {"mean": 2.0, "se": 1.0 / math.sqrt(3), "n": 3}
     assert mean_se([None, float("nan")]) == {"mean": None, "se": None, "n": 0}
-    assert mean_se([4.0])["se"] == 0.0
+    assert mean_se([4.0]) == {"mean": 4.0, "se": None, "n": 1}  # one seed: no standard error, not 0.0
 
 
 # ---------------------------------------------------------------- the command
@@ -182,6 +182,7 @@ def test_profile_writes_json_markdown_figure_episodes_and_provenance(tmp_path, c
     assert doc["settings"]["conditions"] == ["efficiency-path"]
     assert set(doc) >= {"actor", "meg", "self_reflection", "agency", "surprise"}
     assert doc["self_reflection"]["plain"]["score"]["n"] == 1
+    assert doc["self_reflection"]["plain"]["score"]["se"] is None  # one seed: no standard error (was 0.0)
     assert Profile.from_json(doc).to_json() == doc
     assert (out / "profile.png").stat().st_size > 10_000 and (out / "profile.svg").is_file()
     eps = sorted((out / "episodes").glob("*.json"))

@@ -120,6 +120,7 @@ def test_the_documented_model_trains_on_400_episodes_and_cli_and_api_give_the_sa
     assert card["parameters"] == 3 and card["seed"] == 0 and card["training_data"]["episodes"] == 400
     assert card["training_data"]["path"] == str(bg)
     assert run("score", "step_model:StepCost", str(tiny), "--checkpoint", "ck", "--out", "run") == 0
+    assert capsys.readouterr().out.startswith("24 episodes scored with step-cost:")  # its name, not its import path
     assert run("evaluate", str(tiny), "run", "--out", "ev") == 0
     capsys.readouterr()
 
@@ -270,3 +271,16 @@ def test_api_scoring_a_model_with_the_wrong_count_is_one_error(sets):
 
     with pytest.raises(BibInputError, match=r"^observer 'short' gave \d+ surprise values for episode "):
         bib.score(Short(), sets / "tiny")
+
+
+def test_the_default_leaderboard_table_ships_with_the_package(tmp_path, monkeypatch, capsys):
+    """Run from a folder without baselines/, `bib leaderboard` still shows the built-in rows (package data)."""
+    from bib.evaluation import TABLE, read_table
+
+    monkeypatch.chdir(tmp_path)
+    assert run("leaderboard") == 0
+    out = capsys.readouterr().out
+    names = list(dict.fromkeys(r["observer"] for r in read_table(TABLE)))
+    assert "inverse-planner" in names and all(f"{n} (ours" in out for n in names)
+    assert TABLE.parent.name == "baselines" and TABLE.parent.parent.name == "resources"
+    assert (ROOT / "baselines" / "results.csv").resolve() == TABLE.resolve()  # the checkout's path is a link to it

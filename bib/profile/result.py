@@ -3,7 +3,7 @@
 Both are :class:`bib.results.Result` objects (``to_json()``, ``to_markdown()``, ``plot()``, ``save()``);
 ``profile.json`` is ``Profile.to_json()`` (schema ``bib.profile/1``, documented in ``docs/profile.md``). Every
 summary over seeds is ``{"mean", "se", "n"}`` with ``se = sd / sqrt(n)`` over the per-seed means
-(``se`` is 0 with one seed; ``mean`` is null when nothing was measured).
+(``se`` is null with one seed, where no spread can be measured; ``mean`` is null when nothing was measured).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ TABLE_SCHEMA = "bib.profiles/1"
 
 
 def mean_se(values: Sequence[float | None]) -> dict[str, Any]:
-    """``{"mean", "se", "n"}`` of the finite values (``se = sd / sqrt(n)``, 0 for one value)."""
+    """``{"mean", "se", "n"}`` of the finite values (``se = sd / sqrt(n)``; None for one value: one seed measures no
+    spread, and 0.0 would claim a certain mean)."""
     vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     if not vals:
         return {"mean": None, "se": None, "n": 0}
-    se = statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else 0.0
+    se = statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else None
     return {"mean": statistics.fmean(vals), "se": se, "n": len(vals)}
 
 
@@ -38,7 +39,7 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def fmt_summary(summary: dict[str, Any] | None, digits: int = 3, signed: bool = False) -> str:
-    """``mean ± se`` of a summary (the mean alone when se is 0, ``-`` when nothing was measured)."""
+    """``mean ± se`` of a summary (the mean alone when se is 0 or null, ``-`` when nothing was measured)."""
     if not summary or summary.get("mean") is None:
         return "-"
     m, se = summary["mean"], summary.get("se")
