@@ -8,12 +8,15 @@ Two datasets, one item format:
   on the fly from the task registry (:meth:`EpisodeStream.generate`), split across DataLoader
   workers.
 
-An item is a dict: ``id``, ``pair_id``, ``condition``, ``outcome`` (strings, ``pair_id`` may be
-None), and per phase (``familiarization`` and/or ``test``, as asked) ``<phase>_states`` (float32
+An item is a dict: ``id`` and ``condition`` (strings), and per phase (``familiarization`` and/or ``test``, as asked) ``<phase>_states`` (float32
 ``[steps, C, H, W]``), ``<phase>_actions`` (int64 ``[steps]``: the move taken from each state, the
 last state of a trial ``stay``) and ``<phase>_lengths`` (int64 ``[trials]``: states per trial).
 States are ``symbolic`` grids (the learned observers' channels, :data:`CHANNELS`) or ``frames``
 rendered on the fly at ``size x size`` pixels (RGB in [0, 1]).
+
+Items are encoded from each episode's blind view (:mod:`bib.stimuli.blind`, issue 26): they carry no
+outcome, pair or design field. ``id`` is the episode's id in its set, so results can be written
+under it; in a submission kit (``bib blind``) it is opaque, so score a model you did not write on a kit.
 
 Example::
 
@@ -41,6 +44,7 @@ from bib.episode import Episode, load_episode
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
 from bib.observers.encoders import SYMBOLIC_CHANNELS, frame_states, symbolic_states, trial_actions
+from bib.stimuli.blind import blind_episode
 from bib.tasks import get_task, make_unit
 
 PHASES: tuple[str, ...] = ("familiarization", "test")
@@ -83,14 +87,16 @@ class Encoding:
         return frame_states(trial, self.size, cell_px).astype(np.float32) / 255.0
 
     def encode(self, ep: Episode) -> dict[str, Any]:
-        """The item of one episode (see the module docstring)."""
-        item: dict[str, Any] = {"id": ep.id, "pair_id": ep.pair_id, "condition": ep.condition, "outcome": ep.outcome}
+        """The item of one episode (see the module docstring): its id, its condition and the states and
+        moves of its blind view (:func:`bib.stimuli.blind.blind_episode`)."""
+        item: dict[str, Any] = {"id": ep.id, "condition": ep.condition}
+        ep = blind_episode(ep, b"bib.data")
         last = len(ep.trials) - 1
         groups = {"familiarization": range(last), "test": range(last, last + 1)}
         for phase in self.phases:
             idx = list(groups[phase])
             if not idx:
-                raise BibInputError(f"episode {ep.id} has no {phase} trial")
+                raise BibInputError(f"episode {item['id']} has no {phase} trial")
             states = [self.states(ep, i) for i in idx]
             item[f"{phase}_states"] = torch.from_numpy(np.concatenate(states))
             item[f"{phase}_actions"] = torch.from_numpy(np.concatenate([trial_actions(ep.trials[i]) for i in idx]))
