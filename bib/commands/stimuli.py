@@ -10,13 +10,6 @@ from bib.commands._common import CRF, FORCE, PRESET, SCHEDULER, WORKERS, Codec, 
 from bib.errors import BibInputError
 
 
-def _settings(cell_px: int, fps: int, preset: str | None, crf: int | None):
-    from bib.render.frames import RenderSettings
-
-    encoder = {k: v for k, v in (("preset", preset), ("crf", crf)) if v is not None}
-    return RenderSettings(cell_px=cell_px, fps=fps, **encoder)
-
-
 def register(app: typer.Typer) -> None:
     """Add the stimulus commands to ``app``."""
 
@@ -81,36 +74,56 @@ def register(app: typer.Typer) -> None:
     def render(
         episode: Path = typer.Argument(..., help="Episode JSON file."),
         out: Path = out_option("<episode id>.mp4 (or .webm), trials/ with --per-trial, contact_sheet.png with --contact-sheet, provenance.json"),
-        codec: Codec = typer.Option(Codec.h264, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (MP4)."),
-        cell_px: int = typer.Option(20, "--cell-px", min=1, help="Pixels per cell."),
-        fps: int = typer.Option(25, "--fps", min=1, help="Frames per second."),
+        codec: Codec | None = typer.Option(None, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (MP4) "  # noqa: UP007
+                                           "(default: the set's, or h264).", show_default=False),
+        cell_px: int | None = typer.Option(None, "--cell-px", min=1, help="Pixels per cell (default: the set's, or 20).",  # noqa: UP007
+                                           show_default=False),
+        fps: int | None = typer.Option(None, "--fps", min=1, help="Frames per second (default: the set's, or 25).",  # noqa: UP007
+                                       show_default=False),
         preset: Preset = PRESET,  # type: ignore[valid-type]
         crf: int = CRF,
         per_trial: bool = typer.Option(False, "--per-trial", help="Also write one video per trial into trials/."),
         sheet: bool = typer.Option(False, "--contact-sheet", help="Also write contact_sheet.png of the test trial."),
         force: bool = FORCE,
     ) -> None:
-        """Render one episode to a video (the episode is checked against the schema and the world rules)."""
+        """Render one episode to a video (the episode is checked against the schema and the world rules).
+
+        An episode of a set (SET/episodes/<id>.json) is rendered with the set's render settings and
+        codec (its render.json, else its spec.toml); --cell-px, --fps, --codec, --preset and --crf
+        override them."""
+        import dataclasses
+
         from bib.io import OutputFolder
+        from bib.render.frames import RenderSettings
         from bib.render.video import CODECS, check_video, contact_sheet, render_episode
         from bib.stimuli.check import load_checked
+        from bib.stimuli.render_stamp import set_render_settings
 
         ep = load_checked(episode)
-        settings = _settings(cell_px, fps, value(preset), crf)
-        check_video(codec.value, settings)
+        found = set_render_settings(episode, ep.id)
+        base, base_codec, source = found if found is not None else (RenderSettings(), "h264", None)
+        given = {k: v for k, v in (("cell_px", cell_px), ("fps", fps), ("preset", value(preset)), ("crf", crf)) if v is not None}
+        settings = dataclasses.replace(base, **given)
+        chosen = value(codec) or base_codec
+        check_video(chosen, settings)
         try:  # a grid too big for a video is refused before the folder is made
             settings.frame_size(ep.width, ep.height)
         except BibInputError as exc:
             raise BibInputError(f"{episode}: {exc}") from None
-        folder = OutputFolder(out, {"command": "render", "episode": episode, "codec": codec.value, "cell_px": cell_px,
-                                    "fps": fps, "preset": settings.preset, "crf": settings.crf, "per_trial": per_trial,
-                                    "contact_sheet": sheet}, force=force)
-        name = f"{ep.id}{CODECS[codec.value]}"
+        folder = OutputFolder(out, {"command": "render", "episode": episode, "codec": chosen, "cell_px": settings.cell_px,
+                                    "fps": settings.fps, "preset": settings.preset, "crf": settings.crf, "per_trial": per_trial,
+                                    "contact_sheet": sheet, "settings_from": str(source) if source else None}, force=force)
+        name = f"{ep.id}{CODECS[chosen]}"
         with folder as tmp:
-            frames = render_episode(ep, tmp / name, settings, codec.value, tmp / "trials" if per_trial else None)
+            frames = render_episode(ep, tmp / name, settings, chosen, tmp / "trials" if per_trial else None)
             if sheet:
                 contact_sheet(ep.test, tmp / "contact_sheet.png", settings)
-        typer.echo(f"{out / name}: {frames} frames at {fps} fps" + (f"; per-trial videos in {out / 'trials'}" if per_trial else "")
+        width, height = settings.canvas or ("grid", "grid")
+        origin = f"the set's render settings ({source})" if source else "the default render settings"
+        typer.echo(f"{out / name}: {frames} frames at {settings.fps} fps ({frames / settings.fps:.1f} s), "
+                   + (f"{width} x {height}" if settings.canvas else f"{settings.cell_px} px cells"))
+        typer.echo(f"  rendered with {origin}" + (f", overridden: {', '.join(f'{k} {v}' for k, v in given.items())}" if given else "")
+                   + (f"; per-trial videos in {out / 'trials'}" if per_trial else "")
                    + (f"; contact sheet {out / 'contact_sheet.png'}" if sheet else ""))
 
     @app.command()

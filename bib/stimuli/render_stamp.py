@@ -54,3 +54,29 @@ def write_stamps(root: Path, tasks: Iterable[str], current: dict[str, object]) -
     stamps = read_stamps(root) or {}
     stamps.update(dict.fromkeys(tasks, current))
     atomic_write_text(root / STAMP, json.dumps(stamps, indent=1, sort_keys=True) + "\n")
+
+
+def set_render_settings(episode_file: Path, episode_id: str) -> tuple[RenderSettings, str, Path] | None:
+    """The render settings and codec a set rendered an episode with, for an episode file of that set
+    (``SET/episodes/<id>.json``, listed in its manifest): ``(settings, codec, source)`` from the set's
+    stamp of the episode's task (``render.json``), else from its ``spec.toml``; None when the file is
+    not in a set or the set records neither."""
+    from bib.stimuli.manifest import read_manifest
+
+    root = Path(episode_file).resolve().parent.parent
+    if not (root / "manifest.csv").is_file():
+        return None
+    task = next((r["task"] for r in read_manifest(root) if r["episode_id"] == episode_id), None)
+    if task is None:
+        return None
+    entry = (read_stamps(root) or {}).get(task)
+    if isinstance(entry, dict):
+        fields = {f.name for f in dataclasses.fields(RenderSettings)}
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items() if k in fields}
+        return RenderSettings(**values), str(entry.get("codec", "h264")), root / STAMP
+    if (root / "spec.toml").is_file():
+        from bib.stimuli.spec import load_spec
+
+        render = load_spec(root / "spec.toml").render
+        return render.settings(), render.codec, root / "spec.toml"
+    return None
