@@ -357,10 +357,14 @@ class OutputFolder:
         return self.tmp
 
     def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+        tmp = self.tmp
         try:
             self._exit(exc_type)
         finally:
             self.lock.release()
+        if isinstance(exc, BibInputError) and tmp is not None and str(tmp) in str(exc):
+            # e.g. a full disk while writing OUT/.x.tmp-PID/f.json: name the file by where it was going (OUT/f.json)
+            raise BibInputError(str(exc).replace(str(tmp), str(self.path))) from None
 
     def _exit(self, exc_type) -> None:  # noqa: ANN001
         import shutil
