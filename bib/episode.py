@@ -13,6 +13,7 @@ from typing import Any
 
 from bib import __version__
 from bib.errors import BibInputError
+from bib.guard import check_name, decode, load_json, read_bytes
 from bib.io import atomic_write_text
 from bib.vocabulary import is_agent_shape, is_object_shape
 from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, step
@@ -22,6 +23,10 @@ SCHEMA = "bib.episode/1"
 PHASES = ("familiarization", "test")
 OUTCOMES = ("expected", "unexpected", "none")
 EVENT_TYPES = ("pickup-key", "unlock")
+GRID_MAX = 100
+"""Most cells a side of an episode's grid (BIB's are 10): larger grids are refused before anything is allocated."""
+SEED_END = 1 << 64
+"""Seeds are integers from 0 to ``SEED_END - 1`` (what numpy's generators take; a unit seed is 63 bits)."""
 _second = itemgetter(1)
 
 
@@ -444,8 +449,8 @@ def episode_from_dict(d: Any, source: str = "<episode>", trial_texts: list[str] 
     width = r.get(grid, "width", "grid", int)
     height = r.get(grid, "height", "grid", int)
     moves = r.get(grid, "moves", "grid", int, optional=True) or 8
-    if width < 1 or height < 1:
-        raise r.fail("grid", f"size must be positive, got {width} x {height}")
+    if not (1 <= width <= GRID_MAX and 1 <= height <= GRID_MAX):
+        raise r.fail("grid", f"size must be 1 to {GRID_MAX} cells a side, got {width} x {height}")
     if moves not in (4, 8):
         raise r.fail("grid.moves", f"expected 4 or 8, got {moves}")
     outcome = r.get(d, "outcome", "", str, optional=True) or "none"
@@ -466,20 +471,26 @@ def episode_from_dict(d: Any, source: str = "<episode>", trial_texts: list[str] 
         raise r.fail("difficulty", f"expected a finite number, got {difficulty!r}")
     if beta is not None and not (math.isfinite(beta) and beta > 0):
         raise r.fail("beta", f"expected a finite number > 0, got {beta!r}")
+    seed = r.get(d, "seed", "", int, optional=True) or 0
+    if not 0 <= seed < SEED_END:
+        shown = seed if abs(seed) < 10**30 else f"an integer of {len(str(abs(seed)))} digits"
+        raise r.fail("seed", f"expected an integer from 0 to 2**64 - 1, got {shown}")
+    pair_id = r.get(d, "pair_id", "", str, optional=True)
+    twin_id = r.get(d, "twin_id", "", str, optional=True)
     return Episode(
-        id=r.get(d, "id", "", str),
-        pair_id=r.get(d, "pair_id", "", str, optional=True),
+        id=check_name(r.get(d, "id", "", str), f"{source}: field 'id'"),
+        pair_id=pair_id if pair_id is None else check_name(pair_id, f"{source}: field 'pair_id'"),
         task=r.get(d, "task", "", str),
         condition=r.get(d, "condition", "", str),
         outcome=outcome,
-        seed=r.get(d, "seed", "", int, optional=True) or 0,
+        seed=seed,
         width=width,
         height=height,
         trials=trials,
         moves=moves,
         generator={str(k): str(v) for k, v in generator.items()},
         variant=r.get(d, "variant", "", str, optional=True) or "",
-        twin_id=r.get(d, "twin_id", "", str, optional=True),
+        twin_id=twin_id if not twin_id else check_name(twin_id, f"{source}: field 'twin_id'"),
         difficulty=None if difficulty is None else float(difficulty),
         beta=None if beta is None else float(beta),
     )
@@ -487,14 +498,13 @@ def episode_from_dict(d: Any, source: str = "<episode>", trial_texts: list[str] 
 
 def loads(text: str, source: str = "<episode>") -> Episode:
     """Parse episode JSON text."""
-    split = _split_trials(text)
+    try:
+        split = _split_trials(text)
+    except RecursionError:
+        split = None  # read whole below, with load_json's message
     if split is not None:
         return episode_from_dict(split[0], source, split[1])
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BibInputError(f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return episode_from_dict(d, source)
+    return episode_from_dict(load_json(text, source), source)
 
 
 _TRIALS_OPEN, _TRIALS_SEP, _TRIALS_CLOSE = '"trials": [\n  ', ",\n  ", "\n]}"
@@ -555,16 +565,15 @@ def _trial_from_text(text: str, d: Any, width: int, height: int, moves: int, r: 
     return trial
 
 
+EPISODE_MAX = 16 << 20
+"""Largest episode file read (bytes): a BIB episode is tens of kB; a file of hundreds of MB is refused unread."""
+
+
 def load_episode(path: str | os.PathLike[str]) -> Episode:
-    """Read an episode file; BibInputError names the file and field on any problem."""
+    """Read an episode file (a regular file of at most :data:`EPISODE_MAX` bytes, UTF-8); BibInputError
+    names the file and field on any problem."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BibInputError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BibInputError(f"{p}: cannot read ({exc})") from None
-    return loads(text, str(p))
+    return loads(decode(read_bytes(p, EPISODE_MAX), p), str(p))
 
 
 # ---------------------------------------------------------------- validation

@@ -8,8 +8,8 @@ ties FULL credit; we give them half. Chance is 50%.
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from bib.errors import BibInputError
+from bib.guard import check_header, load_json, read_text, text_lines
 from bib.io import atomic_open, atomic_write_text
 from bib.resources import resource
 from bib.results import Result, markdown_table
@@ -63,17 +64,14 @@ def read_results(path: str | os.PathLike[str], episodes: EpisodeSet | None = Non
         BibInputError: on any problem.
     """
     p = Path(path)
-    try:
-        fh = open(p, newline="", encoding="utf-8")
-    except OSError as exc:
-        raise BibInputError(f"{p}: cannot read results file ({exc.strerror})") from None
+    lines = text_lines(p)
     problems: list[str] = []
     out: dict[str, float] = {}
     first_row: dict[str, int] = {}
     mentioned: set[str] = set()
     known = episodes.ids() if episodes is not None else None
-    with fh:
-        reader = csv.reader(fh)
+    with contextlib.closing(lines):
+        reader = csv.reader(lines)
         header = next(reader, None)
         if header is None or [h.strip() for h in header] != RESULTS_HEADER:
             raise BibInputError(f"{p}: header must be 'episode_id,surprise', got {','.join(header or [])!r}")
@@ -569,10 +567,7 @@ def read_evaluation(path: str | os.PathLike[str]) -> dict[str, object]:
         BibInputError: unreadable JSON, or an object without per-condition ``accuracy``.
     """
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BibInputError(f"{p}: cannot read evaluation JSON ({exc})") from None
+    doc = load_json(read_text(p), p)
     conds = doc.get("conditions") if isinstance(doc, dict) else None
     if not isinstance(conds, dict) or not all(isinstance(v, dict) and "accuracy" in v for v in conds.values()):
         raise BibInputError(f"{p}: not a `bib evaluate --json` output (no 'conditions' with accuracies)")
@@ -611,10 +606,7 @@ def read_model_card(folder: str | os.PathLike[str]) -> dict[str, object]:
     p = Path(folder) / MODEL_JSON
     if not p.is_file():
         return {}
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BibInputError(f"{p}: cannot read the model card ({exc})") from None
+    doc = load_json(read_text(p), p)
     if not isinstance(doc, dict):
         raise BibInputError(f"{p}: the model card is not a JSON object")
     return doc
@@ -697,17 +689,11 @@ def read_anchors(path: str | os.PathLike[str] = ANCHORS, tables: Sequence[str] |
     if unknown:
         raise BibInputError(f"--source {unknown[0]}: not a published table (one of {', '.join(ANCHOR_TABLES)})")
     p = Path(path)
-    try:
-        with open(p, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(line for line in fh if not line.startswith("#"))
-            missing = [c for c in ("model", "condition", "accuracy") if c not in (reader.fieldnames or [])]
-            if missing:
-                raise BibInputError(f"{p}: missing column(s) {', '.join(missing)} (anchors need model, condition, accuracy)")
-            rows = list(reader)
-    except OSError as exc:
-        raise BibInputError(f"{p}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise BibInputError(f"{p}: not UTF-8 text") from None
+    reader = csv.DictReader(line for line in text_lines(p) if not line.startswith("#"))
+    missing = [c for c in ("model", "condition", "accuracy") if c not in check_header(reader.fieldnames, p)]
+    if missing:
+        raise BibInputError(f"{p}: missing column(s) {', '.join(missing)} (anchors need model, condition, accuracy)")
+    rows = list(reader)
     for i, r in enumerate(rows, start=2):
         try:
             float(r["accuracy"])
@@ -729,15 +715,11 @@ def read_anchors(path: str | os.PathLike[str] = ANCHORS, tables: Sequence[str] |
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Rows of an "ours" table (see :data:`TABLE_COLUMNS`)."""
     p = Path(path)
-    try:
-        with open(p, newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(line for line in fh if not line.startswith("#"))
-            missing = [c for c in ("observer", "condition", "accuracy") if c not in (reader.fieldnames or [])]
-            if missing:
-                raise BibInputError(f"{p}: missing column(s) {', '.join(missing)}")
-            return list(reader)
-    except OSError as exc:
-        raise BibInputError(f"{p}: cannot read ({exc.strerror})") from None
+    reader = csv.DictReader(line for line in text_lines(p) if not line.startswith("#"))
+    missing = [c for c in ("observer", "condition", "accuracy") if c not in check_header(reader.fieldnames, p)]
+    if missing:
+        raise BibInputError(f"{p}: missing column(s) {', '.join(missing)}")
+    return list(reader)
 
 
 def table_rows(observer: str, evaluation: Mapping[str, object], stimuli: str, command: str) -> list[dict[str, object]]:

@@ -43,7 +43,7 @@ def snapshot(root: Path) -> dict[str, str]:
 def test_corpus_is_well_formed():
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
-    assert len(ids) >= 150  # issue 28: 200 and more as the fixes land
+    assert len(ids) >= 200
     for c in CASES:
         assert c.code in (1, 2) and c.culprit, c.id
         assert c.code == 2 or c.argv[0] in ("validate", "audit"), c.id

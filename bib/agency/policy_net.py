@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -30,6 +30,7 @@ from torch import nn
 from bib.agency.env import MOVES, optimal_mask
 from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
+from bib.observers.learned import check_sizes
 from bib.tasks import make_unit
 from bib.tasks.agent_grids import GOAL
 from bib.world.dynamics import AgentState
@@ -182,8 +183,12 @@ def load(path: str | Path) -> PolicyNet:
     try:
         cfg = json.loads(blob["config"])
         cfg.pop("meta", None)
-        model = PolicyNet(NetConfig(width=cfg["width"], hidden=cfg["hidden"], dilations=tuple(cfg["dilations"])))
+        config = NetConfig(width=cfg["width"], hidden=cfg["hidden"], dilations=list(cfg["dilations"]))
+        check_sizes(config, f"{p}: config")  # before the network is allocated
+        model = PolicyNet(replace(config, dilations=tuple(config.dilations)))
         model.load_state_dict(blob["state_dict"])
+    except BibInputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is bad input
         raise BibInputError(f"{p}: not a policy-net checkpoint ({type(exc).__name__}: {exc})") from None
     return model.eval()

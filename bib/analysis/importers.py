@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,7 @@ from bib.analysis.formats import IMPORTERS
 from bib.analysis.schema import LOOK_LOG_SUFFIX, MISSING_ID, OUTCOMES, ROW, rows_text, split_missing_ids, validate
 from bib.analysis.spec import AnalysisSpec, Mapping, PyHab, RowFilter
 from bib.errors import BibInputError
+from bib.guard import check_header, read_text
 
 #: PyHab writes these summary files beside the per-infant trial files; they are not trial tables.
 PYHAB_SIDE_FILES: tuple[str, ...] = ("_Stats", "_BlockSumm_", "_HabSumm_", "_trialTiming", "_VERBOSE")
@@ -72,11 +75,11 @@ def _import_ids(raw: pd.DataFrame, source: str, outcomes: tuple[str, str]) -> tu
 
 def read_strings(path: Path, prefix: str = "") -> pd.DataFrame:
     """Read a CSV with every cell as a stripped string and a ``row`` column (``prefix`` + file line)."""
+    text = read_text(path)  # a regular UTF-8 file (a byte-order mark accepted), named when it is not
+    check_header([c.strip() for c in next(csv.reader(io.StringIO(text)), [])], path)  # pandas would rename a twin
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise BibInputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise BibInputError(f"{path}: cannot read CSV ({str(exc).splitlines()[0]})") from None
     df.columns = [str(c).strip() for c in df.columns]
     df = df.apply(lambda col: col.str.strip())

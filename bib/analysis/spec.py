@@ -3,7 +3,6 @@ mappings and the mixed model (an lme4-style formula, reference levels, centring,
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bib.analysis.schema import COLUMNS, OUTCOMES, PHASES
 from bib.errors import BibInputError
+from bib.guard import load_toml
 
 STEPS: tuple[str, ...] = ("missing", "trial_error", "min_look", "max_look", "both_outcomes")
 
@@ -156,12 +156,7 @@ def load_spec(path: str | Path | None) -> AnalysisSpec:
     if path is None:
         return AnalysisSpec()
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BibInputError(f"{p}: cannot read spec ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BibInputError(f"{p}: invalid TOML ({exc})") from None
+    data = load_toml(p, "spec file")
     try:
         spec = AnalysisSpec.model_validate(data)
     except ValidationError as exc:

@@ -93,6 +93,7 @@ def register(app: typer.Typer) -> None:
         override them."""
         import dataclasses
 
+        from bib.guard import output_path
         from bib.io import OutputFolder
         from bib.render.frames import RenderSettings
         from bib.render.video import CODECS, check_video, contact_sheet, render_episode
@@ -115,7 +116,7 @@ def register(app: typer.Typer) -> None:
                                     "contact_sheet": sheet, "settings_from": str(source) if source else None}, force=force)
         name = f"{ep.id}{CODECS[chosen]}"
         with folder as tmp:
-            frames = render_episode(ep, tmp / name, settings, chosen, tmp / "trials" if per_trial else None)
+            frames = render_episode(ep, output_path(tmp, name), settings, chosen, tmp / "trials" if per_trial else None)
             if sheet:
                 contact_sheet(ep.test, tmp / "contact_sheet.png", settings)
         width, height = settings.canvas or ("grid", "grid")

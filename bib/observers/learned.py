@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bib.episode import Episode
+from bib.episode import GRID_MAX, Episode
 from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
 from bib.observers.base import BaseObserver
@@ -114,7 +114,30 @@ def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
         if not ok:
             raise BibInputError(f"{where}: field {key!r} expects {type(default).__name__}, got {value!r}")
         out[key] = value
-    return cls(**out)
+    config = cls(**out)
+    if issubclass(cls, InputConfig):  # a model's sizes (a training config's counts are not sizes)
+        check_sizes(config, where)
+    return config
+
+
+SIZE_MAX = 4096
+"""Largest layer width, embedding, hidden size or image side a learned model's config may give: the
+sizes are checked before anything is allocated (a checkpoint's config could ask for terabytes)."""
+
+
+def check_sizes(config: Any, where: str) -> None:
+    """BibInputError unless every size of ``config`` is in range: ``grid`` 1 to :data:`bib.episode.GRID_MAX`
+    cells a side, ``cell_px`` 1 to 64, every other integer or list of integers (but the seed) 1 to
+    :data:`SIZE_MAX`."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name == "seed" or isinstance(value, bool) or not isinstance(value, (int, list)):
+            continue
+        top = {"grid": GRID_MAX, "cell_px": 64}.get(f.name, SIZE_MAX)
+        values = value if isinstance(value, list) else [value]
+        if (f.name == "grid" and len(values) != 2) or not all(1 <= v <= top for v in values):
+            shape = "two integers" if f.name == "grid" else "integers" if isinstance(value, list) else "an integer"
+            raise BibInputError(f"{where}: field {f.name!r}: expected {shape} from 1 to {top}, got {value!r}"[:300])
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import time
-import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ import torch
 from bib.episode import Episode, load_episode
 from bib.errors import BibInputError
 from bib.evaluation import find_episodes
+from bib.guard import load_toml
 from bib.io import atomic_write_text, ensure_dir
 from bib.observers.encoders import Batch, collate
 from bib.observers.learned import LearnedObserver, TrainConfig, config_from_dict, learned_class, torch_threads
@@ -53,12 +53,7 @@ def load_config(observer: str, path: str | Path | None = None) -> tuple[Any, Tra
     if path is None:
         return cls.Config(), TrainConfig()
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BibInputError(f"{p}: no such config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BibInputError(f"{p}: malformed TOML ({exc})") from None
+    data = load_toml(p, "config file")
     unknown = set(data) - {"observer", "model", "train"}
     if unknown:
         raise BibInputError(f"{p}: unknown table or field {sorted(unknown)[0]!r} (expected observer, [model], [train])")

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bib.errors import BibInputError
+from bib.guard import output_path
 from bib.profile.agents import AGENTS, AgentSpec, check_spec
 from bib.profile.instruments import INSTRUMENTS, Job, Settings, finite, jobs_for, run_job
 from bib.profile.result import Profile, ProfileTable, mean_se
@@ -206,7 +207,7 @@ def _write_one(folder: Path, profile: Profile, results: Sequence[dict[str, Any]]
     for r in results:
         if r["kind"] == "bib":
             for ep in r["episodes"]:
-                save_episode(ep, folder / "episodes" / f"{ep.id}.json", durable=False)
+                save_episode(ep, output_path(folder, "episodes", f"{ep.id}.json"), durable=False)
         elif r["kind"] == "self_reflection" and r.get("episodes"):
             for key, eps in r["episodes"].items():
                 which, _ = key.split("/", 1)

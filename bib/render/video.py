@@ -24,6 +24,7 @@ import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
+from bib.guard import output_path
 from bib.io import atomic_write_bytes, no_space
 from bib.registry import Registry
 from bib.render.frames import RenderSettings, episode_frames, frame_count, trial_frames
@@ -276,7 +277,7 @@ def _render_trials(episode: Episode, folder: Path, s: RenderSettings, codec: str
     """``<episode id>-trial<k>.<ext>`` in ``folder`` for every trial, each encoded on its own."""
     folder.mkdir(parents=True, exist_ok=True)
     for k, trial in enumerate(episode.trials):
-        target = folder / f"{episode.id}-trial{k}{CODECS[codec]}"
+        target = output_path(folder, f"{episode.id}-trial{k}{CODECS[codec]}")
         if codec == "h264":
             enc = _encoding(episode, s, target)
             _atomically(target, codec, lambda tmp: write_mp4(tmp, enc, (), trial_yuv(trial, s, s.pix_fmt)))

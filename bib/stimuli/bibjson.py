@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 
 from bib import __version__
-from bib.episode import Episode, Event, Recording, Trial, dumps
+from bib.episode import GRID_MAX, Episode, Event, Recording, Trial, dumps
 from bib.errors import BibInputError
+from bib.guard import INFLATED_MAX, gunzip, output_path, read_bytes
 from bib.io import OutputFolder, atomic_write_text, check_space
 from bib.parallel import map_ordered
 from bib.progress import track
@@ -515,8 +516,9 @@ def trial_from_bib(frames: Sequence[dict[str, Json]], phase: str, look: _Look, n
     first = frames[0]
     w0 = f"{where} frame 0"
     size = _unwrap(first.get("size"), _is_pair)
-    if not _is_pair(size) or size[0] < CELL_PX or size[1] < CELL_PX:
-        raise _fail(w0, f"field 'size': expected [width, height] in px, got {json.dumps(first.get('size'))[:40]}")
+    if not _is_pair(size) or not all(CELL_PX <= v <= GRID_MAX * CELL_PX for v in size):  # NaN fails too
+        raise _fail(w0, f"field 'size': expected [width, height] in px, {CELL_PX} to {GRID_MAX * CELL_PX} each, "
+                        f"got {json.dumps(first.get('size'))[:40]}")
     width, height = int(round(size[0] / CELL_PX)), int(round(size[1] / CELL_PX))
 
     def cell(cx: float, cy: float) -> Cell:
@@ -704,20 +706,17 @@ def loads_bib(data: bytes) -> Json:
 def read_bib_file(path: str | os.PathLike[str]) -> Json:
     """Parse a BIB JSON file (``.json`` or gzip-compressed ``.json.gz``); errors name the file."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            import gzip
-
-            data = gzip.decompress(data)
-    except (OSError, EOFError) as exc:
-        raise BibInputError(f"{p}: cannot read ({exc})") from None
+    data: bytes | bytearray = read_bytes(p, INFLATED_MAX)
+    if data[:2] == b"\x1f\x8b":
+        data = gunzip(data, p)  # in chunks, up to INFLATED_MAX: a bomb is refused, not inflated
     try:
         return loads_bib(data)
     except UnicodeDecodeError:
         raise BibInputError(f"{p}: not BIB JSON (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise BibInputError(f"{p}: not BIB JSON (malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise BibInputError(f"{p}: not BIB JSON (nested too deeply)") from None
 
 
 # ---------------------------------------------------------------- import: folders
@@ -737,10 +736,16 @@ def _json_files(folder: Path) -> list[Path]:
 
 
 def _task_of_folder(name: str, files: Sequence[Path]) -> str:
-    """Task id of a BIB folder: evaluation when it holds ``u`` files, background otherwise."""
+    """Task id of a BIB folder: evaluation when it holds ``u`` files, background otherwise. A name both
+    kinds use holding a single ``e`` file could be either (an evaluation pair missing its ``u`` file):
+    refused rather than guessed (two or more ``e`` files without a ``u`` can only be background)."""
     has_u = any(_bib_stem(f).endswith("u") for f in files)
     eval_ids = {v: k for k, v in EVALUATION_FOLDERS.items()}
     back_ids = {v: k for k, v in BACKGROUND_FOLDERS.items()}
+    if not has_u and len(files) == 1 and name in eval_ids and name in back_ids:
+        raise BibInputError(f"{files[0]}: one unpaired file in {name}/, a folder name both an evaluation task "
+                            f"({eval_ids[name]}) and a background task ({back_ids[name]}) use; "
+                            f"pass --task {eval_ids[name]} or --task {back_ids[name]}")
     if has_u and name in eval_ids:
         return eval_ids[name]
     if not has_u and name in back_ids:
@@ -891,7 +896,7 @@ def import_bib_json(
     rows, problems = [], []
     with OutputFolder(dest, job, force=force) as tmp:
         (tmp / "episodes").mkdir()
-        jobs = [ImportJob(str(f), str(tmp / "episodes" / f"{eid}.json"), eid, pair, t, outcome, naming,
+        jobs = [ImportJob(str(f), str(output_path(tmp, "episodes", f"{eid}.json")), eid, pair, t, outcome, naming,
                           tuple(sorted(shape_maps.get(f.resolve().as_posix(), {}).items())))
                 for f, eid, pair, t, outcome in plan]
         for res in track(map_ordered(_import_one, jobs, workers=workers), total=len(jobs), description="importing"):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bib.episode import Episode, load_episode, save_episode
+from bib.guard import output_path
 from bib.io import append_bytes, atomic_open, atomic_write_text, check_space, ensure_dir, folder_bytes, no_space
 from bib.parallel import check_scheduler, map_ordered
 from bib.progress import track
@@ -114,10 +115,10 @@ def build_unit(job: Job) -> list[dict[str, object]]:
     videos = [f"videos/{ep.id}{CODECS[job.codec]}" if job.video else "" for ep in episodes]
     if job.video:  # the unit's episodes together: the trials they share are drawn and encoded once
         per_trial = root / "videos" / "trials" if job.per_trial else None
-        render_episodes(episodes, [root / v for v in videos], job.settings, job.codec, per_trial)
+        render_episodes(episodes, [output_path(root, *v.split("/")) for v in videos], job.settings, job.codec, per_trial)
     for ep, video_rel in zip(episodes, videos):
         rel = f"episodes/{ep.id}.json"
-        text = save_episode(ep, root / rel, durable=False)  # verified by hash on resume
+        text = save_episode(ep, output_path(root, *rel.split("/")), durable=False)  # verified by hash on resume
         rows.append(
             {
                 "episode_id": ep.id,

@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bib.episode import Episode, load_episode, loads, validate
+from bib.episode import EPISODE_MAX, Episode, load_episode, loads, validate
 from bib.errors import BibInputError
+from bib.guard import decode, inside, read_bytes
 from bib.tasks import validate_episode, validate_pair
 
 MANIFEST = "manifest.csv"
@@ -71,14 +72,15 @@ def episode_files(path: str | os.PathLike[str]) -> list[Path]:
     """Episode JSON files at ``path`` (a file, or ``*.json`` below a folder, sorted).
 
     In a folder, JSON files that sit beside a ``manifest.csv`` (a generated set's own metadata,
-    such as its spec) are not episodes and are skipped; episodes live in ``episodes/``.
+    such as its spec) are not episodes and are skipped; episodes live in ``episodes/``. A file that
+    resolves outside the folder (a symbolic link out of it) is refused.
     """
     p = Path(path)
     if p.is_file():
         return [p]
     if p.is_dir():
         return sorted(
-            f
+            inside(p, f)
             for f in p.rglob("*.json")
             if not f.name.startswith(".") and not (f.parent / MANIFEST).exists()
         )
@@ -107,18 +109,15 @@ def _check_group(items: list[_Item]) -> list[tuple[str, str]]:
     good: dict[str, Episode] = {}
     for it in items:
         try:
-            data = Path(it.path).read_bytes()
-        except OSError as exc:
-            bad.append((it.path, f"{it.path}: cannot read ({exc.strerror})"))
+            data = read_bytes(it.path, EPISODE_MAX)
+        except BibInputError as exc:
+            bad.append((it.path, str(exc)))
             continue
         if it.sha256 is not None and hashlib.sha256(data).hexdigest() != it.sha256:
             bad.append((it.path, f"{it.path}: sha256 differs from the manifest's (the file changed after generation)"))
             continue
         try:
-            ep = loads(data.decode("utf-8"), it.path)
-        except UnicodeDecodeError:
-            bad.append((it.path, f"{it.path}: not UTF-8 text"))
-            continue
+            ep = loads(decode(data, it.path), it.path)
         except BibInputError as exc:
             bad.append((it.path, str(exc)))
             continue

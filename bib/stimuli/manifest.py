@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from bib.errors import BibInputError
+from bib.guard import check_header, check_name, set_path, text_lines
 from bib.io import atomic_write_text, sha256_file
 
 MANIFEST = "manifest.csv"
@@ -85,23 +86,50 @@ def read_manifest(directory: str | os.PathLike[str], strict: bool = True) -> lis
 
 
 def iter_manifest(directory: str | os.PathLike[str], strict: bool = True) -> Iterator[dict[str, str]]:
-    """:func:`read_manifest` one row at a time (memory does not grow with the set)."""
+    """:func:`read_manifest` one row at a time (memory does not grow with the set).
+
+    Every row names a safe episode id (:func:`bib.guard.check_name`) and paths that stay inside the set
+    (:func:`bib.guard.set_path`: relative, resolving inside it with links followed); no episode id or
+    file appears twice. With ``strict`` a row that breaks this raises BibInputError naming it; without
+    (resuming) it is dropped, as an incomplete row is.
+    """
     path = Path(directory) / MANIFEST
     if not path.exists():
         return
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames
-        if header != COLUMNS and not (strict and header in OLD_HEADERS):
+    reader = csv.DictReader(text_lines(path))
+    header = check_header(reader.fieldnames, path) if strict else reader.fieldnames
+    if header != COLUMNS and not (strict and header in OLD_HEADERS):
+        if strict:
+            raise BibInputError(f"{path}: header {header} is not the manifest header {COLUMNS}")
+        return
+    seen: set[str] = set()
+    for i, row in enumerate(reader, start=2):
+        if None in row or any(row[c] is None for c in header) or not row["sha256"] or len(row["sha256"]) != 64:
             if strict:
-                raise BibInputError(f"{path}: header {header} is not the manifest header {COLUMNS}")
-            return
-        for i, row in enumerate(reader, start=2):
-            if None in row or any(row[c] is None for c in header) or not row["sha256"] or len(row["sha256"]) != 64:
-                if strict:
-                    raise BibInputError(f"{path}: row {i} is incomplete")
-                continue
-            yield row if header == COLUMNS else dict.fromkeys(COLUMNS, "") | row
+                raise BibInputError(f"{path}: row {i} is incomplete")
+            continue
+        try:
+            _check_row(directory, row, seen, f"{path}: row {i}")
+        except BibInputError:
+            if strict:
+                raise
+            continue
+        yield row if header == COLUMNS else dict.fromkeys(COLUMNS, "") | row
+
+
+def _check_row(directory: str | os.PathLike[str], row: dict[str, str], seen: set[str], where: str) -> None:
+    """A row's id is a safe name, its paths stay in the set, and neither its id nor a path was seen before."""
+    check_name(row["episode_id"], f"{where}: episode_id")
+    keys = [f"id {row['episode_id']}"]
+    for column in ("episode_path", "video_path"):
+        if column == "episode_path" or row[column]:
+            set_path(directory, row[column], f"{where}: {column}")
+            keys.append(f"path {os.path.normpath(row[column])}")
+    for key in keys:
+        if key in seen:
+            what, value = key.split(" ", 1)
+            raise BibInputError(f"{where}: {'episode' if what == 'id' else 'file'} {value} appears twice in the manifest")
+        seen.add(key)
 
 
 def row_is_intact(directory: str | os.PathLike[str], row: dict[str, str], need_video: bool) -> bool:

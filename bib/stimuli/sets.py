@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tomllib
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bib.errors import BibInputError
+from bib.guard import check_name, load_json, read_text
 
 
 @dataclass(frozen=True)
@@ -98,10 +98,9 @@ def _number(manifest: Path, row: Mapping[str, str], column: str) -> float | None
 
 
 def _json_ref(path: Path) -> EpisodeRef:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BibInputError(f"{path}: cannot read episode ({exc})") from None
+    from bib.episode import EPISODE_MAX
+
+    data = load_json(read_text(path, EPISODE_MAX), path)
     if not isinstance(data, dict) or data.get("schema") != "bib.episode/1":
         raise BibInputError(f"{path}: not a bib.episode/1 file")
     for key in ("id", "condition"):
@@ -109,6 +108,7 @@ def _json_ref(path: Path) -> EpisodeRef:
             raise BibInputError(f"{path}: field '{key}': missing or not a string")
     if not isinstance(data.setdefault("outcome", "none"), str):  # a blind episode has none
         raise BibInputError(f"{path}: field 'outcome': not a string")
+    check_name(data["id"], f"{path}: field 'id'")
     difficulty = data.get("difficulty")
     if difficulty is not None and (isinstance(difficulty, bool) or not isinstance(difficulty, (int, float))
                                    or not math.isfinite(difficulty)):

@@ -29,13 +29,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from bib.errors import BibInputError
+from bib.guard import load_toml
 from bib.render.frames import RenderSettings
 from bib.render.video import CODECS
 from bib.stimuli.timing import Criteria
@@ -370,13 +370,4 @@ def spec_path(path: str | os.PathLike[str]) -> Path:
 def load_spec(path: str | os.PathLike[str]) -> StimulusSpec:
     """Read and validate a spec TOML file, or the built-in spec a bare name names (:func:`spec_path`)."""
     p = spec_path(path)
-    try:
-        with open(p, "rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise BibInputError(f"{p}: no such spec file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise BibInputError(f"{p}: malformed TOML ({exc})") from None
-    except OSError as exc:
-        raise BibInputError(f"{p}: cannot read ({exc.strerror})") from None
-    return parse_spec(data, str(p))
+    return parse_spec(load_toml(p, "spec file"), str(p))

@@ -36,7 +36,7 @@ SETS = [
     ("episode-is-a-folder", chain(lambda inp: (inp / "set/episodes/preference-000000-expected.json").unlink(),
                                   lambda inp: (inp / "set/episodes/preference-000000-expected.json").mkdir()),
      "preference-000000-expected.json", 1, FILES),
-    ("episode-dangling-link", symlink("set/episodes/preference-000000-expected.json", "{in}/nothing-here.json"),
+    ("episode-dangling-link", symlink("set/episodes/preference-000000-expected.json", "{in}/set/episodes/nothing-here.json"),
      "preference-000000-expected.json", 1, FILES),
 ]
 

@@ -1,0 +1,205 @@
+"""Reading what users give bib without being led astray (issue 28; the rules: docs/cli.md, "Containment").
+
+One place for the checks every command applies to its inputs and output paths:
+
+* :func:`check_name`: an id used in a file name is a safe file name (letters, digits, ``.``, ``_``,
+  ``-``; not starting with ``.`` or ``-``), so ``<id>.json`` / ``<id>.mp4`` cannot climb out;
+* :func:`inside`: a path resolves (symbolic links followed) inside a root, ``--out`` or a set;
+* :func:`set_path`: a path a set names (manifest rows) is relative and resolves inside the set;
+* :func:`read_bytes` / :func:`read_text`: only regular files are read (a FIFO or device is refused
+  without blocking), up to a size cap, text as UTF-8 (a byte-order mark accepted) with the first bad
+  byte named;
+* :func:`text_lines`: the same for streamed text (CSV readers take its lines);
+* :func:`load_json`: JSON with its depth and malformations turned into one line;
+* :func:`gunzip`: gzip inflated in chunks up to a size cap (a bomb is refused, not inflated);
+* :func:`check_header`: a CSV header without duplicated column names.
+
+Every refusal is a :class:`bib.errors.BibInputError` whose one line names the file (and field or row).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from bib.errors import BibInputError
+
+MiB = 1 << 20
+TEXT_MAX = 256 * MiB
+"""Largest text file read whole (tables, specs); episode files have their own, smaller cap."""
+INFLATED_MAX = 64 * MiB
+"""Largest inflated size of a gzip-compressed input (a BIB JSON file is a few MB)."""
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+
+
+def check_name(value: str, where: str) -> str:
+    """``value`` if it is a safe file name (see the module docstring), else BibInputError naming ``where``."""
+    if not _NAME.fullmatch(value):
+        shown = value if len(value) <= 60 else value[:57] + "..."
+        raise BibInputError(f"{where}: {shown!r} is not a safe file name (letters, digits, '.', '_' and '-', "
+                            "at most 200, not starting with '.' or '-')")
+    return value
+
+
+def inside(root: str | os.PathLike[str], path: str | os.PathLike[str], what: str = "") -> Path:
+    """``path`` if it resolves (symbolic links followed) inside ``root``; else BibInputError naming the
+    path (after ``what``, e.g. the manifest row that names it)."""
+    base = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+        raise BibInputError(f"{what + ': ' if what else ''}{os.fspath(path)} resolves to {real}, "
+                            f"outside {os.fspath(root)}")
+    return Path(path)
+
+
+def set_path(root: str | os.PathLike[str], rel: str, what: str) -> Path:
+    """``root / rel`` for a path a set names: relative, and resolving inside ``root`` (links followed)."""
+    if not rel or os.path.isabs(rel) or rel.startswith("~") or "\\" in rel or "\x00" in rel:
+        raise BibInputError(f"{what}: {rel!r} is not a path relative to the set")
+    return inside(root, Path(root) / rel, what)
+
+
+def output_path(out: str | os.PathLike[str], *names: str) -> Path:
+    """``out / names...`` where each part is a safe file name (:func:`check_name`) and the result
+    resolves inside ``out``: every path an output folder gets from its inputs is built here."""
+    p = Path(out)
+    for name in names:
+        p = p / check_name(name, f"{os.fspath(out)}: output name")
+    return inside(out, p, f"{os.fspath(out)}: output")
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """An fd of ``path`` opened without blocking (a FIFO would), refused unless a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise BibInputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BibInputError(f"{path}: is a folder, not a file") from None
+    except OSError as exc:
+        raise BibInputError(f"{path}: cannot read ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a pipe, device or socket)"
+        raise BibInputError(f"{path}: is {kind}; bib reads regular files only")
+    os.set_blocking(fd, True)
+    return fd, st
+
+
+def check_size(path: str | os.PathLike[str], size: int, limit: int, what: str = "file") -> None:
+    """BibInputError unless ``size`` bytes are at most ``limit``."""
+    if size > limit:
+        raise BibInputError(f"{os.fspath(path)}: {what} of {size / MiB:.1f} MiB is larger than the "
+                            f"{limit / MiB:.0f} MiB bib reads")
+
+
+def read_bytes(path: str | os.PathLike[str], limit: int = TEXT_MAX) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (else one-line BibInputError)."""
+    p = Path(path)
+    fd, st = _open_regular(p)
+    with os.fdopen(fd, "rb") as fh:
+        check_size(p, st.st_size, limit)
+        data = fh.read(limit + 1)
+    check_size(p, len(data), limit)
+    return data
+
+
+def decode(data: bytes, path: str | os.PathLike[str]) -> str:
+    """``data`` as UTF-8 text (a leading byte-order mark dropped); BibInputError names the first bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BibInputError(f"{os.fspath(path)}: not UTF-8 text (byte 0x{data[exc.start]:02x} at line {line}, "
+                            f"offset {exc.start}); save it as UTF-8") from None
+
+
+def read_text(path: str | os.PathLike[str], limit: int = TEXT_MAX) -> str:
+    """A regular file's UTF-8 text (see :func:`read_bytes` and :func:`decode`)."""
+    return decode(read_bytes(path, limit), path)
+
+
+def text_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of a regular UTF-8 text file (byte-order mark dropped, newlines kept as in the file),
+    read one at a time: memory does not grow with the file. A bad byte raises BibInputError naming
+    its line. Pass the lines to ``csv.reader`` / ``csv.DictReader``."""
+    p = Path(path)
+    fd, _ = _open_regular(p)
+    with os.fdopen(fd, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise BibInputError(f"{p}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at line {n}); "
+                                    "save it as UTF-8") from None
+            yield line.replace("\r\n", "\n") if line.endswith("\r\n") else line
+
+
+def check_header(header: Iterable[str] | None, path: str | os.PathLike[str]) -> list[str]:
+    """The CSV header as a list; BibInputError when a column name is repeated (which one would count?)."""
+    names = list(header or [])
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise BibInputError(f"{os.fspath(path)}: column {name!r} appears twice in the header")
+        seen.add(name)
+    return names
+
+
+def load_json(text: str | bytes, source: str | os.PathLike[str]) -> object:
+    """``json.loads(text)`` with a one-line BibInputError naming ``source`` for malformed or too deeply
+    nested JSON (the parser's recursion limit, about 1000 levels; no bib file nests more than 10)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BibInputError(f"{os.fspath(source)}: malformed JSON at line {exc.lineno} column {exc.colno}: "
+                            f"{exc.msg}") from None
+    except RecursionError:
+        raise BibInputError(f"{os.fspath(source)}: JSON nested too deeply") from None
+
+
+def gunzip(data: bytes, source: str | os.PathLike[str], limit: int = INFLATED_MAX) -> bytearray:
+    """Inflate gzip ``data`` (all members) in chunks, refusing it once it would exceed ``limit`` bytes:
+    a small file that inflates to gigabytes is refused with at most ``limit`` in memory."""
+    import zlib
+
+    out = bytearray()
+    rest = data
+    while rest:
+        d = zlib.decompressobj(wbits=31)
+        chunk = rest
+        while True:
+            try:
+                piece = d.decompress(chunk, 4 * MiB)
+            except zlib.error as exc:
+                raise BibInputError(f"{os.fspath(source)}: not a readable gzip file ({exc})") from None
+            out += piece
+            if len(out) > limit:
+                raise BibInputError(f"{os.fspath(source)}: inflates to more than {limit / MiB:.0f} MiB; "
+                                    "bib reads compressed files up to that size")
+            chunk = d.unconsumed_tail
+            if d.eof:
+                break
+            if not chunk and not piece:
+                raise BibInputError(f"{os.fspath(source)}: not a readable gzip file (cut short)")
+        rest = d.unused_data
+    return out
+
+
+def load_toml(path: str | os.PathLike[str], what: str = "file") -> dict[str, object]:
+    """A TOML file (UTF-8, :func:`read_text`) as a dict; one line for a missing file (``no such <what>``)
+    or malformed TOML."""
+    import tomllib
+
+    p = Path(path)
+    if not os.path.lexists(p):
+        raise BibInputError(f"{p}: no such {what}")
+    try:
+        return tomllib.loads(read_text(p))
+    except tomllib.TOMLDecodeError as exc:
+        raise BibInputError(f"{p}: malformed TOML ({exc})") from None
