@@ -23,7 +23,6 @@ EPISODES = [
     ("id-null", episode_with(id=None), "'id'"),
     ("task-number", episode_with(task=3), "'task'"),
     ("outcome-unknown", episode_with(outcome="surprising"), "outcome"),
-    ("outcome-missing", episode_doc(lambda d: d.pop("outcome")), "outcome"),
     ("seed-string", episode_with(seed="zero"), "seed"),
     ("seed-float", episode_with(seed=1.5), "seed"),
     ("seed-bool", episode_with(seed=True), "seed"),

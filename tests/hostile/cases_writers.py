@@ -55,7 +55,8 @@ def _cases() -> list[Case]:
                                                             "tcp://127.0.0.1:9"], culprit="--scheduler"))
     # a grid that loads but is too big for a video: refused before the encoder (and before --out is made)
     cases.append(Case("render-grid-too-wide-for-a-video", ["render", "{in}/ep.json", "--out", "{out}"],
-                      build=episode_with(grid={"width": 500, "height": 10}), culprit="{in}/ep.json: a 500 x 10 grid"))
+                      build=episode_with(grid={"width": 500, "height": 10}),
+                      culprit="{in}/ep.json: field 'grid': size must be 1 to 100"))  # refused when read (GRID_MAX)
     cases.append(Case("render-cell-px-too-big-for-a-video", ["render", "{in}/ep.json", "--out", "{out}", "--cell-px", "256"],
                       build=episode_with(grid={"width": 40, "height": 10}), culprit="makes 10240 x 2560 px frames"))
     return cases
