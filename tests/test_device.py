@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_train_any_model import run  # one `bib` runner for the issue-29 tests
 from torch.overrides import TorchFunctionMode
 
 import bib
-from bib.cli import main
 from bib.episode import save_episode
 from bib.errors import BibInputError
 from bib.observers.bc import BCMLPObserver, BCRNNObserver
@@ -47,14 +47,6 @@ TODAY = {  # sha256 of checkpoint.pt, results.csv, results.steps.parquet at 3d19
                   "1dd16f7badd211048b2acdb68bec89dd61db2749dcbcb4e5b27baf57499c4924"),
 }
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
-
-
-def run(*argv: str) -> int:
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return 0
 
 
 def sha(path: Path) -> str:
