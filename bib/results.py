@@ -111,15 +111,23 @@ class Result(ABC):
         atomic_write_text(paths[1], self.to_markdown().rstrip("\n") + "\n")
         fig = self.plot()
         if fig is not None:
-            import matplotlib  # already loaded by plot(); only its settings are needed here
-
-            with matplotlib.rc_context({"svg.hashsalt": "bib", "svg.fonttype": "none"}):
-                for ext in ("png", "svg"):
-                    path = out / f"{stem}.{ext}"
-                    with atomic_open(path, "wb") as fh:
-                        fig.savefig(fh, format=ext, dpi=120, bbox_inches="tight", metadata=_FIXED_METADATA[ext])
-                    paths.append(path)
+            paths += save_figure(fig, out, stem)
         return paths
+
+
+def save_figure(fig: Figure, folder: str | os.PathLike[str], stem: str) -> list[Path]:
+    """Write ``fig`` as ``<stem>.png`` and ``<stem>.svg`` into ``folder``, atomically and byte-reproducibly
+    (no software or date metadata, a fixed SVG hash salt). Returns the two paths."""
+    import matplotlib  # already loaded by whoever drew fig; only its settings are needed here
+
+    paths = []
+    with matplotlib.rc_context({"svg.hashsalt": "bib", "svg.fonttype": "none"}):
+        for ext in ("png", "svg"):
+            path = Path(folder) / f"{stem}.{ext}"
+            with atomic_open(path, "wb") as fh:
+                fig.savefig(fh, format=ext, dpi=120, bbox_inches="tight", metadata=_FIXED_METADATA[ext])
+            paths.append(path)
+    return paths
 
 
 _FIXED_METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None}}

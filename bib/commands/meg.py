@@ -33,11 +33,22 @@ def register(app: typer.Typer) -> None:
         goal_length: int = typer.Option(None, "--goal-length", min=1, help="Rightmost top-row cells rewarded +10 (default 1); alone: measure the optimal policy for it.", show_default=False),
         mlp_restarts: int = typer.Option(0, "--mlp-restarts", min=0, help="Also unknown-utility MEG over an MLP (256 hidden units), this many seeds."),
         seed: int = typer.Option(0, "--seed", help="Base seed of the MLP restarts."),
-        out: Path | None = optional_out("cliffworld.json, cliffworld.md, for both experiments cliffworld.png and .svg, and provenance.json"),  # noqa: UP007
+        paper: bool = typer.Option(False, "--paper", help="The paper's stated CliffWorld (10 x 4, wind 0.3, H 40), both experiments, beside its Appendix D tables."),
+        out: Path | None = optional_out("cliffworld.json, cliffworld.md, for both experiments cliffworld.png/.svg and occupancy.png/.svg (Figure 5), and provenance.json"),  # noqa: UP007
         force: bool = FORCE,
         as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     ) -> None:
         """MEG of CliffWorld policies: known utility (exact beta) and unknown utility (tabular, optionally MLP)."""
+        from bib.meg import cliffworld as cw
+
+        if paper:
+            if policy is not None or goal_length is not None:
+                raise BibInputError("--paper runs both of the paper's experiments; leave out --policy and --goal-length")
+            given = {"--width": (width, 7), "--height": (height, 4), "--horizon": (horizon, 40), "--wind": (wind, 0.3)}
+            clash = [f"{k} {v}" for k, (v, default) in given.items() if v != default]
+            if clash:
+                raise BibInputError(f"--paper sets the CliffWorld itself (10 x 4, H 40, wind 0.3); leave out {', '.join(clash)}")
+            width, height, horizon, wind = (cw.PAPER_SETTINGS[k] for k in ("width", "height", "horizon", "wind"))
         if goal_length is not None and goal_length > width:
             raise BibInputError(f"--goal-length {goal_length}: at most --width ({width}) cells")
         folder = None
@@ -46,9 +57,9 @@ def register(app: typer.Typer) -> None:
 
             folder = OutputFolder(out, {"command": "meg cliffworld", "width": width, "height": height, "horizon": horizon,
                                         "wind": wind, "policy": value(policy), "epsilon": epsilon,
-                                        "goal_length": goal_length, "mlp_restarts": mlp_restarts, "seed": seed}, force=force)
+                                        "goal_length": goal_length, "mlp_restarts": mlp_restarts, "seed": seed,
+                                        "paper": paper}, force=force)
         policy = value(policy)  # type: ignore[assignment]
-        from bib.meg import cliffworld as cw
 
         if policy is None and goal_length is not None:
             policy = "optimal"
@@ -63,7 +74,8 @@ def register(app: typer.Typer) -> None:
                 pol, experiment, param = cw.epsilon_greedy(mdp, epsilon), "epsilon-greedy", epsilon
             feats = cw.xy_features(width, height)
             rows = [cw.measure(mdp, pol, experiment, param, mlp_restarts=mlp_restarts, seed=seed, features=feats)]
-        command = f"bib meg cliffworld --width {width} --height {height} --horizon {horizon} --wind {wind}"
+        command = ("bib meg cliffworld --paper" if paper else
+                   f"bib meg cliffworld --width {width} --height {height} --horizon {horizon} --wind {wind}")
         if policy is not None:
             command += f" --policy {policy}" + (f" --epsilon {epsilon}" if policy == "eps-greedy" else "")
         if policy is not None:
@@ -72,11 +84,13 @@ def register(app: typer.Typer) -> None:
             command += f" --mlp-restarts {mlp_restarts} --seed {seed}"
         if out is not None:
             command += f" --out {out}"
-        result = cw.CliffWorldMEG(rows, {"width": width, "height": height, "horizon": horizon, "wind": wind}, command)
+        result = cw.CliffWorldMEG(rows, {"width": width, "height": height, "horizon": horizon, "wind": wind}, command,
+                                  paper=cw.compare_with_paper(rows) if paper else None)
         if folder is not None:
             with folder as tmp:
                 result.save(tmp)
-        typer.echo(result.to_json_text() if as_json else cw.format_tables(rows).rstrip(), nl=not as_json)
+        text = cw.format_tables(rows) + ("\n" + cw.format_paper_comparison(result.paper) if paper else "")
+        typer.echo(result.to_json_text() if as_json else text.rstrip(), nl=not as_json)
 
     @sub.command()
     def episodes(

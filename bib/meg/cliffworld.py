@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from bib.errors import BibInputError
 from bib.meg.known import known_utility_meg
+from bib.meg.soft import occupancy
 from bib.meg.unknown import mlp_utility_meg, tabular_utility_meg
-from bib.results import Result
+from bib.resources import resource
+from bib.results import Result, save_figure
 from bib.world.tabular import TabularMDP
 
 if TYPE_CHECKING:
@@ -19,6 +23,16 @@ if TYPE_CHECKING:
 
 EPSILONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 GOAL_LENGTHS = (1, 2, 3, 4)
+
+PAPER_SETTINGS: dict[str, Any] = {"width": 10, "height": 4, "horizon": 40, "wind": 0.3}
+"""``bib meg cliffworld --paper``: the CliffWorld the MEG paper's text states (Section 6: "a 4x10 gridworld", wind
+0.3, rewards +10 / -10 / -1, start top left, goal top right), read as seals' ``width=10, height=4``. The paper
+states no horizon and no discount; 40 is the horizon of imitation's MCE IRL tutorial on CliffWorld, the algorithm
+the paper says it adapted (see docs/meg.md, "The paper's tables", for every setting tried)."""
+PAPER_VALUES = resource("published/meg_cliffworld.csv")
+"""The paper's Appendix D.1 tables (known MEG; unknown MEG mean and std) per experiment and parameter."""
+#: Agreement the paper comparison asks for: known within 5% or 0.01 nats; unknown within 3 of the paper's std.
+KNOWN_REL_TOL, KNOWN_ABS_TOL, UNKNOWN_SDS = 0.05, 0.01, 3.0
 
 
 def cliffworld(
@@ -142,6 +156,87 @@ def run_experiments(
     return rows
 
 
+def paper_values(path: str | Path = PAPER_VALUES) -> dict[tuple[str, float], dict[str, float]]:
+    """The paper's tables: ``(experiment, parameter) -> {"known", "unknown_mean", "unknown_sd"}``."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    return {(r["experiment"], float(r["parameter"])): {k: float(r[k]) for k in ("known", "unknown_mean", "unknown_sd")}
+            for r in rows}
+
+
+def compare_with_paper(rows: list[CliffRow]) -> list[dict[str, Any]]:
+    """Each measured row beside the paper's value, with a verdict per column.
+
+    Known-utility MEG agrees when within 5% or 0.01 nats of the paper's; unknown-utility MEG (ours: the MLP mean
+    when measured, else the tabular optimum, which bounds every MLP search from above) when within 3 of the
+    paper's standard deviations.
+    """
+    paper = paper_values()
+    out = []
+    for r in rows:
+        ref = paper.get((r.experiment, float(r.parameter)))
+        if ref is None:
+            continue
+        unknown, kind = (r.mlp_mean, "mlp") if r.mlp_mean is not None else (r.unknown_tabular, "tabular")
+        known_ok = abs(r.known - ref["known"]) <= max(KNOWN_REL_TOL * abs(ref["known"]), KNOWN_ABS_TOL)
+        unknown_ok = abs(unknown - ref["unknown_mean"]) <= UNKNOWN_SDS * ref["unknown_sd"]
+        out.append({"experiment": r.experiment, "parameter": r.parameter, "known": r.known,
+                    "paper_known": ref["known"], "known_reproduced": bool(known_ok), "unknown": unknown,
+                    "unknown_kind": kind, "paper_unknown_mean": ref["unknown_mean"],
+                    "paper_unknown_sd": ref["unknown_sd"], "unknown_reproduced": bool(unknown_ok)})
+    return out
+
+
+def format_paper_comparison(comparison: list[dict[str, Any]]) -> str:
+    """Markdown table of :func:`compare_with_paper`: ours, the paper's, and whether each agrees."""
+    head = "| experiment | parameter | known (ours) | known (paper) | agrees | unknown (ours) | unknown (paper, mean ± std) | agrees |"
+    out = [head, "|---" * (head.count("|") - 1) + "|"]
+    for c in comparison:
+        out.append(f"| {c['experiment']} | {c['parameter']:g} | {_fmt(c['known'])} | {c['paper_known']:g} | "
+                   f"{'yes' if c['known_reproduced'] else 'no'} | {_fmt(c['unknown'])} ({c['unknown_kind']}) | "
+                   f"{c['paper_unknown_mean']:g} ± {c['paper_unknown_sd']:g} | {'yes' if c['unknown_reproduced'] else 'no'} |")
+    return "\n".join(out) + "\n"
+
+
+def occupancy_maps(width: int, height: int, horizon: int, wind: float,
+                   goal_lengths: tuple[int, ...] = (1, 4)) -> dict[int, np.ndarray]:
+    """Expected visits ``sum_{t=0..H} P(s_t = s)`` per cell ``[height, width]`` of the optimal policy for each
+    goal length k (the paper's Figure 5 draws k = 1 and k = 4); each map sums to ``H + 1``."""
+    maps = {}
+    for k in goal_lengths:
+        mdp = cliffworld(width, height, horizon, wind, goal_length=k)
+        maps[k] = occupancy(mdp, greedy_policy(mdp)).sum(axis=0).reshape(height, width)
+    return maps
+
+
+def occupancy_figure(maps: dict[int, np.ndarray], title: str = "") -> Figure:
+    """The paper's Figure 5: occupancy of the optimal policy per goal length, goal cells outlined, cliff hatched."""
+    from matplotlib.figure import Figure  # lazy: matplotlib is only needed to draw
+    from matplotlib.patches import Rectangle
+
+    fig = Figure(figsize=(5 * len(maps), 2.8))
+    axes = np.atleast_1d(fig.subplots(1, len(maps)))
+    for ax, (k, m) in zip(axes, maps.items()):
+        height, width = m.shape
+        im = ax.imshow(m, cmap="viridis")
+        for col in range(1, width):
+            goal = col >= width - k
+            ax.add_patch(Rectangle((col - 0.5, -0.5), 1, 1, fill=False, lw=2 if goal else 0.5,
+                                   edgecolor="gold" if goal else "white", hatch=None if goal else "//"))
+        for (row, col), v in np.ndenumerate(m):
+            if v >= 0.05:
+                ax.text(col, row, f"{v:.1f}", ha="center", va="center", fontsize=7,
+                        color="black" if v > 0.6 * m.max() else "white")
+        ax.set_title(f"optimal policy, goal region k = {k} (expected visits)", fontsize=9)
+        ax.set_xticks(range(width))
+        ax.set_yticks(range(height))
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def _fmt(x: float | None, digits: int = 2) -> str:
     if x is None:
         return "-"
@@ -201,26 +296,52 @@ class CliffWorldMEG(Result):
         rows: one :class:`CliffRow` per measured policy.
         settings: ``width``, ``height``, ``horizon``, ``wind`` of the CliffWorld.
         command: the command line that made it (shown in the Markdown and the figure).
+        paper: the rows beside the paper's Appendix D tables (:func:`compare_with_paper`), or None.
     """
 
     name: ClassVar[str] = "cliffworld"
     rows: list[CliffRow]
     settings: dict[str, Any]
     command: str = ""
+    paper: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"command", "settings", "rows"}`` (infinite beta as a string)."""
-        return {"command": self.command, "settings": dict(self.settings), "rows": [r.to_dict() for r in self.rows]}
+        """``{"command", "settings", "rows"}`` (infinite beta as a string), and ``"paper"`` when compared."""
+        doc = {"command": self.command, "settings": dict(self.settings), "rows": [r.to_dict() for r in self.rows]}
+        if self.paper is not None:
+            doc["paper"] = self.paper
+        return doc
 
     def to_markdown(self) -> str:
-        """The command, the CliffWorld and the tables of :func:`format_tables`."""
+        """The command, the CliffWorld, the tables of :func:`format_tables` and the paper comparison."""
         s = self.settings
         head = f"Made by: `{self.command}`\n\n" if self.command else ""
-        return (f"{head}CliffWorld {s['width']} x {s['height']}, H = {s['horizon']}, wind {s['wind']}; MEG in nats."
+        text = (f"{head}CliffWorld {s['width']} x {s['height']}, H = {s['horizon']}, wind {s['wind']}; MEG in nats."
                 f"\n\n{format_tables(self.rows)}")
+        if self.paper is not None:
+            agree = sum(c["known_reproduced"] for c in self.paper), sum(c["unknown_reproduced"] for c in self.paper)
+            text += (f"\nBeside the paper's Appendix D.1 (known: within 5% or 0.01; unknown: within 3 std): known "
+                     f"{agree[0]} of {len(self.paper)} agree, unknown {agree[1]} of {len(self.paper)}; docs/meg.md "
+                     f"says why the rest cannot.\n\n{format_paper_comparison(self.paper)}")
+        return text
 
     def plot(self) -> Figure | None:
         """Figure 3(b, c) when both experiments were run, else nothing."""
         if {r.experiment for r in self.rows} != {"epsilon-greedy", "goal-length"}:
             return None
         return experiments_figure(self.rows, title=self.command)
+
+    def save(self, folder: str | Path, stem: str | None = None) -> list[Path]:
+        """:meth:`Result.save`, plus ``occupancy.png`` / ``.svg`` (Figure 5: the optimal policies' occupancy for
+        k = 1 and k = 4) when both experiments were run."""
+        paths = super().save(folder, stem)
+        if self.plot_occupancy:
+            s = self.settings
+            fig = occupancy_figure(occupancy_maps(s["width"], s["height"], s["horizon"], s["wind"]), title=self.command)
+            paths += save_figure(fig, folder, "occupancy")
+        return paths
+
+    @property
+    def plot_occupancy(self) -> bool:
+        """True when both experiments were run (the occupancy figure belongs to the goal-length experiment)."""
+        return {r.experiment for r in self.rows} == {"epsilon-greedy", "goal-length"}

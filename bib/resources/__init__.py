@@ -3,6 +3,7 @@
 - ``published/voe_anchors.csv``: published VOE accuracies (the leaderboard's anchors).
 - ``baselines/results.csv``: our observers' accuracies, the default table of ``bib leaderboard``.
 - ``published/infant_pilot.csv``: the BIB infant pilot summaries (power analysis, example data).
+- ``published/meg_cliffworld.csv``: the MEG paper's CliffWorld tables (Appendix D.1), for ``bib meg cliffworld --paper``.
 - ``looking_times/example.csv``: SYNTHETIC example looking times (the demo's analysis input).
 - ``analysis/infant-pilot.toml``: the analysis spec of the infant pilot (the demo's).
 - ``stimuli/*.toml``: the built-in stimulus specs (``bib generate bib-eval``).
