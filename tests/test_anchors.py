@@ -105,30 +105,31 @@ def test_every_anchor_names_a_known_table_and_source() -> None:
     assert all(r["source"] for r in rows) and len(rows) == 9 * 11
 
 
-def test_leaderboard_sources(capsys: pytest.CaptureFixture[str]) -> None:
-    both = build_leaderboard(None)
+def test_leaderboard_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    none = tmp_path / "none.csv"  # no "ours" table: only the published columns
+    both = build_leaderboard(none)
     assert both.header[:7] == ["condition", "BC-MLP (NeurIPS)", "BC-RNN (NeurIPS)", "Video-RNN (NeurIPS)",
                                "BC-MLP (poster)", "BC-RNN (poster)", "Video-RNN (poster)"]
     row = dict(zip(both.header, next(r for r in both.rows if r[0] == "inaccessible-goal")))
     assert row["BC-MLP (NeurIPS)"] == "76.9" and row["BC-MLP (poster)"] == "53.1" and row["HBToM"] == "99.7"
-    poster = build_leaderboard(None, sources=["poster"])
+    poster = build_leaderboard(none, sources=["poster"])
     assert poster.header == ["condition", "BC-MLP", "BC-RNN", "Video-RNN"]
     assert dict(zip(poster.header, poster.rows[2]))["Video-RNN"] == "66.0"
     assert "poster" in poster.note and "NeurIPS" not in poster.note
     with pytest.raises(SystemExit) as exit_:
-        main(["leaderboard", "none.csv", "--source", "neurips", "--source", "hbtom"])
+        main(["leaderboard", str(none), "--source", "neurips", "--source", "hbtom"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == "| condition | BC-MLP | BC-RNN | Video-RNN | HBToM |"
     with pytest.raises(BibInputError, match="--source posters: not a published table"):
-        build_leaderboard(None, sources=["posters"])
+        build_leaderboard(none, sources=["posters"])
 
 
 def test_anchors_with_wrong_columns_are_refused(tmp_path: Path) -> None:
     bad = tmp_path / "anchors.csv"
     bad.write_text("name,cond,acc\nx,preference,50\n", encoding="utf-8")
     with pytest.raises(BibInputError, match=r"anchors\.csv: missing column\(s\) model, condition, accuracy"):
-        build_leaderboard(None, anchors=bad)
+        build_leaderboard(tmp_path / "none.csv", anchors=bad)
     bad.write_text("model,condition,accuracy\nx,preference,fifty\n", encoding="utf-8")
     with pytest.raises(BibInputError, match="row 2: accuracy 'fifty' is not a number"):
-        build_leaderboard(None, anchors=bad)
+        build_leaderboard(tmp_path / "none.csv", anchors=bad)
