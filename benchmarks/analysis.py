@@ -1,6 +1,11 @@
 """Speed of the looking-time analysis: the MB1 paper's model against lme4, the power simulation's two paths.
 
 Run: .venv/bin/python benchmarks/analysis.py   (prints figures; asserts nothing)
+     .venv/bin/python benchmarks/analysis.py --scale 10000 200000 1000000 crossed
+       (issue 27: simulated designs fitted by bib and by lme4 on the same rows, each fit in its own
+       process: wall time and peak memory (the child's ru_maxrss) of each and their ratios; sizes
+       are rows of participants x 16 items x 50 labs, ``crossed`` is 3,125 participants x 4,000
+       items, 64 items each; --timeout bounds each fit)
 
 Everything runs on one core (BLAS threads pinned to 1 before numpy loads). Where Rscript with
 lme4 is installed, the same script times lme4::lmer on the same rows in the same run and prints the
@@ -15,12 +20,15 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 os.environ.setdefault("BIB_NO_PROGRESS", "1")
 
+import argparse  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -114,8 +122,102 @@ def bench_power() -> None:
           f"({1 / engine:8.0f} studies/s); speed-up of the closed form {engine * 1000 / closed:.0f}x   [load {_load()}]")
 
 
+SCALE_R = """
+suppressMessages(library(lme4))
+d <- read.csv(commandArgs(TRUE)[1], colClasses = c(participant = "character", item = "character", lab = "character"))
+t0 <- proc.time()[["elapsed"]]
+m <- lmer(as.formula(commandArgs(TRUE)[2]), data = d, REML = TRUE)
+cat(proc.time()[["elapsed"]] - t0, format(REMLcrit(m), digits = 15), "\\n")
+"""
+SCALE_PY = """
+import sys, time
+import pandas as pd
+from bib.analysis import lmer
+d = pd.read_csv(sys.argv[1], dtype={"participant": str, "item": str, "lab": str})
+t0 = time.perf_counter()
+fit = lmer(sys.argv[2], d)
+print(time.perf_counter() - t0, fit.deviance, fit.converged)
+"""
+
+
+def scale_design(name: str, seed: int = 0) -> tuple[pd.DataFrame, str]:
+    """The simulated rows and formula of one scale design (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    if name == "crossed":
+        n_part, n_item, per = 3125, 4000, 64
+        part = np.repeat(np.arange(n_part), per)
+        item = np.concatenate([rng.choice(n_item, per, replace=False) for _ in range(n_part)])
+        x = (item % 2).astype(float)
+        y = 2 + 0.3 * x + rng.normal(0, 0.5, n_part)[part] + rng.normal(0, 0.1, n_item)[item] + rng.normal(0, 0.6, len(part))
+        rows = pd.DataFrame({"participant": [f"p{p}" for p in part], "item": [f"i{i}" for i in item], "lab": "L",
+                             "outcome": np.where(x > 0, "unexpected", "expected"), "y": y})
+        return rows, "y ~ outcome + (1 | participant) + (1 | item)"
+    n = int(name)
+    n_part, n_item, n_lab = n // 16, 16, 50
+    part = np.repeat(np.arange(n_part), n_item)
+    item = np.tile(np.arange(n_item), n_part)
+    lab = part % n_lab
+    x = (item % 2).astype(float)
+    y = (2 + 0.3 * x + rng.normal(0, 0.5, n_part)[part] + rng.normal(0, 0.1, n_item)[item]
+         + rng.normal(0, 0.2, n_lab)[lab] + rng.normal(0, 0.6, len(part)))
+    rows = pd.DataFrame({"participant": [f"p{p}" for p in part], "item": [f"i{i}" for i in item],
+                         "lab": [f"L{v}" for v in lab], "outcome": np.where(x > 0, "unexpected", "expected"), "y": y})
+    return rows, "y ~ outcome + (1 | participant) + (1 | item) + (1 | lab)"
+
+
+def bench_scale(names: list[str], timeout: float) -> None:
+    rscript = shutil.which("Rscript")
+    for name in names:
+        rows, formula = scale_design(name)
+        with tempfile.TemporaryDirectory() as tmp:
+            csv = Path(tmp) / "rows.csv"
+            rows.to_csv(csv, index=False)
+            results = {}
+            sides = [("bib", [sys.executable, "-c", SCALE_PY, str(csv), formula])]
+            if rscript is not None:
+                sides.append(("lme4", [rscript, "-e", SCALE_R, str(csv), formula]))
+            for side, argv in sides:
+                results[side] = _measure(argv, timeout)
+        line = f"{name:>8} ({len(rows)} rows): " + "; ".join(
+            f"{side} {r['fit']} s fit, {r['wall']:.1f} s wall, peak {r['peak']:.0f} MB, REML {r['reml']}" for side, r in results.items())
+        if "lme4" in results and results["lme4"]["wall"] > 0:
+            b, r = results["bib"], results["lme4"]
+            line += f"; ratio bib/lme4 wall {b['wall'] / r['wall']:.2f}x, peak {b['peak'] / r['peak']:.2f}x"
+        print(line + f"   [load {_load()}]", flush=True)
+
+
+def _measure(argv: list[str], timeout: float) -> dict[str, Any]:
+    """Wall time, peak memory (ru_maxrss of the child, via wait4) and the printed fit time / REML."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    assert proc.stdout is not None
+    deadline = t0 + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            _, status, usage = os.wait4(proc.pid, 0)
+            return {"fit": "timeout", "wall": time.perf_counter() - t0, "peak": usage.ru_maxrss / 1024, "reml": "-"}
+        time.sleep(0.05)
+    wall = time.perf_counter() - t0
+    out = proc.stdout.read().split()
+    fit, reml = (out[0], out[1]) if len(out) >= 2 and status == 0 else ("failed", "-")
+    return {"fit": fit if fit in ("failed",) else f"{float(fit):.1f}", "wall": wall, "peak": usage.ru_maxrss / 1024,
+            "reml": reml if reml == "-" else f"{float(reml):.6f}"}
+
+
 def main() -> None:
     """Print the figures with the load average."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", nargs="+", metavar="DESIGN", help="rows (e.g. 10000) or 'crossed'")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per fit")
+    args = parser.parse_args()
+    if args.scale:
+        bench_scale(args.scale, args.timeout)
+        return
     bench_mb1()
     bench_power()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
