@@ -296,3 +296,29 @@ def test_sparse_cholesky_path_gives_the_dense_fit(monkeypatch: pytest.MonkeyPatc
     assert sparse.deviance == pytest.approx(dense.deviance, rel=1e-12)
     assert sparse.coefficients["estimate"].to_numpy() == pytest.approx(dense.coefficients["estimate"].to_numpy(), rel=1e-8)
     assert sparse.coefficients["df"].to_numpy() == pytest.approx(dense.coefficients["df"].to_numpy(), rel=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["1000000"])
+def test_simulated_million_rows_reach_lme4_optimum(design: str, tmp_path: Path) -> None:
+    """Issue 27's 1M-row design (62,500 participants x 16 items, 50 labs; benchmarks/analysis.py
+    --scale builds it): no warning, and where Rscript with lme4 is installed, lme4's REML criterion
+    on the same rows within 1e-6 relative (no worse)."""
+    import importlib.util
+    import shutil
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("bench_analysis", FIX.parents[2] / "benchmarks" / "analysis.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows, formula = bench.scale_design(design)
+    fit = lmer(formula, rows)
+    assert fit.converged and not fit.singular and fit.warnings == []
+    rscript = shutil.which("Rscript")
+    if rscript is None:
+        pytest.skip("Rscript is not installed: bib's fit checked, lme4's optimum not compared")
+    csv = tmp_path / "rows.csv"
+    rows.to_csv(csv, index=False)
+    out = subprocess.run([rscript, "-e", bench.SCALE_R, str(csv), formula], capture_output=True, text=True, check=True)
+    reml = float(out.stdout.split()[1])
+    assert fit.deviance == pytest.approx(reml, rel=1e-6) and fit.deviance <= reml * (1 + 1e-8)
