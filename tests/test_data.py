@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from bib.data import CHANNELS, EpisodeDataset, EpisodeStream, pad_collate
+from bib.data import CACHE_ENV, CHANNELS, EpisodeDataset, EpisodeStream, cache_dir, load, pad_collate
 from bib.episode import load_episode
 from bib.errors import BibInputError
 from bib.observers.encoders import frame_states, symbolic_states, trial_actions
@@ -95,3 +95,78 @@ def test_unknown_task_and_missing_set_are_refused(tmp_path: Path) -> None:
         EpisodeStream.generate({"nope": 1})
     with pytest.raises(BibInputError, match="no such file or folder"):
         EpisodeDataset(tmp_path / "missing")
+
+
+def test_pad_collate_pads_every_axis_so_grid_sizes_mix() -> None:
+    items = list(EpisodeStream.generate({"navigation": 2, "single-object": 1}, seed=0, phases=("test",)))
+    sizes = [tuple(it["test_states"].shape[-2:]) for it in items]
+    assert len(set(sizes)) > 1  # navigation's grids are smaller than BIB's 10 x 10
+    batch = pad_collate(items)
+    steps = max(it["test_states"].shape[0] for it in items)
+    h, w = max(s[0] for s in sizes), max(s[1] for s in sizes)
+    assert batch["test_states"].shape == (3, steps, len(CHANNELS), h, w)
+    for b, it in enumerate(items):
+        n, (hb, wb) = it["test_states"].shape[0], sizes[b]
+        assert torch.equal(batch["test_states"][b, :n, :, :hb, :wb], it["test_states"])
+        assert not batch["test_states"][b, n:].any() and not batch["test_states"][b, :, :, hb:].any()
+        assert not batch["test_states"][b, :, :, :, wb:].any()
+        assert batch["test_area"][b].sum() == hb * wb and batch["test_area"][b, :hb, :wb].all()
+        assert batch["test_mask"][b].sum() == n
+        assert torch.equal(batch["test_actions"][b, :n], it["test_actions"])
+    with pytest.raises(BibInputError, match="'x' has 1 and 2 axes in different items"):
+        pad_collate([{"x": torch.zeros(2)}, {"x": torch.zeros(2, 2)}])
+
+
+def test_the_default_collate_takes_items_without_a_pair() -> None:
+    from torch.utils.data import default_collate
+
+    items = list(EpisodeStream.generate({"single-object": 2, "preference": 1}, seed=0, phases=("test",)))
+    assert all(set(it) == {"id", "condition", "test_states", "test_actions", "test_lengths"} for it in items)
+    batch = next(iter(DataLoader(items, batch_size=1)))  # torch's default collate, background episodes first
+    assert batch["id"] == [items[0]["id"]] and torch.equal(batch["test_states"][0], items[0]["test_states"])
+    assert default_collate([items[0], items[0]])["test_states"].shape[0] == 2
+
+
+def test_load_generates_into_a_cache_keyed_by_spec_and_seed_and_reuses_it(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    assert cache_dir() == tmp_path / "cache"
+    data = load("bib-ctrl", limit=1, phases=["test"], conditions=["preference"])
+    folders = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(folders) == 1 and folders[0].startswith("bib-ctrl-20211207-")
+    root = tmp_path / "cache" / folders[0]
+    assert {r.condition for r in data.refs} == {"preference"} and len(data) == 4  # a pair and its twin
+    # the same as bib generate's set (the spec, the seed, the limit), without videos
+    made = tmp_path / "made"
+    from bib.stimuli.build import build_spec
+    from bib.stimuli.spec import load_spec
+
+    build_spec(load_spec("bib-ctrl"), made, video=False, limit=1)
+    ref = EpisodeDataset(made, phases=["test"], conditions=["preference"])
+    assert [it["id"] for it in ref] == [it["id"] for it in data]
+    assert all(torch.equal(a["test_states"], b["test_states"]) for a, b in zip(ref, data))
+    # reused: nothing is built again (the folder's files keep their times), and no temporary folder is left
+    stamp = (root / "manifest.csv").stat().st_mtime_ns
+    again = load("bib-ctrl", limit=1, phases=["test"])
+    assert (root / "manifest.csv").stat().st_mtime_ns == stamp and len(again) > len(data)
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == folders
+    # another seed is another set; splits are bib train's 80/20
+    other = load("bib-ctrl", seed=1, limit=1, phases=["test"], conditions=["preference"])
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+    assert any(not torch.equal(a["test_states"], b["test_states"]) for a, b in zip(other, data))
+    train = load("bib-ctrl", split="train", limit=1, phases=["test"], cache=tmp_path / "cache")
+    val = load("bib-ctrl", split="val", limit=1, phases=["test"], cache=tmp_path / "cache")
+    ids = sorted(r.id for r in again.refs)
+    assert [r.id for r in val.refs] == ids[4::5] and len(train) + len(val) == len(again)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"split": "test"}, "split must be one of all, train, val"),
+    ({"input": "pixels"}, "input must be one of symbolic, frames"),
+    ({"limit": 0}, "limit must be >= 1"),
+])
+def test_load_refuses_bad_options_before_building(tmp_path: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(BibInputError, match=message):
+        load("bib-ctrl", cache=tmp_path, **kwargs)
+    with pytest.raises(BibInputError, match="not a built-in spec"):
+        load("no-such-set", cache=tmp_path)
+    assert not list(tmp_path.iterdir())

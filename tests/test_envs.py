@@ -72,3 +72,25 @@ def test_bad_arguments_are_refused() -> None:
         GridworldEnv("single-object", trial="first")
     with pytest.raises(BibInputError, match="does not fit grid=8"):
         GridworldEnv("navigation", grid=8).reset(seed=29)  # seed 29 draws a navigation layout wider than 8 cells
+
+
+@pytest.mark.parametrize("task", ["preference", "instrumental-blocking", "navigation"])
+def test_pixel_observations_are_the_renderers_frames_and_pass_the_checker(task: str) -> None:
+    from bib.render.frames import RenderSettings, step_frames
+
+    env = gym.make(f"bib.envs:{env_id(task)}", obs_type="pixels", cell_px=6, render_mode="rgb_array").unwrapped
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=3)
+    assert obs.shape == (env.grid * 6, env.grid * 6, 3) and obs.dtype == np.uint8
+    trial = make_unit(task, info["unit"], 0)[0].test
+    frames = list(step_frames(trial, RenderSettings(cell_px=6)))  # the trial's own frames, key and lock included
+    h, w = frames[0].shape[:2]
+    assert np.array_equal(obs[:h, :w], frames[0]) and not obs[h:].any() and not obs[:, w:].any()
+    for i, (a, b) in enumerate(zip(trial.path, trial.path[1:])):
+        obs = env.step(action_between(a, b))[0]
+        assert np.array_equal(obs[:h, :w], frames[i + 1]), i
+    assert np.array_equal(env.render(), frames[len(trial.path) - 1])
+    with pytest.raises(BibInputError, match="obs_type must be one of symbolic, pixels"):
+        GridworldEnv(task, obs_type="rgb")
+    with pytest.raises(BibInputError, match="cell_px must be an integer >= 4"):
+        GridworldEnv(task, obs_type="pixels", cell_px=2)

@@ -1,6 +1,6 @@
 """Episode sets as PyTorch datasets: the entry point for people who train their own models on ``bib``.
 
-Two datasets, one item format:
+Two datasets, one item format, and :func:`load`, a named set generated once into a cache:
 
 - :class:`EpisodeDataset` (map-style): an episode set on disk (a folder, or a ``manifest.csv``);
   only the index is read up front, each episode is read and encoded when it is asked for.
@@ -18,6 +18,16 @@ Items are encoded from each episode's blind view (:mod:`bib.stimuli.blind`, issu
 outcome, pair or design field. ``id`` is the episode's id in its set, so results can be written
 under it; in a submission kit (``bib blind``) it is opaque, so score a model you did not write on a kit.
 
+**n + 1 states, n surprise values.** A trial of ``n`` moves has ``n + 1`` states (the agent's
+cell before its first move and after each move; ``<phase>_lengths`` counts states) and ``n``
+actions that move (the last state's action is ``stay``). An observer's ``surprise(episode)``
+returns ``n`` values for a test trial of ``n`` moves: value ``i`` is the surprise at the move
+from state ``i`` to state ``i + 1``, so it reads ``test_states[: n + 1]`` and scores
+``test_actions[: n]``.
+
+Tasks of different grid sizes mix in one batch with :func:`pad_collate`, which pads every axis
+(time and the grid's height and width) and says which entries are real.
+
 Example::
 
     from torch.utils.data import DataLoader
@@ -30,7 +40,10 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +61,12 @@ from bib.stimuli.blind import blind_episode
 from bib.tasks import get_task, make_unit
 
 PHASES: tuple[str, ...] = ("familiarization", "test")
+SPLITS: tuple[str, ...] = ("all", "train", "val")
+"""Parts of a set: all of it, or the 80/20 split ``bib train`` uses (episodes sorted by id, every fifth
+one validation: :func:`bib.observers.training.split`)."""
+CACHE_ENV = "BIB_DATA_CACHE"
+"""The environment variable naming :func:`load`'s cache folder (default ``$XDG_CACHE_HOME/bib/data``,
+``~/.cache/bib/data`` when that is unset)."""
 INPUTS: tuple[str, ...] = ("symbolic", "frames")
 CHANNELS: tuple[str, ...] = SYMBOLIC_CHANNELS
 """Channel names of a symbolic state, in order (walls, barriers, lock, key, home, object shapes and
@@ -111,11 +130,16 @@ def _load(ref: EpisodeRef) -> Episode:
     return ep
 
 
-def _refs(source: str | Path | EpisodeSet, conditions: Sequence[str] | None) -> list[EpisodeRef]:
+def _refs(source: str | Path | EpisodeSet, conditions: Sequence[str] | None, split: str = "all") -> list[EpisodeRef]:
+    if split not in SPLITS:
+        raise BibInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     found = source if isinstance(source, EpisodeSet) else find_episodes(source)
-    if conditions is None:
-        return list(found.refs)
-    return [r for r in found.refs if r.condition in set(conditions)]
+    refs = list(found.refs) if conditions is None else [r for r in found.refs if r.condition in set(conditions)]
+    if split == "all":
+        return refs
+    from bib.observers.training import split as train_val
+
+    return [refs[i] for i in train_val([r.id for r in refs])[split == "val"]]
 
 
 class EpisodeDataset(Dataset):
@@ -128,12 +152,14 @@ class EpisodeDataset(Dataset):
         size: frame side in pixels (``frames`` only).
         phases: ``familiarization``, ``test`` or both.
         conditions: keep only episodes of these conditions / tasks (all when None).
+        split: ``all``, or ``train`` / ``val``: the 80/20 split of the (kept) episodes that
+            ``bib train`` uses (:data:`SPLITS`).
     """
 
     def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
-                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None) -> None:
+                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None, split: str = "all") -> None:
         self.encoding = Encoding(input, size, tuple(phases))
-        self.refs = _refs(source, conditions)
+        self.refs = _refs(source, conditions, split)
 
     def __len__(self) -> int:
         return len(self.refs)
@@ -185,8 +211,10 @@ class EpisodeStream(IterableDataset):
 
 
 def pad_collate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Batch items of different lengths: tensors are zero-padded along their first axis and stacked,
-    strings become lists, and each ``<phase>_states`` gets a boolean ``<phase>_mask`` ``[B, steps]``."""
+    """Batch items of different sizes: tensors are zero-padded along every axis (time, and the grid's
+    height and width, so tasks of different grid sizes mix) and stacked, strings become lists, and each
+    ``<phase>_states`` ``[B, steps, C, H, W]`` gets a boolean ``<phase>_mask`` ``[B, steps]`` (real
+    states) and ``<phase>_area`` ``[B, H, W]`` (the item's own grid, or frame)."""
     if not items:
         raise BibInputError("pad_collate needs at least one item")
     out: dict[str, Any] = {}
@@ -195,17 +223,95 @@ def pad_collate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if not isinstance(values[0], torch.Tensor):
             out[key] = values
             continue
-        longest = max(v.shape[0] for v in values)
-        batch = values[0].new_zeros((len(values), longest, *values[0].shape[1:]))
+        ranks = sorted({v.dim() for v in values})
+        if len(ranks) > 1:
+            raise BibInputError(f"pad_collate: {key!r} has {' and '.join(map(str, ranks))} axes in different items")
+        shape = [max(v.shape[d] for v in values) for d in range(ranks[0])]
+        batch = values[0].new_zeros((len(values), *shape))
         for b, v in enumerate(values):
-            batch[b, : v.shape[0]] = v
+            batch[(b, *(slice(0, n) for n in v.shape))] = v
         out[key] = batch
         if key.endswith("_states"):
-            mask = torch.zeros((len(values), longest), dtype=torch.bool)
+            phase = key[: -len("_states")]
+            mask = torch.zeros((len(values), shape[0]), dtype=torch.bool)
+            area = torch.zeros((len(values), *shape[-2:]), dtype=torch.bool)
             for b, v in enumerate(values):
                 mask[b, : v.shape[0]] = True
-            out[key[: -len("_states")] + "_mask"] = mask
+                area[b, : v.shape[-2], : v.shape[-1]] = True
+            out[f"{phase}_mask"], out[f"{phase}_area"] = mask, area
     return out
 
 
-__all__ = ["CHANNELS", "INPUTS", "PHASES", "Encoding", "EpisodeDataset", "EpisodeStream", "pad_collate"]
+def cache_dir() -> Path:
+    """Where :func:`load` keeps generated sets: ``$BIB_DATA_CACHE``, else ``$XDG_CACHE_HOME/bib/data``
+    (``~/.cache/bib/data``)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "bib" / "data"
+
+
+def load(name_or_spec: str | os.PathLike[str] | Any, split: str = "all", phases: Sequence[str] = PHASES,
+         input: str = "symbolic", size: int = 84, *, seed: int | None = None, limit: int | None = None,
+         conditions: Sequence[str] | None = None, cache: str | os.PathLike[str] | None = None,
+         workers: int = 1) -> EpisodeDataset:
+    """A stimulus set as an :class:`EpisodeDataset`, generated the first time and read from a cache after.
+
+    Nothing is downloaded: the set is built from its spec and seed (as ``bib generate`` builds it,
+    without videos) into ``<cache>/<name>-<seed>-<16 hex digits of sha256(spec, limit)>``, and a later
+    call with the same spec, seed and limit reads that folder. A set is built beside its place and
+    renamed into it when whole, so an interrupted build leaves nothing that a later call would read.
+
+    Args:
+        name_or_spec: a built-in set (``bib-eval``, ``bib-ctrl``, ``bib-background``, ...), a spec TOML
+            file, or a :class:`bib.stimuli.spec.StimulusSpec`.
+        split: ``all``, ``train`` or ``val`` (:data:`SPLITS`).
+        phases, input, size, conditions: as for :class:`EpisodeDataset`.
+        seed: another seed than the spec's.
+        limit: at most this many units per task (as ``bib generate --limit``): a small set to try things.
+        cache: the cache folder (default :func:`cache_dir`: ``$BIB_DATA_CACHE`` or the user cache).
+        workers: worker processes for the first build.
+
+    Example::
+
+        from bib.data import load
+
+        train = load("bib-background", split="train", phases=["familiarization"], limit=20)
+        test = load("bib-ctrl", input="frames", size=64)
+    """
+    from bib.stimuli.spec import StimulusSpec, load_spec, override, spec_to_toml
+
+    Encoding(input, size, tuple(phases))  # bad options fail before anything is built
+    if split not in SPLITS:
+        raise BibInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    if limit is not None and limit < 1:
+        raise BibInputError(f"limit must be >= 1, got {limit}")
+    spec = name_or_spec if isinstance(name_or_spec, StimulusSpec) else load_spec(name_or_spec)
+    if seed is not None:
+        spec = override(spec, str(name_or_spec), seed=seed)
+    digest = hashlib.sha256(f"{spec_to_toml(spec)}\nlimit = {limit}\n".encode()).hexdigest()[:16]
+    folder = Path(cache if cache is not None else cache_dir()) / f"{spec.name}-{spec.seed}-{digest}"
+    if not folder.is_dir():
+        _build_into(spec, folder, limit, workers)
+    return EpisodeDataset(folder, input, size, phases, conditions, split)
+
+
+def _build_into(spec: Any, folder: Path, limit: int | None, workers: int) -> None:
+    """Build ``spec`` beside ``folder`` and rename it into place (another process may win the race: its set is the same)."""
+    from bib.stimuli.build import build_spec
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        build_spec(spec, tmp, video=False, workers=workers, limit=limit)
+        try:
+            os.rename(tmp, folder)
+        except OSError:
+            if not folder.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+__all__ = ["CACHE_ENV", "CHANNELS", "INPUTS", "PHASES", "SPLITS", "Encoding", "EpisodeDataset", "EpisodeStream",
+           "cache_dir", "load", "pad_collate"]

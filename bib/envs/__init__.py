@@ -13,11 +13,15 @@ trials (the test trial by default) from the agent's home:
 
 - actions: the world's moves (:data:`bib.world.dynamics.ACTION_NAMES`: N, NE, E, SE, S, SW, W,
   NW, stay; 4-connected grids refuse diagonals); an illegal move leaves the agent in place;
-- observation: the symbolic state the learned observers see (:data:`bib.data.CHANNELS` x H x
-  W, float32), zero-padded to ``grid x grid`` cells;
+- observation (``obs_type``): ``symbolic``, the state the learned observers see
+  (:data:`bib.data.CHANNELS` x H x W, float32), zero-padded to ``grid x grid`` cells; or
+  ``pixels``, the renderer's frame of the state (:func:`bib.render.frames.step_frames`: uint8
+  RGB, ``grid * cell_px`` square, the layout in the top-left corner and black beyond it), the
+  picture ``render()`` returns too;
 - reward: 1 for reaching the trial's goal (the object the trial's agent went to, or the key when
   that trial ends at the key), 0 for reaching another object, minus ``step_cost`` times the
-  length of every move (1 orthogonal, sqrt 2 diagonal; a stay or an illegal move costs 1);
+  length of every move (1 orthogonal, sqrt 2 diagonal; a stay or an illegal move costs 1: an
+  illegal move is a bump, the agent stays where it is, as in ``bib profile`` and the agency suite);
 - the episode terminates when the agent reaches an object (or the key, when that is the goal) and
   is truncated after ``max_steps`` moves; ``info`` has the task, unit, goal and key/lock events.
 """
@@ -38,6 +42,8 @@ from bib.world.dynamics import ACTIONS, STAY, AgentState, action_cost, move_lega
 
 TRIALS = ("test", "any")
 """Which trial of a unit an environment plays: always the test trial, or one drawn at random."""
+OBS_TYPES = ("symbolic", "pixels")
+"""What an observation is: the symbolic grid, or the renderer's RGB frame."""
 
 
 def env_id(task: str) -> str:
@@ -56,16 +62,22 @@ class GridworldEnv(gym.Env):
         step_cost: cost per unit of move length.
         max_steps: moves before truncation (default ``4 * grid * grid``).
         base_seed: the base seed units are generated under (units are drawn by index from it).
+        obs_type: ``symbolic`` or ``pixels`` (:data:`OBS_TYPES`).
+        cell_px: pixels per cell of ``pixels`` observations and of ``render()`` (BIB's 20 by default).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(self, task: str = "single-object", trial: str = "test", grid: int | None = None,
                  step_cost: float = 0.01, max_steps: int | None = None, base_seed: int = 0,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, obs_type: str = "symbolic", cell_px: int = 20) -> None:
         spec = get_task(task)
         if trial not in TRIALS:
             raise BibInputError(f"trial must be one of {', '.join(TRIALS)}, got {trial!r}")
+        if obs_type not in OBS_TYPES:
+            raise BibInputError(f"obs_type must be one of {', '.join(OBS_TYPES)}, got {obs_type!r}")
+        if isinstance(cell_px, bool) or not isinstance(cell_px, int) or cell_px < 4:
+            raise BibInputError(f"cell_px must be an integer >= 4, got {cell_px!r}")
         if render_mode not in (None, "rgb_array"):
             raise BibInputError(f"render_mode must be rgb_array or None, got {render_mode!r}")
         self.task, self.trial_choice, self.base_seed = task, trial, int(base_seed)
@@ -73,21 +85,40 @@ class GridworldEnv(gym.Env):
         self.step_cost = float(step_cost)
         self.max_steps = int(max_steps if max_steps is not None else 4 * self.grid * self.grid)
         self.render_mode = render_mode
+        self.obs_type, self.cell_px = obs_type, cell_px
         self.action_space = spaces.Discrete(len(ACTIONS))
-        self.observation_space = spaces.Box(0.0, 1.0, (len(SYMBOLIC_CHANNELS), self.grid, self.grid), np.float32)
+        if obs_type == "pixels":
+            side = self.grid * cell_px
+            self.observation_space = spaces.Box(0, 255, (side, side, 3), np.uint8)
+        else:
+            self.observation_space = spaces.Box(0.0, 1.0, (len(SYMBOLIC_CHANNELS), self.grid, self.grid), np.float32)
         self._trial: Trial | None = None
         self._state: AgentState | None = None
         self._steps = 0
 
-    def _observation(self) -> np.ndarray:
+    def _now(self) -> Trial:
+        """The current state as a one-state trial (key carried and lock opened as events at step 0)."""
         assert self._trial is not None and self._state is not None
         events = []
         if self._state.has_key:
             events.append(Event(0, "pickup-key"))
         if self._state.unlocked:
             events.append(Event(0, "unlock"))
-        now = Trial(self._trial.phase, self._trial.layout, (self._state.cell,), tuple(events), self._trial.goal)
-        state = symbolic_states(now)[0]
+        return Trial(self._trial.phase, self._trial.layout, (self._state.cell,), tuple(events), self._trial.goal)
+
+    def _frame(self) -> np.ndarray:
+        """The renderer's picture of the current state, uint8 ``[H, W, 3]`` (the layout's own size)."""
+        from bib.render.frames import RenderSettings, step_frames  # lazy: pygame is loaded only to draw
+
+        return next(iter(step_frames(self._now(), RenderSettings(cell_px=self.cell_px))))
+
+    def _observation(self) -> np.ndarray:
+        if self.obs_type == "pixels":
+            frame = self._frame()
+            out = np.zeros(self.observation_space.shape, dtype=np.uint8)
+            out[: frame.shape[0], : frame.shape[1]] = frame
+            return out
+        state = symbolic_states(self._now())[0]
         out = np.zeros(self.observation_space.shape, dtype=np.float32)
         out[:, : state.shape[1], : state.shape[2]] = state
         return out
@@ -139,10 +170,7 @@ class GridworldEnv(gym.Env):
         """The current state as an RGB frame (``render_mode="rgb_array"``), drawn by the renderer."""
         if self.render_mode != "rgb_array" or self._trial is None or self._state is None:
             return None
-        from bib.render.frames import RenderSettings, step_frames  # lazy: pygame is loaded only to draw
-
-        now = Trial(self._trial.phase, self._trial.layout, (self._state.cell,), (), self._trial.goal)
-        return next(iter(step_frames(now, RenderSettings(cell_px=20))))
+        return self._frame()
 
 
 def register_envs() -> list[str]:
@@ -159,4 +187,4 @@ def register_envs() -> list[str]:
 ENV_IDS = register_envs()
 """The registered ids, in registry order."""
 
-__all__ = ["ENV_IDS", "TRIALS", "GridworldEnv", "env_id", "register_envs"]
+__all__ = ["ENV_IDS", "OBS_TYPES", "TRIALS", "GridworldEnv", "env_id", "register_envs"]
