@@ -72,6 +72,17 @@ def test_blind_episode_drops_every_design_field(small_set: Path) -> None:
             assert v.goal == (on[0] if on else ("key" if v.layout.key == end else None))
 
 
+def test_judge_leak_tells_a_coin_from_a_reader() -> None:
+    from bib.evaluation import ConditionResult
+    from bib.observers.leaks import judge_leak
+
+    assert judge_leak(ConditionResult("c", 0.39, 0.29, 0.49, 100, 0), (0.4, 0.6))[0] == "ok"  # p = 0.035
+    assert judge_leak(ConditionResult("c", 0.70, 0.6, 0.8, 100, 0), (0.4, 0.6))[0] == "FAIL"  # p = 7.9e-5
+    assert judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 6, 0), (0.4, 0.6))[0] == "ok"  # 6 pairs: p = 0.03
+    assert judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 12, 0), (0.4, 0.6))[0] == "FAIL"  # p = 4.9e-4
+    assert judge_leak(ConditionResult("c", 0.5, 0.5, 0.5, 12, 12), (0.4, 0.6))[0] == "ok"
+
+
 def test_another_secret_gives_other_ids(small_set: Path) -> None:
     ep = load_episode(next(iter(sorted(small_set.glob("*.json")))))
     a, b = blind_episode(ep, b"one"), blind_episode(ep, b"two")
@@ -269,13 +280,13 @@ def test_leak_battery_reads_the_open_set_and_sits_at_chance_through_score_and_ki
             # few for the band, so over all 54 pairs pooled
             pooled = [dataclasses.replace(r, condition="all") for r in refs.refs]
             res = evaluate(pooled, surprise, n_boot=500)["all"]
-            assert judge_leak(res.accuracy, res.ci_low, res.ci_high, (0.4, 0.6))[0] == "ok", (where, reader.leak, res)
+            assert judge_leak(res, (0.4, 0.6))[0] == "ok", (where, reader.leak, res)
             assert 0.3 <= res.accuracy <= 0.7, (where, reader.leak, res)
     assert LEAKS == ("label", "id-text", "id-order", "position", "text-size", "role")
 
 
 def test_audit_runs_the_leak_battery_and_the_learned_shortcut(small_set: Path) -> None:
-    from bib.evaluation import EpisodeSet
+    from bib.evaluation import ConditionResult, EpisodeSet
     from bib.observers.audit import COLUMNS, audit_json, run_audit
     from bib.observers.leaks import judge_leak
 
@@ -290,8 +301,8 @@ def test_audit_runs_the_leak_battery_and_the_learned_shortcut(small_set: Path) -
             assert row["shortcuts"][leak]["accuracy"] == 0.5 and row["shortcuts"][leak]["status"] == "ok"
         for leak in doc["leaks"]:
             cell = row["shortcuts"][leak]
-            assert (cell["status"], cell["cue"]) == (judge_leak(cell["accuracy"], cell["ci_low"], cell["ci_high"],
-                                                                (0.4, 0.6))[0], "leak")
+            res = ConditionResult(cond, cell["accuracy"], cell["ci_low"], cell["ci_high"], cell["n_pairs"], cell["n_ties"])
+            assert (cell["status"], cell["cue"]) == (judge_leak(res, (0.4, 0.6))[0], "leak")
         if "learned-test-only" in row["shortcuts"]:  # absent where every pair fell in the fit half
             assert row["shortcuts"]["learned-test-only"]["cue"] == "efficiency"
     assert list(doc["conditions"]) == list(three)

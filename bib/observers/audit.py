@@ -362,7 +362,7 @@ def run_audit(
     for j, name in enumerate(LEAKS):
         surprise = {eid: float(s[j]) for eid, s in leaks.items()}
         for cond, res in evaluate(paired, surprise, seed=seed, n_boot=n_boot).items():
-            cells.setdefault(cond, {})[name] = Cell(res, LEAK_CUE, *judge_leak(res.accuracy, res.ci_low, res.ci_high, BAND))
+            cells.setdefault(cond, {})[name] = Cell(res, LEAK_CUE, *judge_leak(res, BAND))
     order = order_conditions(cells)
     n_pairs = {c: len(p) for c, p in pair_up(paired).items()}
     return Audit(source, list(found.sets), {c: cells[c] for c in order}, stumps, difficulty, n_pairs)

@@ -18,10 +18,11 @@ where the set leaks. :data:`LEAKS`:
   ``A`` was the preferred object), and a twin field read with it (a twin flips which end is
   expected).
 
-A leak is never exempt: FAIL wherever a reader leaves 40-60% and its bootstrap 95% CI excludes 50%
-(:func:`judge_leak`). Through the blind view ``id-order`` and ``position`` are a coin flip per pair
-(opaque ids and a shuffled order), so on a small set they leave 40-60% by chance alone; the CI tells
-that apart from a reader that reads something (on the full sets the CI is +-2-3 points).
+A leak is never exempt: FAIL wherever a reader leaves 40-60% and a fair coin per pair would give that
+result with probability below 0.001 (:func:`judge_leak`). Through the blind view ``id-order``,
+``position`` and ``role`` are a coin flip per pair (opaque ids, a shuffled order, random names), so on
+100 pairs a condition they leave 40-60% by chance alone (39% happens, binomial p = 0.03; a 95% CI
+would call one such cell in twenty a leak), while a reader that reads the answer scores far beyond.
 
 ``learned-test-only`` (:func:`fit_learned`): scikit-learn's HistGradientBoostingClassifier over
 the features of the test trial alone (:data:`TEST_FEATURES`: the battery's test-only features of
@@ -38,6 +39,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from bib.episode import Episode, dumps
+from bib.evaluation import ConditionResult
 from bib.observers.base import BaseObserver
 from bib.observers.shortcuts import FEATURES
 
@@ -56,12 +58,25 @@ def _role(ep: Episode) -> float:
     return float(ends_off_first != float(ep.twin_id is not None and ep.twin_id < (ep.pair_id or "")))
 
 
-def judge_leak(accuracy: float, ci_low: float, ci_high: float, band: tuple[float, float]) -> tuple[str, str | None]:
-    """``("ok" | "FAIL", reason)`` of a leak reader: FAIL outside ``band`` when the CI excludes 50%."""
+LEAK_P = 1e-3
+"""A leak cell FAILs outside the band only when a fair coin per pair would give its result with
+probability below this (two-sided binomial test over the untied pairs)."""
+
+
+def judge_leak(result: ConditionResult, band: tuple[float, float]) -> tuple[str, str | None]:
+    """``("ok" | "FAIL", reason)`` of a leak reader's result on one condition: FAIL outside ``band`` when a
+    coin flip per pair explains it with probability below :data:`LEAK_P`."""
+    from scipy.stats import binomtest
+
     lo, hi = band
-    if lo - 1e-12 <= accuracy <= hi + 1e-12 or ci_low <= 0.5 <= ci_high:
+    if lo - 1e-12 <= result.accuracy <= hi + 1e-12:
         return "ok", None
-    return "FAIL", f"leak {'above' if accuracy > hi else 'below'} the {100 * lo:g}-{100 * hi:g}% band, 95% CI excludes 50%"
+    untied = result.n_pairs - result.n_ties
+    wins = round(result.accuracy * result.n_pairs - 0.5 * result.n_ties)
+    p = binomtest(wins, untied, 0.5).pvalue if untied else 1.0
+    if p >= LEAK_P:
+        return "ok", None
+    return "FAIL", f"leak {'above' if result.accuracy > hi else 'below'} the {100 * lo:g}-{100 * hi:g}% band (binomial p = {p:.1e})"
 
 
 class LeakReader(BaseObserver):
