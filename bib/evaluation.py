@@ -468,10 +468,27 @@ def set_summary(refs: Sequence[EpisodeRef], sets: Sequence[Mapping[str, object]]
             "limited": any(bool(s.get("limited")) for s in sets)}
 
 
+#: Fewer pairs than this in a condition and its accuracy and CI carry a warning (2 pairs can show 100% [100-100]).
+MIN_PAIRS = 10
+
+
+def few_pairs_warning(condition: str, n_pairs: int) -> str | None:
+    """The warning of a condition with fewer than :data:`MIN_PAIRS` pairs (None with enough)."""
+    if n_pairs >= MIN_PAIRS:
+        return None
+    return (f"{condition}: only {n_pairs} pair{'s' * (n_pairs != 1)} (fewer than {MIN_PAIRS}): its accuracy and 95% CI "
+            "rest on too few pairs to say much")
+
+
+def few_pairs_warnings(results: Mapping[str, ConditionResult]) -> list[str]:
+    """One warning per condition with fewer than :data:`MIN_PAIRS` pairs."""
+    return [w for c, r in results.items() if (w := few_pairs_warning(c, r.n_pairs)) is not None]
+
+
 def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, **extra: object) -> dict[str, object]:
     """The ``bib evaluate --json`` object (``evaluation.json``, schema :data:`SCHEMA`): ``{"schema", "bib_version",
     "readout", "tie_rule", "conditions": {C: {"accuracy", "ci_low", "ci_high", "n_pairs", "n_ties"}}, "averages",
-    "overall", ...extra}`` (``extra``: ``model``, ``set``, ``sets``, ``difficulty``)."""
+    "overall", "warnings" (:func:`few_pairs_warnings`), ...extra}`` (``extra``: ``model``, ``set``, ``sets``, ``difficulty``)."""
     from bib import __version__
 
     return {
@@ -482,6 +499,7 @@ def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, *
         "conditions": {c: _result_json(r) for c, r in results.items()},
         "averages": family_averages(results),
         "overall": overall(results),
+        "warnings": few_pairs_warnings(results),
         **extra,
     }
 
@@ -537,6 +555,7 @@ class Evaluation(Result):
         if who:
             note = f"Model: {who}. " + note
         text = note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
+        text += "".join(f"\n\nWarning: {w}" for w in few_pairs_warnings(self.conditions))
         if self.difficulty:
             text += "\n\n" + DifficultyCurve(self.difficulty).to_markdown()
         return text

@@ -320,3 +320,17 @@ def test_cli_bad_results_exit_2(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("bib: error: ") and "have no row: preference-000000-unexpected" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_conditions_with_fewer_than_10_pairs_carry_a_warning() -> None:
+    """2 pairs can show 100% [100-100]: such a condition is flagged in the JSON and the Markdown."""
+    from bib.evaluation import MIN_PAIRS, ConditionResult, Evaluation, evaluation_json
+
+    results = {"preference": ConditionResult("preference", 1.0, 1.0, 1.0, 2, 0),
+               "efficiency-path": ConditionResult("efficiency-path", 0.6, 0.3, 0.9, MIN_PAIRS, 0)}
+    doc = evaluation_json(results, "max")
+    assert doc["warnings"] == ["preference: only 2 pairs (fewer than 10): its accuracy and 95% CI rest on too few pairs "
+                               "to say much"]
+    text = Evaluation(results).to_markdown()
+    assert text.endswith("\n\nWarning: " + doc["warnings"][0])
+

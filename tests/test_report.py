@@ -85,7 +85,7 @@ def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: P
     out = tmp_path / "site"
     build(inputs, out)
     pages = sorted(p.name for p in out.glob("*.html"))
-    assert pages == ["analysis-analysis.html", "evaluation.html", "index.html", "profile-rational.html",
+    assert pages == ["analysis-infant-pilot.html", "evaluation.html", "index.html", "profile-rational.html",
                      "profiles-profiles-random.html", "profiles-profiles-rational.html", "profiles-profiles.html",
                      "set-tiny-study-efficiency-path.html", "set-tiny-study-manifest.html", "set-tiny-study-orders.html",
                      "set-tiny-study-preference.html", "set-tiny-study.html"]
@@ -101,11 +101,26 @@ def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: P
     assert [Path(v).name for v in videos] == ["preference-000000-expected.mp4", "preference-000000-unexpected.mp4"]
     assert all((out / v).resolve() == (inputs["set"] / "videos" / Path(v).name).resolve() for v in videos)
     assert not list(out.rglob("*.mp4"))
-    assert len(list((out / "sheets").rglob("*.png"))) == 4
+    # a contact sheet per episode, and a poster (the video's first frame) for each player: no black "0:00" box
+    assert len(list((out / "sheets").rglob("*-poster.png"))) == 4 and len(list((out / "sheets").rglob("*.png"))) == 8
+    posters = re.findall(r'<video [^>]*poster="([^"]+)"', pref)
+    assert len(posters) == 2 and all((out / p).is_file() for p in posters)
+    import cv2
+
+    from bib.episode import load_episode
+    from bib.render.frames import trial_frames
+    from bib.report.build import sheet_settings
+    from bib.report.inputs import read_stimulus_set
+
+    first = next(trial_frames(load_episode(inputs["set"] / "episodes" / "preference-000000-expected.json").trials[0],
+                              sheet_settings(read_stimulus_set(inputs["set"])), only={0}))
+    assert (cv2.imread(str(out / posters[0]))[:, :, ::-1] == first).all()
     evaluation = (out / "evaluation.html").read_text(encoding="utf-8")
     assert "oracle" in evaluation and "HBToM" in evaluation and "inverse-planner" in evaluation
+    # the tiny set has 1 pair per condition: each accuracy carries the few-pairs warning
+    assert evaluation.count("Warning: ") >= 2 and "preference: only 1 pair (fewer than 10)" in evaluation
     assert (out / "figures" / "evaluation.svg").read_text(encoding="utf-8").startswith("<?xml")
-    analysis = (out / "analysis-analysis.html").read_text(encoding="utf-8")
+    analysis = (out / "analysis-infant-pilot.html").read_text(encoding="utf-8")  # named after the study, not its folder
     assert "0.397" in analysis and "trial error: fussiness" in analysis  # the estimate and an exclusion reason
     orders = (out / "set-tiny-study-orders.html").read_text(encoding="utf-8")
     assert orders.count("<h2>Order ") == 4

@@ -91,12 +91,40 @@ def test_stats_cli_table_and_json(tmp_path: Path, capsys) -> None:
     lines = [[c.strip() for c in line.strip("|").split("|")] for line in capsys.readouterr().out.strip().splitlines()]
     assert lines[0][:4] == ["condition", "kind", "episodes", "pairs"]  # the Markdown table of the SetStats result
     assert lines[2][:4] == ["single-object", "background", "2", "0"]
+    from bib.stimuli.stats import COLUMN_MEANINGS
+
+    explained = [line.split("**")[1] for line in (" ".join(x) for x in lines) if line.startswith("- **")]
+    assert explained == lines[0] == [c for c, _ in COLUMN_MEANINGS]  # every column explained, in order
     with pytest.raises(SystemExit):
         main(["stats", str(tmp_path / "s"), "--json"])
     data = json.loads(capsys.readouterr().out)["conditions"]
     assert data[0]["condition"] == "single-object" and data[0]["episodes"] == 2
     assert data[0]["test_steps_unexpected"]["mean"] is None
+    assert json.loads(json.dumps(data)) and "limit" not in data[0]
     with pytest.raises(SystemExit) as info:
         main(["stats", str(tmp_path / "missing")])
     assert info.value.code == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_a_limit_set_says_so(tmp_path: Path, capsys) -> None:
+    """A set built with --limit says so in bib stats and on its report page (its counts are not the spec's)."""
+    from bib.stimuli.build import build_spec, built_limit
+    from bib.stimuli.spec import load_spec, override
+
+    spec = override(load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "infant-pilot.toml"), "t",
+                    video=False, per_trial=False, cell_px=8, canvas=None)
+    build_spec(spec, tmp_path / "lim", limit=1, record=True)
+    assert built_limit(tmp_path / "lim") == 1 and built_limit(tmp_path / "nowhere") is None
+    with pytest.raises(SystemExit):
+        main(["stats", str(tmp_path / "lim")])
+    out = capsys.readouterr().out
+    assert out.startswith("Built with --limit 1: at most 1 pairs (or episodes) per task, not the spec's counts.")
+    with pytest.raises(SystemExit):
+        main(["stats", str(tmp_path / "lim"), "--json"])
+    assert json.loads(capsys.readouterr().out)["limit"] == 1
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(tmp_path / "lim"), "--out", str(tmp_path / "site")])
+    assert done.value.code in (None, 0)
+    page = (tmp_path / "site" / "set-infant-pilot.html").read_text(encoding="utf-8")
+    assert "Stimulus set infant-pilot (--limit 1)" in page and "Built with <code>--limit 1</code>" in page

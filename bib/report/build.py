@@ -54,11 +54,13 @@ def slugify(text: str) -> str:
 
 @dataclass(frozen=True)
 class SheetJob:
-    """One contact sheet to draw: the episode file, the PNG, the render settings."""
+    """One contact sheet to draw: the episode file, the PNG, the render settings, and the poster PNG
+    (the first frame of the episode's video, shown by its player before it plays)."""
 
     episode: str
     png: str
     settings: Any
+    poster: str = ""
 
 
 def draw_sheet(job: SheetJob) -> tuple[int, int]:
@@ -68,6 +70,8 @@ def draw_sheet(job: SheetJob) -> tuple[int, int]:
 
     ep = load_episode(job.episode)
     img = contact_sheet(ep.test, job.png, job.settings, n=SHEET_FRAMES, columns=SHEET_FRAMES)
+    if job.poster:
+        contact_sheet(ep.trials[0], job.poster, job.settings, n=1, columns=1, spacing=0)  # the video's first frame
     return int(img.shape[1]), int(img.shape[0])
 
 
@@ -197,11 +201,14 @@ class ReportBuilder:
                 episodes = []
                 for row in eps:
                     sheet = f"sheets/{slug}/{row['episode_id']}-{row['sha256'][:12]}-{tag}.png"
+                    poster = sheet[: -len(".png")] + "-poster.png" if row["video_path"] else ""
                     old = previous / sheet if previous is not None else None
-                    self.sheet_jobs.append((SheetJob(str(root / row["episode_path"]), str(self.site.path(sheet)), settings),
-                                            old if old is not None and old.is_file() else None))
+                    reuse = old is not None and old.is_file() and (not poster or (previous / poster).is_file())
+                    self.sheet_jobs.append((SheetJob(str(root / row["episode_path"]), str(self.site.path(sheet)), settings,
+                                                     str(self.site.path(poster)) if poster else ""),
+                                            old if reuse else None))
                     episodes.append({"outcome": row["outcome"], "episode_id": row["episode_id"], "n_steps": row["n_steps"],
-                                     "video": str(root / row["video_path"]) if row["video_path"] else "",
+                                     "video": str(root / row["video_path"]) if row["video_path"] else "", "poster": poster,
                                      "episode": str(root / row["episode_path"]), "sheet": sheet, "job": len(self.sheet_jobs) - 1})
                 cards.append({"id": item_id, "episodes": episodes})
             n_pairs = len({r["pair_id"] for r in rows if r["pair_id"]})
@@ -228,7 +235,11 @@ class ReportBuilder:
             r = data.spec.render
             render = (f"{r.cell_px} px cells, {r.fps} fps, {r.speed} cells/s"
                       + (f", letterboxed {r.canvas[0]} x {r.canvas[1]}" if r.canvas else "") + f", codec {r.codec}")
-        self.render(f"set-{slug}.html", "set.html", f"Stimulus set {inp.label}", set_root=str(data.root),
+        from bib.stimuli.build import built_limit
+
+        limit = built_limit(data.root)
+        self.render(f"set-{slug}.html", "set.html", f"Stimulus set {inp.label}" + (f" (--limit {limit})" if limit else ""),
+                    limit=limit, set_root=str(data.root),
                     spec=data.spec, n_episodes=len(data.rows), has_video=any(r["video_path"] for r in data.rows),
                     n_orders=len({o["order"] for o in data.orders}), render=render, conditions=conditions,
                     manifest_page=manifest_page, orders_page=orders_page, made_by=made_by)
@@ -293,6 +304,8 @@ class ReportBuilder:
             if old is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(old, target)
+                if job.poster:
+                    shutil.copyfile(old.parent / Path(job.poster).name, job.poster)
                 sizes[k] = _png_size(target)
             else:
                 Path(job.png).parent.mkdir(parents=True, exist_ok=True)
@@ -312,7 +325,7 @@ class ReportBuilder:
     # ------------------------------------------------------------ evaluation
 
     def evaluation_page(self, inputs: list[Input], audits: list[Input]) -> None:
-        from bib.evaluation import ANCHORS, leaderboard, read_anchors
+        from bib.evaluation import ANCHORS, few_pairs_warning, leaderboard, read_anchors
         from bib.tasks.registry import conditions, families
 
         rows: list[dict[str, str]] = []
@@ -338,6 +351,8 @@ class ReportBuilder:
                     "name": name, "slug": slugify(name), "source": str(inp.path), "difficulty": difficulty,
                     "stimuli": mine[0].get("stimuli", ""), "readout": mine[0].get("readout", ""),
                     "command": mine[0].get("command", ""), "averages": averages,
+                    "warnings": [w for r in mine if str(r.get("n_pairs", "")).isdigit()
+                                 and (w := few_pairs_warning(r["condition"], int(r["n_pairs"]))) is not None],
                     "rows": [{"condition": r["condition"], "accuracy": _pct(r["accuracy"]),
                               "ci": f"{_pct(r.get('ci_low'))}–{_pct(r.get('ci_high'))}" if r.get("ci_low") else "",
                               "n_pairs": r.get("n_pairs", ""), "n_ties": ties.get(r["condition"], "")} for r in mine],

@@ -276,7 +276,13 @@ def read_inputs(paths: list[Path]) -> list[Input]:
             label = path.resolve().parent.name if path.name == FOLDER_FILES["audit"] else path.stem
         elif kind == "analysis":
             data = read_analysis_input(path)
-            label = path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem
+            # named after the study (the analysis spec's name), not the folder (out/analysis gave analysis-analysis.html)
+            from bib.analysis.spec import AnalysisSpec
+
+            study = data.doc.get("spec")
+            unnamed = AnalysisSpec.model_fields["name"].default
+            label = study if isinstance(study, str) and study and study != unnamed else (
+                path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem)
         else:
             data = read_profile_input(path)
             label = path.resolve().parent.name if path.name in PROFILE_FILES.values() else path.stem

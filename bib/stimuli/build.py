@@ -77,6 +77,24 @@ class BuildSummary:
     episodes: int
 
 
+#: The first line of a set's spec.toml when it was built with ``--limit`` (its counts are not the spec's).
+LIMIT_NOTE = "built with --limit {limit} (at most {limit} units per task)"
+
+
+def built_limit(root: str | os.PathLike[str]) -> int | None:
+    """The ``--limit`` a set in ``root`` was built with (from its spec.toml's first line), or None."""
+    import re
+
+    try:
+        with open(Path(root) / "spec.toml", encoding="utf-8") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    pattern = re.escape("# " + LIMIT_NOTE).replace(re.escape("{limit}"), r"(\d+)")
+    found = re.match(pattern, first.strip())
+    return int(found.group(1)) if found else None
+
+
 def _number(x: float | None) -> str:
     """A manifest number: 4 decimals, ``""`` for None."""
     return "" if x is None else f"{x:.{DECIMALS}f}"
@@ -658,7 +676,7 @@ def build_spec(
         from bib.stimuli.spec import override, spec_to_toml
 
         resolved = override(spec, "resolved", video=with_video, per_trial=per_trial)
-        note = f"built with --limit {limit} (at most {limit} units per task)" if limit is not None else ""
+        note = LIMIT_NOTE.format(limit=limit) if limit is not None else ""
         atomic_write_text(summary.out / "spec.toml", spec_to_toml(resolved, note))
     if spec.orders is not None:
         rows = read_manifest(summary.out)

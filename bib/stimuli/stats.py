@@ -175,7 +175,9 @@ def set_stats(directory: str | os.PathLike[str], workers: int = 1) -> SetStats:
     summaries = map_ordered(_summarize_file, files, workers=workers)
     for s in track(summaries, total=len(files), description="reading"):
         by_condition.setdefault(s.condition, []).append(s)
-    return SetStats([_aggregate(c, by_condition[c]) for c in sorted(by_condition)])
+    from bib.stimuli.build import built_limit
+
+    return SetStats([_aggregate(c, by_condition[c]) for c in sorted(by_condition)], built_limit(directory))
 
 
 def _fmt(v: float | None, spec: str = ".2f") -> str:
@@ -192,6 +194,8 @@ class SetStats(Result):
 
     name: ClassVar[str] = "stats"
     conditions: list[ConditionStats]
+    limit: int | None = None
+    """The ``--limit`` the set was built with (its counts are then not the spec's), or None."""
 
     def __iter__(self) -> Iterator[ConditionStats]:
         return iter(self.conditions)
@@ -201,13 +205,38 @@ class SetStats(Result):
 
     def to_json(self) -> dict[str, Any]:
         """``{"conditions": [ConditionStats.as_dict(), ...]}`` (with histograms and object grids)."""
-        return {"conditions": [c.as_dict() for c in self.conditions]}
+        return {"conditions": [c.as_dict() for c in self.conditions], "limit": self.limit}
 
     def to_markdown(self) -> str:
-        """One row per condition: counts, steps (mean±sd), object cells and entropy, the closest-object rule."""
-        head = ["condition", "kind", "episodes", "pairs", "fam steps", "test steps e", "test steps u",
-                "obj cells", "obj H bits", "closest rule", "decided"]
+        """One row per condition: counts, steps (mean±sd), object cells and entropy, the closest-object rule;
+        then what each column means (:data:`COLUMN_MEANINGS`)."""
+        head = [c for c, _ in COLUMN_MEANINGS]
         rows = [[s.condition, s.kind, s.episodes, s.pairs, _mean_sd(s.fam_steps), _mean_sd(s.test_steps_expected),
                  _mean_sd(s.test_steps_unexpected), s.object_cells, _fmt(s.object_entropy_bits),
                  _fmt(s.closest_object_correct, ".3f"), _fmt(s.closest_object_decided, ".3f")] for s in self.conditions]
-        return markdown_table(head, rows, "ll" + "r" * (len(head) - 2))
+        table = markdown_table(head, rows, "ll" + "r" * (len(head) - 2))
+        legend = "\n".join(f"- **{c}**: {m}" for c, m in COLUMN_MEANINGS)
+        note = (f"Built with --limit {self.limit}: at most {self.limit} pairs (or episodes) per task, not the spec's counts.\n\n"
+                if self.limit is not None else "")
+        return f"{note}{table}\n\nWhat the columns mean:\n\n{legend}"
+
+
+#: The columns of ``bib stats`` and what each means, in words for the people who design the study.
+COLUMN_MEANINGS: tuple[tuple[str, str], ...] = (
+    ("condition", "the task (condition) the episodes belong to"),
+    ("kind", "evaluation (expected/unexpected pairs, shown to infants and models) or background (training episodes)"),
+    ("episodes", "how many episodes (one familiarization block plus a test trial each)"),
+    ("pairs", "how many complete expected/unexpected pairs"),
+    ("fam steps", "moves the agent makes in a familiarization trial: mean ± SD"),
+    ("test steps e", "moves in the test trial of the expected outcome: mean ± SD"),
+    ("test steps u", "moves in the test trial of the unexpected outcome: mean ± SD (if it differs much from the "
+                     "expected one, path length alone could tell the outcomes apart)"),
+    ("obj cells", "how many different grid cells the objects appear in (more: positions better varied)"),
+    ("obj H bits", "how evenly the objects are spread over those cells (entropy in bits; higher is more even, "
+                   "log2 of the number of cells at most)"),
+    ("closest rule", "how well a shortcut tells the outcomes apart without understanding the agent: \"the outcome "
+                     "in which the agent walks to a farther object than the nearest one is the unexpected one\" "
+                     "(1 = always right, 0.5 = chance; pairs it cannot decide count 0.5). Near 0.5 means object "
+                     "distance does not give the answer away"),
+    ("decided", "share of pairs the shortcut can decide (exactly one outcome's agent walks to a farther object)"),
+)
