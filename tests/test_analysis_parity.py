@@ -288,6 +288,7 @@ def test_sparse_cholesky_path_gives_the_dense_fit(monkeypatch: pytest.MonkeyPatc
     frame = model_frame(parse_formula(formula), data)
     dense = fit_lmm(frame)
     monkeypatch.setattr(mixed, "DENSE_MAX", 0)
+    monkeypatch.setattr(mixed, "DENSE_FILL", 2.0)  # these small Schur complements are filled in
     pls = mixed.PLS(frame)
     for theta in (dense.theta, dense.theta * 0.5, np.where(pls.lower == 0.0, 0.0, dense.theta)):
         assert pls.deviance(theta, True) == pytest.approx(dense._pls.deviance(theta, True), rel=1e-12, abs=1e-9)
@@ -322,3 +323,9 @@ def test_simulated_million_rows_reach_lme4_optimum(design: str, tmp_path: Path) 
     out = subprocess.run([rscript, "-e", bench.SCALE_R, str(csv), formula], capture_output=True, text=True, check=True)
     reml = float(out.stdout.split()[1])
     assert fit.deviance == pytest.approx(reml, rel=1e-6) and fit.deviance <= reml * (1 + 1e-8)
+
+
+def test_filled_in_schur_complement_stays_dense() -> None:
+    assert mixed.dense_schur(3000, 0) and not mixed.dense_schur(3001, 3001)
+    assert mixed.dense_schur(5000, int(0.05 * 5000 ** 2)) and not mixed.dense_schur(5000, int(0.04 * 5000 ** 2))
+    assert not mixed.dense_schur(12_001, 12_001 ** 2)

@@ -16,7 +16,8 @@ The factorization of ``A = Lambda'Z'Z Lambda + I`` uses the structure lme4's fil
 finds: the random-effects term with the most levels comes first, and its block of ``A`` is block
 diagonal (each observation belongs to one level), so it is inverted block by block and only the
 Schur complement of the other terms (labs, items: a few hundred columns) is factorized, densely
-(``numpy``) when it has at most 3,000 columns, else by a sparse LDL' with AMD ordering (qdldl,
+(``numpy``) when it has at most 3,000 columns or is filled in (:func:`dense_schur`), else by a
+sparse LDL' with AMD ordering (qdldl,
 :class:`SparseCholesky`: symbolic analysis once, numeric refactorisation per theta). The profiled
 deviance only needs ``log det A`` and ``A^{-1}`` applied to the ``p + 1`` right-hand sides, which
 this gives exactly.
@@ -58,6 +59,16 @@ from bib.errors import BibInputError
 
 #: Largest Schur complement factorized densely.
 DENSE_MAX = 3000
+#: A larger Schur complement is still factorised densely (LAPACK) when at least this share of it
+#: is nonzero (crossed participants x items: filled in) and it has at most DENSE_LIMIT columns
+#: (12,000: 1.1 GB); a sparse LDL' of a filled-in matrix does the dense work without BLAS.
+DENSE_FILL = 0.05
+DENSE_LIMIT = 12_000
+
+
+def dense_schur(n: int, nnz: int) -> bool:
+    """Whether an ``n x n`` Schur complement with ``nnz`` nonzeros is factorised densely."""
+    return n <= DENSE_MAX or (n <= DENSE_LIMIT and nnz >= DENSE_FILL * n * n)
 
 
 @dataclass(frozen=True)
@@ -344,7 +355,10 @@ class PLS:
             self._c11 = self.ZtZ.diagonal()[:q1]
             csr = self.ZtZ.tocsr()
             self._c21 = csr[q1:, :q1].tocsr()
-            self._c22 = csr[q1:, q1:].toarray() if self.q - q1 <= DENSE_MAX else csr[q1:, q1:].tocsc()
+            c22 = csr[q1:, q1:]
+            n2 = self.q - q1
+            nnz = n2 if n2 <= DENSE_MAX else (abs(c22) + abs(self._c21) @ abs(self._c21).T).nnz
+            self._c22 = c22.toarray() if dense_schur(n2, nnz) else c22.tocsc()
 
     def theta_start(self) -> np.ndarray:
         """lme4's start: 1 on the diagonals, 0 off them (in ``theta_scale`` units)."""
@@ -383,7 +397,7 @@ class PLS:
             A21D = (A21 @ Dinv).tocsc()
             S = A22 - A21D @ A21.T
             rhs2 = B[q1:] - A21D @ B1
-            if S.shape[0] <= DENSE_MAX:
+            if dense_schur(S.shape[0], S.nnz):
                 cS = linalg.cho_factor(S.toarray(), lower=True, check_finite=False)
                 logdet += 2.0 * float(np.log(np.diag(cS[0])).sum())
                 W2 = linalg.cho_solve(cS, rhs2, check_finite=False)
