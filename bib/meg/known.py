@@ -8,10 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from bib.meg.soft import (
+    BetaObjective,
+    _batch,
+    _beta_pass,
     _tolerance,
     action_major,
     beta_objective,
-    beta_objective_am,
     forward,
     limit_log_policy,
     single_entries,
@@ -99,7 +101,12 @@ def fit_beta(
     vmin = -vneg
     w_am = action_major(weights)
     single = single_entries(w_am)
-    o0 = beta_objective_am(mdp, u, 0.0, w_am, single)
+    u_col = _batch(mdp, u, 0.0)[0]  # checked once: every pass below takes it as it is
+
+    def objective(beta: float) -> BetaObjective:
+        return _beta_pass(mdp, u_col, np.array([beta]), w_am, single)
+
+    o0 = objective(0.0)
     g0 = float(o0.d1[0])
     best = (float(o0.value[0]), 0.0)
     eps = _tolerance(mdp, u)
@@ -121,7 +128,7 @@ def fit_beta(
     b = abs(g0) / -h0 if h0 < 0 else 1.0 / scale
     b = min(max(b, 1e-6 / scale), b_max)
     while iters < max_iter:
-        o = beta_objective_am(mdp, u, sgn * b, w_am, single)
+        o = objective(sgn * b)
         iters += 1
         val, g, h = float(o.value[0]), sgn * float(o.d1[0]), float(o.d2[0])
         if val > best[0] or best[1] == 0.0:
