@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jinja2
 
+from bib.guard import inside
 from bib.io import OutputFolder, atomic_write_text, read_provenance
 
 
@@ -70,8 +71,8 @@ class Site:
         return Path(os.path.relpath(absolute, page_dir)).as_posix()
 
     def path(self, rel: str) -> Path:
-        """The temporary location of the site file ``rel`` (its folder created)."""
-        p = self.tmp / rel
+        """The temporary location of the site file ``rel`` (its folder created), checked to stay inside the site."""
+        p = inside(self.tmp, self.tmp / rel, "site file")
         p.parent.mkdir(parents=True, exist_ok=True)
         return p
 

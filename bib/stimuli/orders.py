@@ -34,6 +34,7 @@ from pathlib import Path
 
 from bib.episode import Episode, Trial, load_episode
 from bib.errors import BibInputError
+from bib.guard import set_path, text_lines
 from bib.io import atomic_write_text
 from bib.render.frames import RenderSettings, frame_count, outcome_frame
 
@@ -151,17 +152,19 @@ def read_orders(root: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Rows of ``root/orders.csv`` (``[]`` when the set has none), checked against :data:`ORDER_COLUMNS`.
 
     Raises:
-        BibInputError: a header that is not the orders header, or a row without an order or position.
+        BibInputError: a header that is not the orders header, a row without an order or position, or a
+            ``video_path`` that is not inside the set (:func:`bib.guard.set_path`).
     """
     path = Path(root) / ORDERS
     if not path.is_file():
         return []
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames not in (ORDER_COLUMNS, LEGACY_COLUMNS):
-            raise BibInputError(f"{path}: header {reader.fieldnames} is not the orders header {ORDER_COLUMNS}")
-        rows = [{**dict.fromkeys(ORDER_COLUMNS, ""), **r} if None not in r else r for r in reader]
+    reader = csv.DictReader(text_lines(path))
+    if reader.fieldnames not in (ORDER_COLUMNS, LEGACY_COLUMNS):
+        raise BibInputError(f"{path}: header {reader.fieldnames} is not the orders header {ORDER_COLUMNS}")
+    rows = [{**dict.fromkeys(ORDER_COLUMNS, ""), **r} if None not in r else r for r in reader]
     for i, row in enumerate(rows, start=2):
         if None in row or not str(row.get("order", "")).isdigit() or not str(row.get("position", "")).isdigit():
             raise BibInputError(f"{path}: row {i} is incomplete (order and position must be integers)")
+        if row.get("video_path"):  # the experiment copies it: it must stay inside the set
+            set_path(root, row["video_path"], f"{path}: row {i}: video_path")
     return rows

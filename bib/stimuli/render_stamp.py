@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from bib.errors import BibInputError
 from bib.io import atomic_write_text
 from bib.render.frames import RenderSettings
 
@@ -35,7 +36,7 @@ def read_stamps(root: Path) -> dict[str, dict[str, object]] | None:
     """Task id -> stamp of the set in ``root``; None when it has no stamp file (or an unreadable one)."""
     try:
         data = json.loads((root / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
         return None
     return data if isinstance(data, dict) else None
 
@@ -73,7 +74,11 @@ def set_render_settings(episode_file: Path, episode_id: str) -> tuple[RenderSett
     if isinstance(entry, dict):
         fields = {f.name for f in dataclasses.fields(RenderSettings)}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items() if k in fields}
-        return RenderSettings(**values), str(entry.get("codec", "h264")), root / STAMP
+        try:
+            settings = RenderSettings(**values)
+        except (TypeError, ValueError) as exc:  # a value of the wrong type (the ranges are BibInputErrors)
+            raise BibInputError(f"{root / STAMP}: task {task}: not render settings ({exc})") from None
+        return settings, str(entry.get("codec", "h264")), root / STAMP
     if (root / "spec.toml").is_file():
         from bib.stimuli.spec import load_spec
 

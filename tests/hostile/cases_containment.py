@@ -101,3 +101,32 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
+
+
+def _orders(video_path: str):
+    """``{in}/set/orders.csv`` with one row whose per-trial video is ``video_path``."""
+    from bib.stimuli.orders import ORDER_COLUMNS
+
+    row = {"order": "1", "position": "1", "task": "preference", "pair_id": "preference-000000", "phase": "test",
+           "trial": "8", "outcome": "expected", "test_position": "1", "episode_id": "preference-000000-expected",
+           "video_path": video_path, "fps": "25", "video_frames": "100", "outcome_frame": "50"}
+    return write("set/orders.csv", ",".join(ORDER_COLUMNS) + "\n" + ",".join(row[c] for c in ORDER_COLUMNS) + "\n")
+
+
+ORDERS = [
+    ("etc-passwd", _orders("/etc/passwd")),
+    ("climbs", _orders("../../../x.mp4")),
+    ("home", _orders("~/x.mp4")),
+    ("link-out", chain(_orders("videos/trials/x.mp4"), symlink("set/videos/trials/x.mp4", "/etc/hostname"))),
+]
+CASES += [Case(f"experiment-orders-video-{name}", ["experiment", "{in}/set", "--out", "{out}"], build=build,
+               culprit="orders.csv: row 2: video_path") for name, build in ORDERS]
+
+# a set's render stamp (render.json) that `bib render` of one of its episodes reads
+STAMPS = [
+    ("wrong-type", '{"preference": {"cell_px": "x"}}', "render.json: task preference: not render settings"),
+    ("cell-px-huge", '{"preference": {"cell_px": 1000000}}', "cell_px"),
+    ("fps-zero", '{"preference": {"fps": 0}}', "fps"),
+]
+CASES += [Case(f"render-set-stamp-{name}", ["render", "{in}/set/episodes/preference-000000-expected.json", "--out", "{out}"],
+               build=write("set/render.json", text), culprit=culprit) for name, text, culprit in STAMPS]
