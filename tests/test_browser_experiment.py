@@ -418,3 +418,103 @@ def test_play_through_and_outcome_timing_whole_order(driver, timed_study: Path) 
         assert got == pytest.approx((lt, duration, reason), abs=1e-9)
         reasons.add(reason)
     assert reasons == {"lookaway", "min_trial", "max_trial"}
+
+
+FAKE_WEBCAM = ("--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream")
+
+
+def test_webcam_recording_and_a_second_coder(study: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A session recorded with the (fake) webcam saves its recording locally; the coding mode replays it
+    for a second coder with the same key; bib reliability compares the two coders' files; a recording
+    of another session is refused by the coding page and by bib reliability (one line, exit 2)."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    downloads = tmp_path_factory.mktemp("rec-downloads")
+    with browser.chromium(1000, 700, downloads=downloads, flags=FAKE_WEBCAM) as d:
+        d.downloads = downloads
+        open_study(d, study)
+        d.find_element(By.ID, "record").click()
+        start(d, "p50")
+        WebDriverWait(d, 20).until(lambda x: x.execute_script("return window.bibExperiment.recording()") == "recording")
+        t, starts = 5000.0, []
+        for _ in range(3):
+            starts.append(t)
+            t = run_trial(d, t, schedule_for(len(starts)))
+        time.sleep(1.5)  # a second or so of webcam video
+        set_clock(d, t)
+        key(d, "y", True)
+        key(d, "y", False)
+        trials_a = wait_file(downloads, "tiny-study_p50_trials.csv")
+        looks = wait_file(downloads, "tiny-study_p50_looks.csv")
+        deadline = time.monotonic() + 20
+        recording = downloads / "tiny-study_p50_recording.webm"
+        while time.monotonic() < deadline and not (recording.is_file() and recording.stat().st_size > 0
+                                                   and not list(downloads.glob("*.crdownload"))):
+            time.sleep(0.1)
+        assert recording.read_bytes()[:4] == b"\x1a\x45\xdf\xa3"  # a WebM (EBML) file
+        assert any(r["event"] == "recording_start" for r in rows_of(looks))
+
+        # the second coder: the same look schedule, each look-away 0.1 s later
+        d.get(study.joinpath("code.html").as_uri() + "?clock=manual")
+        d.find_element(By.ID, "looks-file").send_keys(str(downloads / "tiny-study_p50_looks.csv"))
+        other = tmp_path_factory.mktemp("other") / "tiny-study_p51_recording.webm"
+        shutil.copyfile(recording, other)
+        d.find_element(By.ID, "recording-file").send_keys(str(other))
+        d.find_element(By.ID, "code-start").click()
+        WebDriverWait(d, 10).until(lambda x: x.find_element(By.ID, "code-error").is_displayed())
+        assert d.find_element(By.ID, "code-error").text == ("tiny-study_p51_recording.webm: not the recording of session "
+                                                           "tiny-study p50 (its recording is tiny-study_p50_recording.webm)")
+        d.get(study.joinpath("code.html").as_uri() + "?clock=manual")
+        d.find_element(By.ID, "looks-file").send_keys(str(downloads / "tiny-study_p50_looks.csv"))
+        d.find_element(By.ID, "recording-file").send_keys(str(recording))
+        d.find_element(By.ID, "code-start").click()
+        WebDriverWait(d, 10).until(lambda x: x.execute_script("return window.bibCoding.plan() !== null"))
+        plan = d.execute_script("return window.bibCoding.plan()")
+        assert [tr["position"] for tr in plan["trials"]] == [1, 2, 3] and plan["recording"] == recording.name
+        for tr, base in zip(plan["trials"], starts):
+            assert tr["start"] == base
+            events = [(0.0, "on"), *schedule_for(tr["position"])]
+            for at, kind in events:
+                d.execute_script("window.bibCoding.clock.set(arguments[0])", base + (at + (0.1 if kind == "off" else 0)) * 1000)
+                key(d, "space", kind == "on")
+            d.execute_script("window.bibCoding.clock.set(arguments[0])", tr["end"] + 500)
+            key(d, "space", False)
+        d.find_element(By.ID, "code-save").click()
+        trials_b = wait_file(downloads, "tiny-study_p50_coderB_trials.csv")
+    a_rows, b_rows = rows_of(trials_a), rows_of(trials_b)
+    expected_b = []
+    for r in a_rows:
+        sched = [(0.0, "on"), *schedule_for(int(r["position"]))]
+        end = float(r["trial_duration_s"])
+        total, on = 0.0, None
+        for at, kind in sched:
+            at = at + (0.1 if kind == "off" else 0)
+            if kind == "on":
+                on = at
+            elif on is not None:
+                total += max(0.0, min(at, end) - on)
+                on = None
+        if on is not None:
+            total += max(0.0, end - on)
+        expected_b.append(round(total, 3))
+    assert [float(r["looking_time_s"]) for r in b_rows] == pytest.approx(expected_b, abs=1e-3)
+    assert {r["recording"] for r in b_rows} == {recording.name} and {r["coder"] for r in b_rows} == {"B"}
+    a_file, b_file = downloads / "tiny-study_p50_trials.csv", downloads / "tiny-study_p50_coderB_trials.csv"
+    proc = subprocess.run([str(Path(sys.executable).parent / "bib"), "reliability", str(a_file), str(b_file), "--json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["n_trials"] == 3
+    assert [t["b"] for t in doc["trials"]] == pytest.approx(expected_b, abs=1e-3)
+    wrong = b_file.with_name("wrong.csv")
+    wrong.write_text(b_file.read_text(encoding="utf-8").replace("tiny-study_p50_recording.webm", "tiny-study_p51_recording.webm"),
+                     encoding="utf-8")
+    proc = subprocess.run([str(Path(sys.executable).parent / "bib"), "reliability", str(a_file), str(wrong)], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"bib: error: {wrong}: line 2: recording tiny-study_p51_recording.webm does not match its session")

@@ -284,8 +284,8 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
     with pytest.raises(SystemExit) as done:
         main(["experiment", str(inputs["set"]), "--out", str(out), "--lookaway", "1.5", "--lab", "babylab"])
     assert done.value.code in (None, 0)
-    assert sorted(p.name for p in out.iterdir()) == ["experiment.css", "experiment.js", "index.html", "provenance.json",
-                                                     "stimulus.html", "stimulus.js", "study.js", "videos"]
+    assert sorted(p.name for p in out.iterdir()) == ["code.html", "code.js", "experiment.css", "experiment.js", "index.html",
+                                                     "provenance.json", "stimulus.html", "stimulus.js", "study.js", "videos"]
     stimulus = (out / "stimulus.html").read_text(encoding="utf-8")
     body = re.sub(r"<!--.*?-->|<[^>]+>", "", stimulus.split("<body", 1)[1].split(">", 1)[1], flags=re.S)
     assert body.strip() == ""  # the infant's screen holds no text at all

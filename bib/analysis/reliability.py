@@ -21,7 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from bib.analysis.importers import read_strings
-from bib.analysis.schema import MISSING, ROW
+from bib.analysis.schema import MISSING, RECORDING_SUFFIX, ROW
 from bib.errors import BibInputError
 from bib.results import Result, jsonable
 
@@ -91,6 +91,15 @@ def _same_sessions(a: pd.DataFrame, b: pd.DataFrame, pa: Path, pb: Path) -> pd.D
                 r = joined[differ].iloc[0]
                 raise BibInputError(f"{pb}: line {r[f'{ROW}_b']}: {col} {r[f'{col}_b']!r}, but {r[f'{col}_a']!r} in {pa} "
                                     f"(line {r[f'{ROW}_a']}): coder files of different sessions")
+    if "recording" in b.columns and "recording" not in a.columns and "study" in a.columns:
+        study = joined["study_a"] if "study_a" in joined.columns else joined["study"]
+        want = study.astype(str) + "_" + joined["participant_id"].astype(str) + RECORDING_SUFFIX
+        got = joined["recording"].fillna("").astype(str)
+        wrong = (got != "") & (got != want)
+        if wrong.any():
+            r = joined[wrong].iloc[0]
+            raise BibInputError(f"{pb}: line {r[f'{ROW}_b']}: recording {r['recording']} does not match its session "
+                                f"({want[wrong].iloc[0]} is the recording of {r['participant_id']})")
     return joined
 
 

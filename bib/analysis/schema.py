@@ -42,6 +42,8 @@ MISSING_ID: frozenset[str] = frozenset({"", "na", "nan", "null", "none"})
 #: a folder of sessions given to ``bib analyze`` is read without its look logs.
 TRIALS_SUFFIX = "_trials.csv"
 LOOK_LOG_SUFFIX = "_looks.csv"
+#: The webcam recording a session may save beside them (``NAME_ID_recording.webm``; never read by ``bib analyze``).
+RECORDING_SUFFIX = "_recording.webm"
 
 #: Column naming each row's place in its source: the file line (header = line 1), or ``file:line``.
 ROW = "row"

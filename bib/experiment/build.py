@@ -113,7 +113,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None,
         BibInputError: no orders, missing videos, an unusable ``--out``; nothing is written then.
     """
     from bib import __version__
-    from bib.analysis.schema import COLUMNS
+    from bib.analysis.schema import COLUMNS, RECORDING_SUFFIX
     from bib.stimuli.spec import load_spec
 
     root = Path(stimuli)
@@ -138,14 +138,16 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None,
         "made_by": command, "version": __version__, "lab": lab, "criteria": asdict(criteria),
         "practice_trials": practice_trials, "columns": list(COLUMNS), "extra_columns": list(EXTRA_COLUMNS),
         "look_columns": list(LOOK_COLUMNS), "orders": {str(o): t for o, t in sorted(trials.items())},
+        "recording_suffix": RECORDING_SUFFIX,
     }
     with building(folder, command, "bib.experiment") as site:
-        site.copy_static(["experiment.js", "experiment.css", "stimulus.js"])
+        site.copy_static(["experiment.js", "experiment.css", "stimulus.js", "code.js"])
         text = "// Written by bib experiment; the study's orders, criteria and data columns.\n"
         text += f"window.BIB_STUDY = {json.dumps(study, indent=1, sort_keys=True)};\n"
         site.path("study.js").write_text(text, encoding="utf-8")
         site.page("index.html", "index.html", title=f"{name}: looking-time study", study=study, criteria=criteria)
         site.page("stimulus.html", "stimulus.html", study=study)
+        site.page("code.html", "code.html", study=study)
         for src, dst in videos.items():
             _link_or_copy(root / src, site.path(dst))
     return ExperimentSummary(out, len(trials), max(lengths), len(videos))

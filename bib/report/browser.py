@@ -45,12 +45,14 @@ def missing() -> str | None:
 
 
 @contextmanager
-def chromium(width: int = 1280, height: int = 900, downloads: str | os.PathLike[str] | None = None) -> Iterator[Any]:
+def chromium(width: int = 1280, height: int = 900, downloads: str | os.PathLike[str] | None = None,
+             flags: tuple[str, ...] = ()) -> Iterator[Any]:
     """A selenium Chrome driver on headless Chromium with a fresh profile; quit and cleaned up on exit.
 
     Args:
         width, height: window size.
         downloads: a folder that receives downloads without asking.
+        flags: more command-line flags (e.g. a fake webcam for the recording tests).
     """
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -61,7 +63,7 @@ def chromium(width: int = 1280, height: int = 900, downloads: str | os.PathLike[
     profile = tempfile.mkdtemp(prefix="bib-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = _first(CHROMIUM_CANDIDATES, "BIB_CHROMIUM")  # type: ignore[assignment]
-    for flag in FLAGS:
+    for flag in (*FLAGS, *flags):
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     options.add_argument(f"--window-size={width},{height}")

@@ -33,6 +33,7 @@
   var tick = null;
   var screenWin = null;  // the stimulus window
   var screenNow = null;  // the last command sent to it (sent again when it (re)loads)
+  var recorder = null, chunks = [];  // the webcam recording (MediaRecorder), kept on this computer
 
   // ------------------------------------------------------------------ storage
   var PREFIX = "bib-experiment/" + S.id + "/";
@@ -70,9 +71,10 @@
   }
   function trialsCsv(s) { return csv(S.columns.concat(S.extra_columns), s.trials); }
   function looksCsv(s) { return csv(S.look_columns, s.looks); }
-  function download(name, text) {
+  function download(name, text) { downloadBlob(name, new Blob([text], { type: "text/csv" })); }
+  function downloadBlob(name, blob) {
     var a = document.createElement("a");
-    a.href = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    a.href = URL.createObjectURL(blob);
     a.download = name;
     document.body.appendChild(a);
     a.click();
@@ -205,6 +207,31 @@
     if (state === "trial") endTrial(t - trial.t0, "ended", "session ended during the trial", true);
     else if (state === "attention") finish();
   }
+  // ------------------------------------------------------------------ webcam recording (optional, local only)
+  function startRecording() {
+    if (session.practice || !$("record").checked) return;
+    if (!navigator.mediaDevices || !window.MediaRecorder) { showWarning("This browser cannot record the webcam."); return; }
+    navigator.mediaDevices.getUserMedia({ video: true, audio: false }).then(function (stream) {
+      chunks = [];
+      recorder = new MediaRecorder(stream, { mimeType: "video/webm" });
+      recorder.ondataavailable = function (e) { if (e.data && e.data.size) chunks.push(e.data); };
+      recorder.start(500);
+      var t = clock.now();
+      session.recording = { file: fileStem(session) + S.recording_suffix, start_ms: t };
+      logEvent("recording_start", null, t);
+      persist();
+    }).catch(function (err) { showWarning("The webcam could not be recorded: " + err); });
+  }
+  function stopRecording() {
+    if (!recorder) return;
+    var r = recorder, name = session.recording.file;
+    recorder = null;
+    r.onstop = function () {
+      r.stream.getTracks().forEach(function (track) { track.stop(); });
+      downloadBlob(name, new Blob(chunks, { type: "video/webm" }));
+    };
+    r.stop();
+  }
   function finish() {
     state = "done";
     if (tick) { clearInterval(tick); tick = null; }
@@ -216,7 +243,7 @@
     $("done-title").textContent = session.practice ? "Practice finished (nothing was saved)" :
       "Session of " + session.participant_id + " saved (" + session.trials.length + " trials)";
     renderSummary(session);
-    if (!session.practice) downloadAll(session);
+    if (!session.practice) { downloadAll(session); stopRecording(); }
   }
 
   // ------------------------------------------------------------------ display
@@ -296,6 +323,7 @@
     openScreen();
     if (!manual) tick = setInterval(function () { settle(clock.now()); }, 10);
     if (s.next > 0) logEvent("session_resume", null, clock.now());
+    startRecording();
     showAttention();
   }
   function start(practice) {
@@ -373,6 +401,7 @@
     clock: clock,
     state: function () { return state; },
     session: function () { return session; },
+    recording: function () { return recorder ? recorder.state : ""; },
     screen: function () { return screenNow; },
     trialsCsv: function () { return session ? trialsCsv(session) : ""; },
     looksCsv: function () { return session ? looksCsv(session) : ""; }
