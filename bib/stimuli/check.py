@@ -84,6 +84,8 @@ def episode_files(path: str | os.PathLike[str]) -> list[Path]:
             for f in p.rglob("*.json")
             if not f.name.startswith(".") and not (f.parent / MANIFEST).exists()
         )
+    if p.exists():  # a pipe, device or socket: refused by bib.guard (only regular files are read), at once
+        read_bytes(p)
     raise BibInputError(f"{p}: no such file or folder")
 
 

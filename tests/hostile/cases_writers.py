@@ -1,5 +1,6 @@
 """Hostile uses of the output side (issue 28 items 3 and 4): an empty --out for every command that
-writes one, a --out another job holds, an unreachable --scheduler."""
+writes one, a --out another job holds, an unreachable --scheduler, frames too big for a video; and
+the special files render and validate must not read (a FIFO hung them, /dev/zero read for ever)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,17 @@ def _cases() -> list[Case]:
                       culprit="{in}/ep.json: field 'grid': size must be 1 to 100"))  # refused when read (GRID_MAX)
     cases.append(Case("render-cell-px-too-big-for-a-video", ["render", "{in}/ep.json", "--out", "{out}", "--cell-px", "256"],
                       build=episode_with(grid={"width": 40, "height": 10}), culprit="makes 10240 x 2560 px frames"))
+    for name, src, build in (("fifo", "{in}/fifo.json", _fifo), ("dev-zero", "/dev/zero", None)):
+        for argv in (["render", src, "--out", "{out}"], ["validate", src]):
+            cases.append(Case(f"{argv[0]}-{name}", argv, build=build,
+                              culprit=f"{src}: is not a regular file (a pipe, device or socket)"))
     return cases
+
+
+def _fifo(inp: Path) -> None:
+    import os
+
+    os.mkfifo(inp / "fifo.json")
 
 
 CASES = _cases()
