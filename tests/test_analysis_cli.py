@@ -48,6 +48,7 @@ def test_analyze_text_lists_exclusions(capsys: pytest.CaptureFixture[str]) -> No
     assert "on seconds" in out and "preference" in out
     # Exclusions are summarised by reason (counts); the full list goes to exclusions.csv / --json.
     assert "     1  min_look: look shorter than 1 s" in out
+    assert "48 trials (no item ids in the data: items not modelled)" in out and "0 items" not in out
     assert "s28" not in out
 
 

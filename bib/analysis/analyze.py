@@ -87,7 +87,8 @@ def default_formula(rows: pd.DataFrame, scale: str, covariates: list[str]) -> tu
     if len(per_outcome) and per_outcome.max() > 1:
         random.append("(1 | item)")
         notes.append(f"(1 | item) added: {int(per_outcome.max())} items per outcome "
-                     f"({items['item'].nunique()} items), so stimulus variance is modelled")
+                     f"({items['item'].nunique()} items), so stimulus variance is modelled unless the fit "
+                     "prunes the term (see the models tried)")
     response = "log_lt" if scale == "log" else "looking_time_s"
     return f"{response} ~ {' + '.join(fixed)} + {' + '.join(random)}", notes
 
@@ -444,7 +445,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"{r['n_participants']:>6}{r['n_excluded']:>6}"
         )
         lines.append(f"    d_z {_fmt(r['dz'], 2)} [{_fmt(r['dz_ci_low'], 2)}, {_fmt(r['dz_ci_high'], 2)}] "
-                     f"({r['n_dz']} participants with both outcomes); {r['n_trials']} trials, {r['n_items']} items")
+                     f"({r['n_dz']} participants with both outcomes); {r['n_trials']} trials"
+                     + (f", {r['n_items']} items" if r["n_items"] else " (no item ids in the data: items not modelled)"))
         lines.append(f"    model kept: {r['formula']} ({r['kept_because']})")
         for step in r["ladder"][:-1]:
             lines.append(f"    tried: {step['formula']}: {step['action']}")
