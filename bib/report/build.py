@@ -398,7 +398,9 @@ class ReportBuilder:
         data = inp.data
         assert isinstance(data, AuditReport)
         doc = data.doc
-        shortcuts = list(doc.get("shortcuts") or dict.fromkeys(s for c in doc["conditions"].values() for s in c.get("shortcuts", {})))
+        # every column the audit measured: the listed shortcuts first, then the single-feature, learned and leak cells
+        shortcuts = list(dict.fromkeys([*(doc.get("shortcuts") or []),
+                                        *(s for c in doc["conditions"].values() for s in c.get("shortcuts", {}))]))
         rows = []
         for cond, c in doc["conditions"].items():
             cells = []
