@@ -77,8 +77,21 @@ def _commands_with_out() -> set[str]:
     return found
 
 
+NO_PROVENANCE = {"blind"}
+"""Commands whose folder deliberately holds no ``provenance.json``: a submission kit (``bib blind``) must not name
+its set, its seed or where its key is (docs/cli.md); ``test_a_kit_holds_no_provenance`` checks it."""
+
+
 def test_every_command_that_writes_a_folder_has_a_recipe():
-    assert _commands_with_out() == set(RECIPES)
+    assert _commands_with_out() == set(RECIPES) | NO_PROVENANCE
+
+
+def test_a_kit_holds_no_provenance(inputs: dict[str, Path], tmp_path: Path) -> None:
+    kit, key = tmp_path / "kit", tmp_path / "key.csv"
+    assert _main(["blind", str(inputs["set"]), "--out", str(kit), "--key", str(key), "--seed", "1"]) == 0
+    files = [p for p in kit.rglob("*") if p.is_file()]
+    assert files and not [p for p in files if p.name == "provenance.json"]
+    assert not [p for p in files if str(inputs["set"]) in p.read_text(encoding="utf-8", errors="replace")]
 
 
 def _main(argv: list[str]) -> int:
