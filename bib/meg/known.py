@@ -16,6 +16,7 @@ from bib.meg.soft import (
     beta_objective,
     forward,
     limit_log_policy,
+    optimal_value,
     single_entries,
     weighted_loglik,
 )
@@ -96,9 +97,8 @@ def fit_beta(
         A :class:`BetaFit`.
     """
     u = np.asarray(utility, dtype=np.float64)
-    lp_plus, vmax = limit_log_policy(mdp, u)
-    lp_minus, vneg = limit_log_policy(mdp, -u)
-    vmin = -vneg
+    vmax = optimal_value(mdp, u)  # the limit policies are made below only for the sign that is searched
+    vmin = -optimal_value(mdp, -u)
     w_am = action_major(weights)
     single = single_entries(w_am)
     u_col = _batch(mdp, u, 0.0)[0]  # checked once: every pass below takes it as it is
@@ -118,7 +118,7 @@ def fit_beta(
     if vmax - vmin <= eps or g0 == 0.0:
         return fit(*best)
     sgn = 1.0 if g0 > 0 else -1.0
-    limit = weighted_loglik(lp_plus if sgn > 0 else lp_minus, weights)
+    limit = weighted_loglik(limit_log_policy(mdp, sgn * u)[0], weights)
     if expected is not None and (expected >= vmax - eps if sgn > 0 else expected <= vmin + eps) and limit > -np.inf:
         return fit(limit, sgn * math.inf)
     scale = float(np.ptp(u))

@@ -137,6 +137,9 @@ def _soft_backward(mdp: TabularMDP, u: np.ndarray, b: np.ndarray) -> tuple[np.nd
     return logpi, values
 
 
+_ONE = np.ones(1)
+
+
 def trajectory_loglik_visits(mdp: TabularMDP, utility: np.ndarray,
                              single: tuple[np.ndarray, np.ndarray]) -> tuple[float, np.ndarray]:
     """At beta = 1: ``sum W log pi`` for one trajectory's weights (``single``: their
@@ -146,9 +149,11 @@ def trajectory_loglik_visits(mdp: TabularMDP, utility: np.ndarray,
     :func:`forward` under its policy, from the same backward pass, read one entry per step and
     without transposing the policy (what unknown-utility MEG evaluates at every L-BFGS step).
     """
-    u, b, _ = _batch(mdp, utility, 1.0)
+    u = np.asarray(utility, dtype=np.float64)
+    if u.shape != (mdp.n_states,) or not np.isfinite(u).all():
+        u = mdp.require_utility(u)  # raises, naming the problem
     S, A, H = mdp.shape
-    logpi = _soft_backward(mdp, u, b)[0][..., 0]  # [H, A, S]
+    logpi = _soft_backward(mdp, u[:, None], _ONE)[0][..., 0]  # [H, A, S]: what _batch(mdp, u, 1.0) gives
     index, weight = single
     steps = np.flatnonzero(index >= 0)
     a, s = np.divmod(index[steps], S)
@@ -198,6 +203,16 @@ def expected_utility(mdp: TabularMDP, policy: np.ndarray, utility: np.ndarray | 
 def _tolerance(mdp: TabularMDP, u: np.ndarray) -> float:
     """Absolute tolerance for ties in hard values of ``u`` (relative to the utility range and horizon)."""
     return 1e-9 * max(1.0, float(np.ptp(u)) * mdp.horizon)
+
+
+def optimal_value(mdp: TabularMDP, utility: np.ndarray) -> float:
+    """``initial @ V*_0``: the hard optimal value of ``utility``, as :func:`limit_log_policy` returns it
+    (the same backward maxima, without the limit policy)."""
+    v = np.zeros(mdp.n_states)
+    u = np.asarray(utility, dtype=np.float64)
+    for _ in range(mdp.horizon):
+        v = (u[None, :] + mdp.backup(v)).max(axis=0)
+    return float(mdp.initial @ v)
 
 
 def limit_log_policy(mdp: TabularMDP, utility: np.ndarray) -> tuple[np.ndarray, float]:
