@@ -141,7 +141,7 @@ def check_endpoint(client: ChatClient, name: str | None = None) -> None:
     """The preflight of an endpoint (`bib agency run --endpoint`, `bib profile endpoint`), before any work.
 
     The example prompt (:func:`example_prompt`) is sent for real (not answered from the cache) up
-    to ``1 + client.retries`` times, all within nine tenths of ``client.timeout * (client.retries + 1)``
+    to ``1 + client.retries`` times, all within four fifths of ``client.timeout * (client.retries + 1)``
     seconds;
     the first answer that parses as a move (:func:`parse_action`) passes. A client error
     (HTTP 4xx but 429) is not asked again. ``name``: the endpoint as the user gave it (default:
@@ -157,7 +157,7 @@ def check_endpoint(client: ChatClient, name: str | None = None) -> None:
     from bib.errors import BibInputError
 
     budget = client.timeout * (client.retries + 1)
-    deadline = time.monotonic() + 0.9 * budget  # a tenth left for closing sockets and a loaded machine
+    deadline = time.monotonic() + 0.8 * budget  # a fifth left for closing sockets and a loaded machine
     text = example_prompt()
     why = f"timeout: no answer within {budget:g} s"
     for attempt in range(1 + client.retries):
