@@ -119,9 +119,17 @@ def decode(data: bytes, path: str | os.PathLike[str]) -> str:
                             f"offset {exc.start}); save it as UTF-8") from None
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+"""The first two bytes of a gzip file (no UTF-8 text starts with them: 0x8b cannot lead a character)."""
+
+
 def read_text(path: str | os.PathLike[str], limit: int = TEXT_MAX) -> str:
-    """A regular file's UTF-8 text (see :func:`read_bytes` and :func:`decode`)."""
-    return decode(read_bytes(path, limit), path)
+    """A regular file's UTF-8 text (see :func:`read_bytes` and :func:`decode`); a gzip-compressed file
+    (e.g. ``data.csv.gz``) is inflated first, in chunks, refused past ``limit`` inflated bytes (:func:`gunzip`)."""
+    data = read_bytes(path, limit)
+    if data[:2] == GZIP_MAGIC:
+        data = bytes(gunzip(data, path, limit))
+    return decode(data, path)
 
 
 def text_lines(path: str | os.PathLike[str]) -> Iterator[str]:

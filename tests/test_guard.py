@@ -152,6 +152,21 @@ def _run(argv, tmp_path, capsys):
     return exc.value.code, got.out, got.err
 
 
+def test_read_text_inflates_a_gzip_file_within_its_cap(tmp_path):
+    """A compressed CSV (ManyBabies 1 ships ``03_data_trial_main.csv.gz``) is read as its text; a small file
+    inflating past the cap is refused without inflating it whole."""
+
+    p = tmp_path / "data.csv.gz"
+    p.write_bytes(gzip.compress("\ufeffa,b\n1,é\n".encode()))
+    assert read_text(p) == "a,b\n1,é\n"
+    p.write_bytes(gzip.compress(b" " * 5000))
+    with pytest.raises(BibInputError, match=r"data\.csv\.gz: inflates to more than"):
+        read_text(p, limit=4096)
+    p.write_bytes(gzip.compress(b"a,b\n\xff\n"))
+    with pytest.raises(BibInputError, match=r"data\.csv\.gz: not UTF-8 text \(byte 0xff at line 2"):
+        read_text(p)
+
+
 def test_a_byte_order_mark_is_accepted_everywhere(tmp_path, monkeypatch, capsys):
     """evaluate (results CSV), stats/score (manifest), leaderboard (table), analyze (looking times),
     generate (spec TOML): the same answer with and without a BOM (issue 28: evaluate refused one)."""
