@@ -6,23 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli as _run
 from compare_inputs import write_compare_inputs
 
-from bib.cli import main
 from bib.resources import resource
 
 EXAMPLE = resource("looking_times/example.csv")
 SPEC = resource("analysis/infant-pilot.toml")
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_analyze_json_shape_and_plots(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

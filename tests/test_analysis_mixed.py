@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_run import run_cli as _run
 
 from bib.analysis.analyze import dz_interval
 from bib.analysis.formula import make_variable, parse_formula, term_matrix
 from bib.analysis.mixed import fit_lmm, format_p, model_frame
 from bib.analysis.power import paired_closed_form, study_frame
-from bib.cli import main
 
 PYHAB_SPEC = """
 format = "pyhab"
@@ -30,16 +30,6 @@ def _pyhab_file(folder: Path, snum: int, rows: list[tuple[int, int, str, float]]
     """rows: (trial, GNG, trialType, sumOnA)."""
     lines = [columns] + [f"inf{snum},{trial},{gng},{kind},{on}" for trial, gng, kind, on in rows]
     (folder / f"BIB{snum}_inf{snum}_1142022.csv").write_text("\n".join(lines) + "\n")
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --- formulas ---------------------------------------------------------------------------------

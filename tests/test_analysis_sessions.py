@@ -12,27 +12,17 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli as _run
 from compare_inputs import write_compare_inputs
 
 from bib.analysis.analyze import analyze
 from bib.analysis.importers import read_looking_times
 from bib.analysis.spec import load_spec
-from bib.cli import main
 from bib.errors import BibInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "data" / "looking_times" / "example.csv"
 SPEC = ROOT / "analysis" / "infant-pilot.toml"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _split(folder: Path, source: Path = EXAMPLE) -> tuple[list[str], dict[str, list[list[str]]]]:

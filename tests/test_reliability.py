@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli as _run
 
 from bib.analysis.reliability import reliability
-from bib.cli import main
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reliability"
 A, B = FIXTURES / "coder_a.csv", FIXTURES / "coder_b.csv"
@@ -22,16 +22,6 @@ A, B = FIXTURES / "coder_a.csv", FIXTURES / "coder_b.csv"
 def _expected() -> dict[str, float]:
     with (FIXTURES / "expected.csv").open(newline="", encoding="utf-8") as fh:
         return {r["statistic"]: float(r["value"]) for r in csv.DictReader(fh)}
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_statistics_equal_r_within_1e8() -> None:
