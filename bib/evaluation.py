@@ -708,11 +708,7 @@ def read_anchors(path: str | os.PathLike[str] = ANCHORS, tables: Sequence[str] |
     if unknown:
         raise BibInputError(f"--source {unknown[0]}: not a published table (one of {', '.join(ANCHOR_TABLES)})")
     p = Path(path)
-    reader = csv.DictReader(line for line in text_lines(p) if not line.startswith("#"))
-    missing = [c for c in ("model", "condition", "accuracy") if c not in check_header(reader.fieldnames, p)]
-    if missing:
-        raise BibInputError(f"{p}: missing column(s) {', '.join(missing)} (anchors need model, condition, accuracy)")
-    rows = list(reader)
+    rows = _read_csv_table(p, ("model", "condition", "accuracy"), " (anchors need model, condition, accuracy)")
     for i, r in enumerate(rows, start=2):
         try:
             float(r["accuracy"])
@@ -731,14 +727,19 @@ def read_anchors(path: str | os.PathLike[str] = ANCHORS, tables: Sequence[str] |
     return rows
 
 
+def _read_csv_table(path: Path, required: Sequence[str], hint: str = "") -> list[dict[str, str]]:
+    """The rows of a CSV whose ``#`` lines are comments (UTF-8, header names unique), refused with one line
+    naming the file when a ``required`` column is missing (``hint`` is added to that line)."""
+    reader = csv.DictReader(line for line in text_lines(path) if not line.startswith("#"))
+    missing = [c for c in required if c not in check_header(reader.fieldnames, path)]
+    if missing:
+        raise BibInputError(f"{path}: missing column(s) {', '.join(missing)}{hint}")
+    return list(reader)
+
+
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Rows of an "ours" table (see :data:`TABLE_COLUMNS`)."""
-    p = Path(path)
-    reader = csv.DictReader(line for line in text_lines(p) if not line.startswith("#"))
-    missing = [c for c in ("observer", "condition", "accuracy") if c not in check_header(reader.fieldnames, p)]
-    if missing:
-        raise BibInputError(f"{p}: missing column(s) {', '.join(missing)}")
-    return list(reader)
+    return _read_csv_table(Path(path), ("observer", "condition", "accuracy"))
 
 
 def table_rows(observer: str, evaluation: Mapping[str, object], stimuli: str, command: str) -> list[dict[str, object]]:
