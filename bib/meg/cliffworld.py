@@ -327,7 +327,7 @@ class CliffWorldMEG(Result):
 
     def plot(self) -> Figure | None:
         """Figure 3(b, c) when both experiments were run, else nothing."""
-        if {r.experiment for r in self.rows} != {"epsilon-greedy", "goal-length"}:
+        if not self.both_experiments:
             return None
         return experiments_figure(self.rows, title=self.command)
 
@@ -335,13 +335,13 @@ class CliffWorldMEG(Result):
         """:meth:`Result.save`, plus ``occupancy.png`` / ``.svg`` (Figure 5: the optimal policies' occupancy for
         k = 1 and k = 4) when both experiments were run."""
         paths = super().save(folder, stem)
-        if self.plot_occupancy:
+        if self.both_experiments:
             s = self.settings
             fig = occupancy_figure(occupancy_maps(s["width"], s["height"], s["horizon"], s["wind"]), title=self.command)
             paths += save_figure(fig, folder, "occupancy")
         return paths
 
     @property
-    def plot_occupancy(self) -> bool:
-        """True when both experiments were run (the occupancy figure belongs to the goal-length experiment)."""
+    def both_experiments(self) -> bool:
+        """True when both experiments were run: then :meth:`plot` draws Figure 3 and :meth:`save` Figure 5."""
         return {r.experiment for r in self.rows} == {"epsilon-greedy", "goal-length"}
