@@ -26,7 +26,7 @@ from bib.errors import BibInputError
 from bib.observers.bc import BCMLPObserver, BCRNNObserver
 from bib.observers.device import check_device, device_for, resolve_device
 from bib.observers.encoders import collate
-from bib.observers.learned import torch_threads
+from bib.observers.learned import GPU_LOADER_WORKERS, loader_workers, torch_threads
 from bib.observers.video_rnn import VideoRNNObserver
 from bib.tasks import make_unit
 
@@ -140,6 +140,36 @@ def test_the_device_path_runs_on_the_cpu(sets, tmp_path):
     for k, v in plain.net.state_dict().items():
         assert torch.equal(v, moved.net.state_dict()[k].cpu()), k
     assert all(v.device.type == "cpu" for v in moved.checkpoint()["state_dict"].values())
+
+
+def test_the_scoring_loader_gives_the_inline_surprise(monkeypatch):
+    """Scoring through the DataLoader (what CUDA uses; forced here on the CPU with score_workers = 2, each episode
+    encoded in a loader process) gives the inline path's surprise to the bit, for symbolic and frame observers
+    (frames: each process renders the shared familiarization itself), over several batches; a real DataLoader
+    with 2 processes ran; on CUDA at least 2 are used even when none is asked."""
+    episodes = make_unit("preference", 0, 2) + make_unit("instrumental-no-barrier", 0, 2)[1:]
+    made = []
+    real = torch.utils.data.DataLoader
+
+    def counting(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        made.append(kwargs["num_workers"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(torch.utils.data, "DataLoader", counting)
+    with torch_threads(1):
+        for cls, model in ((BCRNNObserver, TINY), (VideoRNNObserver, TINY_VIDEO)):
+            plain = cls(**model)
+            plain.score_batch = 2
+            inline = plain.surprise_many(episodes)
+            assert made == []
+            plain.score_workers = 2
+            loaded = plain.surprise_many(episodes)
+            assert made.pop() == 2
+            assert len(loaded) == len(episodes) == 3
+            for a, b in zip(inline, loaded):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert loader_workers("cuda:0", 0) == GPU_LOADER_WORKERS == 2 and loader_workers("cuda:1", 3) == 3
+    assert loader_workers("cpu", 0) == 0 and loader_workers("cpu:0", 1) == 1
 
 
 def test_device_choices():

@@ -88,6 +88,37 @@ class TrainConfig:
     loader_workers: int = 1
 
 
+GPU_LOADER_WORKERS = 2
+"""Loader processes at least, when a learned observer trains or scores on a CUDA GPU (the GPU would otherwise
+wait for batches)."""
+
+
+def loader_workers(device: str, workers: int) -> int:
+    """The loader processes to use for ``workers`` asked on ``device``: at least :data:`GPU_LOADER_WORKERS` on CUDA."""
+    return max(workers, GPU_LOADER_WORKERS) if device.startswith("cuda") else workers
+
+
+def as_is(item: Any) -> Any:
+    """The ``collate_fn`` of loaders whose items are already what the caller wants (module-level: picklable)."""
+    return item
+
+
+class _Encoded(torch.utils.data.Dataset):
+    """The scoring loader's items: one encoded episode each (:func:`~bib.observers.encoders.encode_episode`). Each
+    loader process keeps its own cache, so a trial that several of its episodes show is rendered once there."""
+
+    def __init__(self, spec: InputSpec, episodes: Sequence[Episode]) -> None:
+        self.spec = spec
+        self.episodes = episodes
+        self.cache: dict[Any, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def __getitem__(self, k: int) -> EncodedEpisode:
+        return encode_episode(self.episodes[k], self.spec, self.cache)
+
+
 def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
     """Build dataclass ``cls`` from ``values``, checking names and types.
 
@@ -177,6 +208,9 @@ class LearnedObserver(BaseObserver):
     threads: int = 1
     device: str = "cpu"
     """Where the network runs (:meth:`to_device`; ``bib score`` / ``bib train --device``)."""
+    score_workers: int = 0
+    """Loader processes that encode episodes while scoring (:meth:`score_batches`); 0: inline. On CUDA at
+    least :data:`GPU_LOADER_WORKERS`."""
 
     def __init__(self, config: Any | None = None, **overrides: Any) -> None:
         """Build an untrained observer from ``config`` (a ``Config``) and/or field overrides."""
@@ -231,16 +265,36 @@ class LearnedObserver(BaseObserver):
         """
         self.net.eval()
         out: list[np.ndarray] = []
-        size = self.score_batch
         with torch.inference_mode(), torch_threads(self.threads):
-            for start in range(0, len(episodes), size):
-                cache: dict[Any, np.ndarray] = {}
-                batch = collate([self.encode(ep, cache) for ep in episodes[start : start + size]])
-                if self.device.startswith("cuda"):
-                    batch = batch.pin_memory()
+            for batch in self.score_batches(episodes):
                 errors = self.step_errors(batch).double().cpu().numpy()
                 out += np.split(errors, np.cumsum(batch.query_counts)[:-1])
         return out
+
+    def score_batches(self, episodes: Sequence[Episode]) -> Iterator[Batch]:
+        """The collated batches of ``episodes``, ``score_batch`` at a time, in order.
+
+        Inline on the CPU (``score_workers = 0``, the default: each batch with its own cache of rendered
+        trials). With loader processes (on CUDA always, at least :data:`GPU_LOADER_WORKERS`), a torch
+        ``DataLoader`` encodes the episodes in those processes, in order, while the main process collates and
+        the GPU works; on CUDA each batch is then copied into pinned (page-locked) memory, from which
+        :meth:`step_errors` copies it to the GPU without blocking. The batches are the same either way (a
+        trial rendered once or twice gives the same pictures; :func:`collate` stores it once by its key).
+        """
+        size = self.score_batch
+        workers = min(loader_workers(self.device, self.score_workers), len(episodes))
+        if workers <= 0:
+            for start in range(0, len(episodes), size):
+                cache: dict[Any, np.ndarray] = {}
+                yield collate([self.encode(ep, cache) for ep in episodes[start : start + size]])
+            return
+        loader = torch.utils.data.DataLoader(_Encoded(self.spec, episodes), batch_size=None, shuffle=False,
+                                             num_workers=workers, collate_fn=as_is)
+        encoded = iter(loader)
+        pin = self.device.startswith("cuda")
+        for start in range(0, len(episodes), size):
+            batch = collate([next(encoded) for _ in episodes[start : start + size]])
+            yield batch.pin_memory() if pin else batch
 
     def surprise(self, episode: Episode) -> np.ndarray:
         """Per-step surprise of the test trial (``episode.test.n_steps`` values)."""

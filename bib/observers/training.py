@@ -24,7 +24,15 @@ from bib.evaluation import find_episodes
 from bib.guard import load_toml
 from bib.io import atomic_write_text, ensure_dir
 from bib.observers.encoders import Batch, collate
-from bib.observers.learned import LearnedObserver, TrainConfig, config_from_dict, learned_class, torch_threads
+from bib.observers.learned import (
+    LearnedObserver,
+    TrainConfig,
+    as_is,
+    config_from_dict,
+    learned_class,
+    loader_workers,
+    torch_threads,
+)
 from bib.observers.trainable import subset
 from bib.progress import track
 
@@ -96,28 +104,19 @@ class _Batches(torch.utils.data.Dataset):
         return collate([self.observer.encode(_episode(self.items[int(i)])) for i in self.batches[k]])
 
 
-def _identity(batch: Batch) -> Batch:
-    return batch
-
-
-GPU_LOADER_WORKERS = 2
-"""Loader processes at least, when the observer trains on a GPU (the GPU would otherwise wait for batches)."""
-
-
 def _batches(observer: LearnedObserver, items: Sequence[Item], order: np.ndarray, size: int, workers: int) -> Iterator[Batch]:
     """Collated batches of ``items`` in ``order``, built by ``workers`` loader processes (0 = inline).
 
-    On a CUDA device the loader uses at least :data:`GPU_LOADER_WORKERS` processes and pinned memory (the
+    On a CUDA device the loader uses at least :data:`~bib.observers.learned.GPU_LOADER_WORKERS` processes and pinned memory (the
     batch is copied to the GPU without blocking, in :meth:`LearnedObserver.step_errors`)."""
     gpu = observer.device.startswith("cuda")
-    if gpu:
-        workers = max(workers, GPU_LOADER_WORKERS)
+    workers = loader_workers(observer.device, workers)
     chunks = [order[i : i + size] for i in range(0, len(order), size)]
     data = _Batches(observer, items, chunks)
     if workers <= 0 or len(chunks) < 2:
         return (data[k] for k in range(len(chunks)))
     loader = torch.utils.data.DataLoader(
-        data, batch_size=None, shuffle=False, num_workers=workers, collate_fn=_identity, prefetch_factor=4,
+        data, batch_size=None, shuffle=False, num_workers=workers, collate_fn=as_is, prefetch_factor=4,
         pin_memory=gpu,
     )
     return iter(loader)
