@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from threadpoolctl import threadpool_info
 
-from bib.analysis import lmer, mixed
+from bib.analysis import lmer, mixed, optimum
 from bib.analysis.analyze import fit_ladder
 from bib.analysis.formula import parse_formula
 from bib.analysis.mixed import fit_lmm, model_frame, scale_warning
@@ -92,9 +92,12 @@ def test_lme4_data_sets_reach_lme4_optimum(name: str) -> None:
 @pytest.mark.slow
 def test_insteval_reaches_lme4_optimum() -> None:
     ref = reference("InstEval")
-    # service is an R factor with labels 0/1; bib reads numeric-looking text as numbers unless factor().
+    # service is an R factor with labels 0/1; bib reads numeric-looking text as numbers unless
+    # factor(), and names the column factor(service)1 as R would; lme4's data has the factor already.
     formula = ref["formula"].replace("y ~ service", "y ~ factor(service)")
     fit = fit_lmm(model_frame(parse_formula(formula), lme4_data("InstEval")))
+    assert list(fit.coefficients.index) == ["(Intercept)", "factor(service)1"]
+    fit.coefficients.index = ["(Intercept)", "service1"]
     assert_at_lme4_optimum(fit, ref)
 
 
@@ -128,6 +131,44 @@ def test_badly_scaled_predictor_warns_as_lme4_and_fits() -> None:
     assert fit.theta * [1, 1e5, 1e5] == pytest.approx(ref["theta"], rel=1e-3)
     assert fit.deviance == pytest.approx(ref["deviance"] + 2 * math.log(1e5), rel=1e-8)
     assert not fit.singular
+    # At that optimum lme4's check, made in theta's scaled units (the optimiser's), passes: no false
+    # non-convergence (it failed with max|grad| = 93 when the derivatives were taken in theta's units).
+    assert fit.converged and len(fit.warnings) == 1
+
+
+def test_badly_scaled_fit_stopped_early_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same model with BOBYQA cut to 10 evaluations per run: the check in scaled units still
+    catches it, after the restart, with the gradient and what was tried."""
+    monkeypatch.setattr(optimum, "MAXEVAL", 10)
+    data = lme4_data("sleepstudy")
+    data["Days"] = data["Days"] * 1e5
+    fit = fit_lmm(model_frame(parse_formula("Reaction ~ Days + (Days | Subject)"), data))
+    assert not fit.converged
+    (msg,) = [m for m in fit.warnings if "converge" in m]
+    grad = float(re.search(r"max\|grad\| = (\S+) ", msg).group(1))
+    assert grad > 10 * GRAD_TOL
+    assert msg.endswith("after BOBYQA, then BOBYQA restarted from its optimum, 58 deviance evaluations")
+    assert fit.deviance > reference("sleepstudy_slope")["deviance"] + 2 * math.log(1e5) + 1e-3
+
+
+def test_convergence_check_takes_derivatives_in_scaled_units() -> None:
+    """A coordinate whose unit is 1e-5 (a badly scaled random slope): lme4's step 1e-4 in theta's
+    units would cross the deviance's domain (theta < 0 fails); in the optimiser's units it is 1e-9."""
+
+    def deviance(theta: np.ndarray) -> float:
+        if theta[0] < 0:
+            raise np.linalg.LinAlgError("not positive definite")
+        return (theta[0] / 1e-5 - 1.0) ** 2
+
+    lower = np.array([-np.inf])
+    assert optimum.scaled_gradient(deviance, np.array([1e-5]), lower, np.array([1e-5])) == (pytest.approx(0, abs=1e-9), 0, "")
+    # Off the optimum by 1% of its unit: g = 0.02, H = 2, solve(chol(H), g) = 0.02 / sqrt(2).
+    grad, k, problem = optimum.scaled_gradient(deviance, np.array([1.01e-5]), lower, np.array([1e-5]))
+    assert grad == pytest.approx(0.02 / math.sqrt(2), rel=1e-6) and problem == ""
+    # In theta's own units (scale 1) the step leaves the domain: the deviance (+inf there, as the
+    # optimiser sees it) is not finite next to the optimum.
+    grad, _, problem = optimum.scaled_gradient(optimum._Objective(deviance), np.array([1e-5]), lower)
+    assert math.isinf(grad) and problem == "the deviance is not finite next to the optimum"
 
 
 def test_scale_warning_is_lme4s_check_scale_x() -> None:
@@ -253,12 +294,12 @@ def test_ml_fit_reports_lme4s_loglik() -> None:
 @pytest.mark.parametrize("index", range(5))
 def test_function_terms_match_lme4(index: int) -> None:
     """I(), poly(), offset(), log() in the fixed part, evaluated by formulaic, against lme4: names as R
-    deparses them (except factor(recipe), which bib names recipe as it always has), estimates 1e-4,
-    SE and df 1e-3, REML criterion no worse than lme4's."""
+    deparses them (factor(recipe)B, poly(temp, 2)1, I(Days^2)), estimates 1e-4, SE and df 1e-3, REML
+    criterion no worse than lme4's."""
     ref = json.loads((FIX / "parity_formulas.json").read_text())[index]
     data = lme4_data("cake" if ref["formula"].startswith("angle") else "sleepstudy")
     fit = lmer(ref["formula"], data)
-    assert list(fit.coefficients.index) == [t.replace("factor(recipe)", "recipe") for t in ref["terms"]]
+    assert list(fit.coefficients.index) == ref["terms"]
     assert fit.coefficients["estimate"].to_numpy() == pytest.approx(ref["estimate"], rel=1e-4)
     assert fit.coefficients["se"].to_numpy() == pytest.approx(ref["se"], rel=1e-3)
     assert fit.coefficients["df"].to_numpy() == pytest.approx(ref["df"], rel=1e-3)
@@ -329,3 +370,18 @@ def test_filled_in_schur_complement_stays_dense() -> None:
     assert mixed.dense_schur(3000, 0) and not mixed.dense_schur(3001, 3001)
     assert mixed.dense_schur(5000, int(0.05 * 5000 ** 2)) and not mixed.dense_schur(5000, int(0.04 * 5000 ** 2))
     assert not mixed.dense_schur(12_001, 12_001 ** 2)
+
+
+def test_factor_calls_are_named_as_r_names_them() -> None:
+    """factor(x), C(x), as.factor(x) name their columns as written, as R's model.matrix does (R 4.x
+    on cake: "C(recipe)B" "C(recipe)C" "as.factor(temp)185" ... "temp:factor(recipe)A"), and a
+    reference level given for the column applies to its factor() call."""
+    cake = lme4_data("cake")
+    fit = lmer("angle ~ C(recipe) + as.factor(temp) + (1 | replicate)", cake)
+    assert list(fit.coefficients.index) == ["(Intercept)", "C(recipe)B", "C(recipe)C"] + [
+        f"as.factor(temp){t}" for t in (185, 195, 205, 215, 225)]
+    frame = model_frame(parse_formula("angle ~ factor(recipe) * temp + (1 | recipe:replicate)"), cake,
+                        reference={"recipe": "C"})
+    assert frame.xnames == ["(Intercept)", "factor(recipe)A", "factor(recipe)B", "temp",
+                            "factor(recipe)A:temp", "factor(recipe)B:temp"]
+    assert [t.group for t in frame.terms] == ["recipe:replicate"]

@@ -168,9 +168,8 @@ def _plan(spec: AnalysisSpec, rows: pd.DataFrame, scale: str, source: str) -> _P
     else:
         text, notes = default_formula(rows, scale, spec.covariates)
         f = parse_formula(text)
-    used = set(f.variables)
-    reference = {k: v for k, v in reference.items() if k in used}
-    unused = sorted(set(spec.model.reference) - used)
+    reference = {k: v for k, v in reference.items() if f.uses(k)}  # a reference for x serves factor(x) too
+    unused = sorted(k for k in spec.model.reference if not f.uses(k))
     if unused:
         raise BibInputError(f"{source}: field model.reference: {', '.join(unused)} not in the formula")
     return _Plan(f, notes, reference)
@@ -267,7 +266,7 @@ def pooled_effect(rows: pd.DataFrame, tasks: list[str], covariates: list[str], a
         f = parse_formula(text)
         notes = base.notes
     reference = {"outcome": spec.outcomes[0], "task": tasks[0], **spec.model.reference}
-    reference = {k: v for k, v in reference.items() if k in f.variables}
+    reference = {k: v for k, v in reference.items() if f.uses(k)}
     fit, steps, why = fit_ladder(f, rows, reference=reference, prune=None, reml=spec.model.reml, alpha=alpha,
                                  where=f"{label}: model.pooled_formula")
     name = _effect_name(spec)

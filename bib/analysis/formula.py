@@ -3,8 +3,8 @@
 A formula is ``response ~ fixed part + (random | group) + ...``:
 
 - fixed part: variables joined by ``+``, ``*`` (``a*b`` = ``a + b + a:b``), ``:`` (interaction) and
-  ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` (or ``C(x)``)
-  forces a factor; ``I(...)``, ``poly(x, k)``, ``log()``, ``exp()``, ``sqrt()``, ``scale()`` are
+  ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` (or ``C(x)``,
+  ``as.factor(x)``) makes column ``x`` a factor, named as written (``factor(x)B``, as R names it); ``I(...)``, ``poly(x, k)``, ``log()``, ``exp()``, ``sqrt()``, ``scale()`` are
   evaluated by formulaic and named as R names them (``I(x^2)``, ``poly(x, 2)1``); ``offset(...)`` is
   subtracted from the response; ``log(x)`` on the response.
 - random terms: ``(1 | g)``, ``(1 + x | g)``, ``(0 + x | g)``, ``(x || g)`` (uncorrelated),
@@ -58,7 +58,8 @@ class Formula:
     terms: tuple[tuple[str, ...], ...]
     intercept: bool
     random: tuple[RandomTerm, ...]
-    factors_forced: frozenset[str] = frozenset()
+    #: ``factor(x)``, ``C(x)``, ``as.factor(x)``: (R's name of the variable, the data column it reads).
+    factor_calls: tuple[tuple[str, str], ...] = ()
     lhs_text: str = ""
     fixed_source: str = "1"
     #: Function terms and offsets: (R's name, the expression formulaic evaluates).
@@ -82,6 +83,14 @@ class Formula:
             out += [v for v in r.group if v not in out]
         return out
 
+    def column(self, name: str) -> str:
+        """The data column a variable reads (``x`` for ``factor(x)``; a plain variable is its column)."""
+        return dict(self.factor_calls).get(name, name)
+
+    def uses(self, name: str) -> bool:
+        """``name`` is a variable of the formula or a column one reads (``x`` of ``factor(x)``)."""
+        return name in self.variables or name in {column for _, column in self.factor_calls}
+
     def fixed_text(self) -> str:
         """The fixed part as text (terms joined by ``+``)."""
         parts = ["1" if self.intercept else "0"] + [":".join(t) for t in self.terms]
@@ -90,7 +99,7 @@ class Formula:
     def with_random(self, random: list[RandomTerm]) -> Formula:
         """The same fixed part with other random terms (used by the pruning ladder)."""
         return Formula(self.response, self.response_fn, self.terms, self.intercept, tuple(random),
-                       self.factors_forced, self.lhs_text, self.fixed_source, self.calls, self.offsets)
+                       self.factor_calls, self.lhs_text, self.fixed_source, self.calls, self.offsets)
 
 
 def _strip_random(rhs: str) -> str:
@@ -171,7 +180,7 @@ class _Parser:
                 self.tokens.append(tok)
         self.i = 0
         self.order: list[str] = []  # variables in order of first appearance
-        self.forced: set[str] = set()
+        self.forced: dict[str, str] = {}  # factor(x) -> x
         self.calls: dict[str, str] = {}  # term name (R's) -> the expression formulaic evaluates
         self.offsets: list[tuple[str, str]] = []  # (R's text, formulaic's expression)
 
@@ -274,9 +283,10 @@ class _Parser:
             if self.peek() == "(":
                 if tok in ("factor", "C", "as.factor"):
                     self.take("(")
-                    name = self.take()
+                    column = self.take()
                     self.take(")")
-                    self.forced.add(name)
+                    name = f"{tok}({column})"  # R names the variable as written: factor(x)B, C(x)B
+                    self.forced[name] = column
                     self.note(name)
                     return [(False, frozenset([name]))]
                 return self.call(tok)
@@ -348,7 +358,7 @@ def parse_formula(text: str, where: str = "model.formula") -> Formula:
     random: list[RandomTerm] = []
     for rt in random_texts:
         random += _parse_random(rt, where, p)
-    return Formula(response, response_fn, tuple(terms), intercept, tuple(random), frozenset(p.forced), lhs,
+    return Formula(response, response_fn, tuple(terms), intercept, tuple(random), tuple(p.forced.items()), lhs,
                    " ".join(fixed_text.split()), tuple(p.calls.items()), tuple(p.offsets))
 
 
@@ -366,12 +376,13 @@ def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
         lp.fail(f"unexpected {lp.peek()!r}")
     if lp.offsets:
         lp.fail(f"{lp.offsets[0]} inside a random term")
-    outer.forced |= lp.forced
+    outer.forced.update(lp.forced)
     outer.calls.update(lp.calls)
     gp = _Parser(rhs, where)  # the grouping variables keep their written order: (1 | dept:service)
     groups = gp.expr()
     if gp.peek() is not None:
         gp.fail(f"unexpected {gp.peek()!r}")
+    outer.forced.update(gp.forced)
     group_terms = [tuple(sorted(t, key=gp.order.index)) for neg, t in groups if t and not neg]
     if "/" in rhs:  # lme4 names a nested factor innermost first: (1 | a/b) = (1 | a) + (1 | b:a)
         group_terms = [tuple(reversed(g)) for g in group_terms]

@@ -123,12 +123,13 @@ def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], 
         if name in calls:
             out[name] = call_variable(name, calls[name], data, where)
             continue
-        if name not in data.columns:
-            raise BibInputError(f"{where}: column {name} (named in the formula) is not in the data")
-        out[name] = make_variable(name, data[name], factor=name in formula.factors_forced,
-                                  reference=reference.get(name), where=where)
+        column = formula.column(name)
+        if column not in data.columns:
+            raise BibInputError(f"{where}: column {column} (named in the formula) is not in the data")
+        out[name] = make_variable(name, data[column], factor=column != name,
+                                  reference=reference.get(name, reference.get(column)), where=where)
     for name in reference:
-        if name not in out:
+        if not formula.uses(name):
             raise BibInputError(f"{where}: reference level given for {name}, which the formula does not use")
     return out
 

@@ -147,7 +147,6 @@ def scaled_gradient(fun: Callable[[np.ndarray], float], theta: np.ndarray, lower
         return fun(full)
 
     g, H = derivatives(sub, theta[free] / scale[free])
-    g, H = derivatives(sub, theta[free])
     if not (np.isfinite(g).all() and np.isfinite(H).all()):
         return math.inf, -1, "the deviance is not finite next to the optimum"
     try:
