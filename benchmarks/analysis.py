@@ -5,7 +5,8 @@ Run: .venv/bin/python benchmarks/analysis.py   (prints figures; asserts nothing)
        (issue 27: simulated designs fitted by bib and by lme4 on the same rows, each fit in its own
        process: wall time and peak memory (the child's ru_maxrss) of each and their ratios; sizes
        are rows of participants x 16 items x 50 labs, ``crossed`` is 3,125 participants x 4,000
-       items, 64 items each; --timeout bounds each fit)
+       items, 64 items each; --timeout bounds each fit; --sides lme4 runs one side alone;
+       --save-rows CSV writes one design's rows for tests/fixtures/lme4/make_scale.R)
 
 Everything runs on one core (BLAS threads pinned to 1 before numpy loads). Where Rscript with
 lme4 is installed, the same script times lme4::lmer on the same rows in the same run and prints the
@@ -165,22 +166,22 @@ def scale_design(name: str, seed: int = 0) -> tuple[pd.DataFrame, str]:
     return rows, "y ~ outcome + (1 | participant) + (1 | item) + (1 | lab)"
 
 
-def bench_scale(names: list[str], timeout: float) -> None:
-    rscript = shutil.which("Rscript")
+def bench_scale(names: list[str], timeout: float, sides: tuple[str, ...] = ("bib", "lme4")) -> None:
+    rscript = shutil.which("Rscript") if "lme4" in sides else None
     for name in names:
         rows, formula = scale_design(name)
         with tempfile.TemporaryDirectory() as tmp:
             csv = Path(tmp) / "rows.csv"
             rows.to_csv(csv, index=False)
             results = {}
-            sides = [("bib", [sys.executable, "-c", SCALE_PY, str(csv), formula])]
+            runs = [("bib", [sys.executable, "-c", SCALE_PY, str(csv), formula])] if "bib" in sides else []
             if rscript is not None:
-                sides.append(("lme4", [rscript, "-e", SCALE_R, str(csv), formula]))
-            for side, argv in sides:
+                runs.append(("lme4", [rscript, "-e", SCALE_R, str(csv), formula]))
+            for side, argv in runs:
                 results[side] = _measure(argv, timeout)
         line = f"{name:>8} ({len(rows)} rows): " + "; ".join(
             f"{side} {r['fit']} s fit, {r['wall']:.1f} s wall, peak {r['peak']:.0f} MB, REML {r['reml']}" for side, r in results.items())
-        if "lme4" in results and results["lme4"]["wall"] > 0:
+        if "bib" in results and "lme4" in results and results["lme4"]["wall"] > 0:
             b, r = results["bib"], results["lme4"]
             line += f"; ratio bib/lme4 wall {b['wall'] / r['wall']:.2f}x, peak {b['peak'] / r['peak']:.2f}x"
         print(line + f"   [load {_load()}]", flush=True)
@@ -213,10 +214,19 @@ def main() -> None:
     """Print the figures with the load average."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", nargs="+", metavar="DESIGN", help="rows (e.g. 10000) or 'crossed'")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per fit")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per fit (each side)")
+    parser.add_argument("--sides", nargs="+", choices=("bib", "lme4"), default=["bib", "lme4"],
+                        help="which fits --scale runs (default both, bib first): e.g. lme4 alone with a long --timeout")
+    parser.add_argument("--save-rows", type=Path, metavar="CSV",
+                        help="write the rows of the one --scale design to CSV and stop (for tests/fixtures/lme4/make_scale.R)")
     args = parser.parse_args()
+    if args.save_rows:
+        if not args.scale or len(args.scale) != 1:
+            parser.error("--save-rows takes exactly one --scale design")
+        scale_design(args.scale[0])[0].to_csv(args.save_rows, index=False)
+        return
     if args.scale:
-        bench_scale(args.scale, args.timeout)
+        bench_scale(args.scale, args.timeout, tuple(args.sides))
         return
     bench_mb1()
     bench_power()
