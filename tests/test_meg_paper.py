@@ -75,6 +75,8 @@ def test_compare_with_paper_verdicts() -> None:
 
 def test_paper_flag_refuses_other_settings(capsys: pytest.CaptureFixture[str]) -> None:
     for extra, says in ((["--width", "12"], "leave out --width 12"),
+                        (["--width", "7"], "leave out --width 7"),  # the default, given explicitly, is still refused
+                        (["--wind", "0.3", "--horizon", "40"], "leave out --horizon 40, --wind 0.3"),
                         (["--policy", "optimal"], "leave out --policy and --goal-length"),
                         (["--goal-length", "2"], "leave out --policy and --goal-length")):
         with pytest.raises(SystemExit) as exit_:

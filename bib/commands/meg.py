@@ -24,10 +24,10 @@ def register(app: typer.Typer) -> None:
 
     @sub.command()
     def cliffworld(
-        width: int = typer.Option(7, "--width", min=3, help="Grid width."),
-        height: int = typer.Option(4, "--height", min=2, help="Grid height."),
-        horizon: int = typer.Option(40, "--horizon", min=1, help="Number of decisions H."),
-        wind: float = typer.Option(0.3, "--wind", min=0.0, max=1.0, help="Probability of being blown one extra row up."),
+        width: int = typer.Option(None, "--width", min=3, help="Grid width (default 7).", show_default=False),
+        height: int = typer.Option(None, "--height", min=2, help="Grid height (default 4).", show_default=False),
+        horizon: int = typer.Option(None, "--horizon", min=1, help="Number of decisions H (default 40).", show_default=False),
+        wind: float = typer.Option(None, "--wind", min=0.0, max=1.0, help="Probability of being blown one extra row up (default 0.3).", show_default=False),
         policy: Policy | None = typer.Option(None, "--policy", help="Measure one policy (default: both experiments).", show_default=False),  # noqa: UP007
         epsilon: float = typer.Option(0.1, "--epsilon", min=0.0, max=1.0, help="With --policy eps-greedy: the exploration rate."),
         goal_length: int = typer.Option(None, "--goal-length", min=1, help="Rightmost top-row cells rewarded +10 (default 1); alone: measure the optimal policy for it.", show_default=False),
@@ -41,14 +41,15 @@ def register(app: typer.Typer) -> None:
         """MEG of CliffWorld policies: known utility (exact beta) and unknown utility (tabular, optionally MLP)."""
         from bib.meg import cliffworld as cw
 
+        given = {"width": width, "height": height, "horizon": horizon, "wind": wind}
         if paper:
             if policy is not None or goal_length is not None:
                 raise BibInputError("--paper runs both of the paper's experiments; leave out --policy and --goal-length")
-            given = {"--width": (width, 7), "--height": (height, 4), "--horizon": (horizon, 40), "--wind": (wind, 0.3)}
-            clash = [f"{k} {v}" for k, (v, default) in given.items() if v != default]
+            clash = [f"--{k} {v}" for k, v in given.items() if v is not None]
             if clash:
                 raise BibInputError(f"--paper sets the CliffWorld itself (10 x 4, H 40, wind 0.3); leave out {', '.join(clash)}")
-            width, height, horizon, wind = (cw.PAPER_SETTINGS[k] for k in ("width", "height", "horizon", "wind"))
+        settings = {k: (cw.PAPER_SETTINGS if paper else cw.DEFAULT_SETTINGS)[k] if v is None else v for k, v in given.items()}
+        width, height, horizon, wind = (settings[k] for k in ("width", "height", "horizon", "wind"))
         if goal_length is not None and goal_length > width:
             raise BibInputError(f"--goal-length {goal_length}: at most --width ({width}) cells")
         folder = None

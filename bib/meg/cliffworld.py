@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 EPSILONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 GOAL_LENGTHS = (1, 2, 3, 4)
 
+DEFAULT_SETTINGS: dict[str, Any] = {"width": 7, "height": 4, "horizon": 40, "wind": 0.3}
+"""``bib meg cliffworld`` without ``--paper``: seals' default CliffWorld (7 x 4) with wind 0.3 and horizon 40."""
 PAPER_SETTINGS: dict[str, Any] = {"width": 10, "height": 4, "horizon": 40, "wind": 0.3}
 """``bib meg cliffworld --paper``: the CliffWorld the MEG paper's text states (Section 6: "a 4x10 gridworld", wind
 0.3, rewards +10 / -10 / -1, start top left, goal top right), read as seals' ``width=10, height=4``. The paper
