@@ -349,3 +349,71 @@ def test_logsumexp_and_log_softmax_handle_minus_inf() -> None:
         lp = log_softmax(x, axis=1)
     assert np.exp(lp[0]) == pytest.approx([1 / (1 + math.exp(1.5)), 0.0, 1 / (1 + math.exp(-1.5))])
     assert np.all(lp[1] == -np.inf)
+
+
+def _torch_lbfgs(fn, x0: np.ndarray, max_iter: int) -> np.ndarray:
+    """torch.optim.LBFGS with linear/target MEG's settings (what bib.meg.unknown._lbfgs ran before its numpy port)."""
+    import torch
+
+    x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS([x], lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe",
+                            tolerance_grad=1e-7, tolerance_change=1e-14, history_size=20)
+
+    def closure():  # noqa: ANN202
+        value, grad = fn(x.detach().numpy())
+        x.grad = torch.from_numpy(-grad)
+        return torch.tensor(-value, dtype=torch.float64)
+
+    opt.step(closure)
+    return x.detach().numpy().copy()
+
+
+def test_lbfgs_is_torchs() -> None:
+    """bib.meg.lbfgs is torch's L-BFGS step for step: on Rosenbrock (many line searches, zooms and history shifts)
+    and on target-variable MEG of wandering paths, it stops at torch's point within the tolerances (the arithmetic
+    differs only in the last bits of dot products), with the same number of evaluations within a few."""
+    from bib.meg.lbfgs import minimise
+    from bib.meg.unknown import _LBFGS_SETTINGS, _chain, _lbfgs, target_features
+    from bib.world.mdp import layout_mdp
+
+    def rosenbrock(x: np.ndarray) -> tuple[float, np.ndarray]:
+        f = (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+        g = np.array([-2 * (1 - x[0]) - 400 * x[0] * (x[1] - x[0] ** 2), 200 * (x[1] - x[0] ** 2)])
+        return -f, -g  # maximised
+
+    counts = {"numpy": 0, "torch": 0}
+
+    def counted(name):  # noqa: ANN001, ANN202
+        def fn(x: np.ndarray) -> tuple[float, np.ndarray]:
+            counts[name] += 1
+            return rosenbrock(x)
+        return fn
+
+    ours = _lbfgs(counted("numpy"), np.array([-1.2, 1.0]), 500)
+    theirs = _torch_lbfgs(counted("torch"), np.array([-1.2, 1.0]), 500)
+    assert np.allclose(ours, [1.0, 1.0], atol=1e-6) and np.allclose(ours, theirs, rtol=0, atol=1e-9)
+    assert counts["numpy"] > 30 and abs(counts["numpy"] - counts["torch"]) <= 3
+    steps = minimise(np.zeros(3), 10, **_LBFGS_SETTINGS)  # a zero gradient at the start: stops there
+    assert np.array_equal(next(steps), np.zeros(3))
+    with pytest.raises(StopIteration):
+        steps.send((0.0, np.zeros(3)))
+
+    from test_meg_episodes import wandering_path
+
+    from bib.tasks import make_unit
+
+    rng = np.random.default_rng(11)
+    for task in ("preference", "instrumental-blocking", "multi-agent"):
+        lay = make_unit(task, 0, 0)[0].trials[-1].layout
+        path = wandering_path(lay, 25, rng)
+        grid = layout_mdp(lay, path[0], horizon=len(path), key_lock=lay.key is not None and lay.lock is not None)
+        labels = np.full(grid.mdp.n_states, -1)
+        for k, o in enumerate(lay.objects):
+            labels[grid.at(o.cell)] = k
+        W = trajectory_weights(grid.mdp, *grid.trajectory(path))
+        obj, phi = _Objective(grid.mdp, None, W), target_features(grid.mdp, labels)
+        a = _lbfgs(lambda th: _chain(obj, phi, th), np.zeros(phi.shape[1]), 500)
+        b = _torch_lbfgs(lambda th: _chain(obj, phi, th), np.zeros(phi.shape[1]), 500)
+        assert np.allclose(a, b, rtol=1e-6, atol=1e-9), (task, a, b)
+        assert obj(phi @ a)[0] == pytest.approx(obj(phi @ b)[0], rel=1e-12, abs=1e-15)
+

@@ -203,11 +203,7 @@ def test_trajectory_passes_give_the_numbers_of_the_whole_array_passes_bit_for_bi
 
     trial = make_unit("instrumental-blocking", 0, 0)[0].trials[-1]
     lay, rng = trial.layout, np.random.default_rng(3)
-    state, path = AgentState(lay.agent.home), [lay.agent.home]
-    for _ in range(25):
-        moves = [a for a in range(STAY) if move_legal(lay, state.cell, a, state.unlocked)]
-        state = step(lay, state, moves[int(rng.integers(len(moves)))])[0]
-        path.append(state.cell)
+    path = wandering_path(lay, 25, rng)
     grid = layout_mdp(lay, path[0], horizon=len(path), key_lock=True)
     mdp = grid.mdp
     matrix = mdp.with_horizon(mdp.horizon)
@@ -227,3 +223,69 @@ def test_trajectory_passes_give_the_numbers_of_the_whole_array_passes_bit_for_bi
     svi = soft_value_iteration(matrix, 1.0, u)
     assert value == weighted_loglik(svi.log_policy, W)
     assert np.array_equal(visits, forward(matrix, np.exp(svi.log_policy))[:-1].sum(axis=0))
+
+
+def wandering_path(layout: Layout, moves: int, rng: np.random.Generator) -> list:
+    state, path = AgentState(layout.agent.home), [layout.agent.home]
+    for _ in range(moves):
+        legal = [a for a in range(STAY) if move_legal(layout, state.cell, a, state.unlocked)]
+        state = step(layout, state, legal[int(rng.integers(len(legal)))])[0]
+        path.append(state.cell)
+    return path
+
+
+def test_beta_fits_in_lockstep_are_the_single_fits_bit_for_bit() -> None:
+    """fit_betas / megs_from_weights / target_megs (every fit of many trials in one backward pass per round over
+    their stacked MDPs) give each problem's fit_beta / meg_from_weights / target_meg result to the bit: MDPs of
+    several sizes and two horizons (a key/lock one among them), wandering and optimal paths (the +inf limit),
+    reach and random utilities (both signs of the slope), and weights of more than one entry per step (fitted
+    alone) mixed in."""
+    from bib.meg.known import fit_beta, fit_betas, meg_from_weights, megs_from_weights
+    from bib.meg.trajectories import trajectory_weights
+    from bib.meg.unknown import target_meg, target_megs
+    from bib.tasks import make_unit
+
+    rng = np.random.default_rng(7)
+    problems, targets = [], []
+    for task, i in (("instrumental-blocking", 0), ("preference", 1), ("efficiency-path", 2), ("multi-agent", 3)):
+        for moves in (12, 25):
+            lay = make_unit(task, i, 0)[0].trials[-1].layout
+            path = wandering_path(lay, moves, rng)
+            key_lock = lay.key is not None and lay.lock is not None
+            grid = layout_mdp(lay, path[0], horizon=len(path), key_lock=key_lock)
+            W = trajectory_weights(grid.mdp, *grid.trajectory(path))
+            for u in [grid.reach_utility(o.cell) for o in lay.objects if grid.at(o.cell).size]:
+                problems.append((grid.mdp, u, W, float(W.sum(axis=(0, 2)) @ u), None))
+            problems.append((grid.mdp, rng.normal(size=grid.mdp.n_states), W, 0.0, None))
+            labels = np.full(grid.mdp.n_states, -1)
+            for k, o in enumerate(lay.objects):
+                labels[grid.at(o.cell)] = k
+            targets.append((grid.mdp, labels, W))
+    line = Layout(9, 7, walls=border_walls(9, 7), objects=(GridObject("A", "square", (200, 30, 30), (5, 3)),),
+                  agents=(Agent("agent-0", "pentagon", (40, 90, 220), (1, 3)),))
+    straight = [(1, 3), (2, 3), (3, 3), (4, 3), (5, 3)]
+    grid = layout_mdp(line, straight[0], horizon=len(straight))
+    W = trajectory_weights(grid.mdp, *grid.trajectory(straight))
+    u = grid.reach_utility((5, 3))
+    problems.append((grid.mdp, u, W, float(W.sum(axis=(0, 2)) @ u), None))
+    problems.append((grid.mdp, u, W + 0.01, 0.0, None))  # not one trajectory: fitted alone
+    fits = fit_betas([(mdp, u, W, expected) for mdp, u, W, _, expected in problems])
+    assert fits == [fit_beta(mdp, u, W, expected=expected) for mdp, u, W, _, expected in problems]
+    assert math.isinf(fits[-2].beta) and {f.slope0 > 0 for f in fits} == {True, False}
+    assert len({p[0].horizon for p in problems}) == 3
+    assert megs_from_weights(problems) == [meg_from_weights(*p) for p in problems]
+    for batched, (mdp, labels, W) in zip(target_megs(targets), targets):
+        alone = target_meg(mdp, None, labels, weights=W)
+        assert batched.meg == alone.meg and np.array_equal(batched.utility, alone.utility)
+        assert batched.known == alone.known
+
+
+def test_trials_meg_rows_are_trial_meg_rows() -> None:
+    """trials_meg of several trials (their fits in lockstep) gives each trial's trial_meg row exactly."""
+    from bib.meg.episodes import trials_meg
+    from bib.tasks import make_unit
+
+    trials = [t for task in ("instrumental-blocking", "preference") for t in make_unit(task, 0, 0)[0].trials[-3:]]
+    objects = [None, ("A",), (), None, None, ("B",)]
+    assert trials_meg(trials, objects) == [trial_meg(t, o) for t, o in zip(trials, objects)]
+    assert trials_meg(trials) == [trial_meg(t) for t in trials]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bib.meg.soft import (
-    BetaObjective,
+    Stack,
     _batch,
     _beta_pass,
     _tolerance,
@@ -18,6 +19,7 @@ from bib.meg.soft import (
     limit_log_policy,
     optimal_value,
     single_entries,
+    stacked_beta_pass,
     weighted_loglik,
 )
 from bib.world.tabular import TabularMDP
@@ -97,23 +99,72 @@ def fit_beta(
         A :class:`BetaFit`.
     """
     u = np.asarray(utility, dtype=np.float64)
-    vmax = optimal_value(mdp, u)  # the limit policies are made below only for the sign that is searched
-    vmin = -optimal_value(mdp, -u)
     w_am = action_major(weights)
     single = single_entries(w_am)
     u_col = _batch(mdp, u, 0.0)[0]  # checked once: every pass below takes it as it is
+    search = _beta_search(mdp, u, weights, expected, tol, max_iter)
+    beta = next(search)
+    while True:
+        o = _beta_pass(mdp, u_col, np.array([beta]), w_am, single)
+        try:
+            beta = search.send((float(o.value[0]), float(o.d1[0]), float(o.d2[0]), float(o.soft_return[0])))
+        except StopIteration as done:
+            return done.value
 
-    def objective(beta: float) -> BetaObjective:
-        return _beta_pass(mdp, u_col, np.array([beta]), w_am, single)
 
-    o0 = objective(0.0)
-    g0 = float(o0.d1[0])
-    best = (float(o0.value[0]), 0.0)
+def fit_betas(problems: Sequence[tuple[TabularMDP, np.ndarray, np.ndarray, float | None]]) -> list[BetaFit]:
+    """:func:`fit_beta` of many ``(mdp, utility, weights, expected)`` at once, each the same :class:`BetaFit` to the bit.
+
+    The searches run in lockstep: each round, the problems still searching that share a horizon (deterministic
+    MDPs with one trajectory's weights, such as every trial of :mod:`bib.meg.episodes`) are evaluated in one
+    backward pass over their stacked states (:func:`bib.meg.soft.stacked_beta_pass`), each at its own beta;
+    any other problem is fitted alone. Many small MDPs then cost about what one does: the pass is a few
+    numpy calls per step whatever the number of states.
+    """
+    fits: list[BetaFit | None] = [None] * len(problems)
+    searches: dict[int, Generator[float, tuple[float, float, float, float], BetaFit]] = {}
+    groups: dict[int, list[int]] = {}
+    prepared: dict[int, tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]] = {}
+    for i, (mdp, utility, weights, expected) in enumerate(problems):
+        u = np.asarray(utility, dtype=np.float64)
+        single = single_entries(action_major(weights)) if mdp.deterministic else None
+        if single is None:
+            fits[i] = fit_beta(mdp, u, weights, expected=expected)
+            continue
+        prepared[i] = (_batch(mdp, u, 0.0)[0], single)
+        searches[i] = _beta_search(mdp, u, weights, expected, 1e-10, 200)
+        groups.setdefault(mdp.horizon, []).append(i)
+    beta = {i: next(search) for i, search in searches.items()}
+    for members in groups.values():
+        while members:
+            stack = Stack.of([problems[i][0] for i in members], [prepared[i][1] for i in members])
+            o = stacked_beta_pass(stack, np.concatenate([prepared[i][0] for i in members]),
+                                  np.array([beta[i] for i in members]))
+            searching = []
+            for k, i in enumerate(members):
+                try:
+                    beta[i] = searches[i].send((float(o.value[k]), float(o.d1[k]), float(o.d2[k]),
+                                                float(o.soft_return[k])))
+                    searching.append(i)
+                except StopIteration as done:
+                    fits[i] = done.value
+            members = searching
+    return fits  # type: ignore[return-value]
+
+
+def _beta_search(mdp: TabularMDP, u: np.ndarray, weights: np.ndarray, expected: float | None, tol: float,
+                 max_iter: int) -> Generator[float, tuple[float, float, float, float], BetaFit]:
+    """The search of :func:`fit_beta`: yields each beta to evaluate, is sent ``(L, L', L'', soft return)`` there,
+    and returns the :class:`BetaFit` (one algorithm, whether one problem is fitted or many in lockstep)."""
+    vmax = optimal_value(mdp, u)  # the limit policies are made below only for the sign that is searched
+    vmin = -optimal_value(mdp, -u)
+    value0, g0, h0, return0 = yield 0.0
+    best = (value0, 0.0)
     eps = _tolerance(mdp, u)
     iters = 1
 
     def fit(value: float, beta: float) -> BetaFit:
-        return BetaFit(value, beta, g0, float(o0.soft_return[0]), vmax, iters)
+        return BetaFit(value, beta, g0, return0, vmax, iters)
 
     if vmax - vmin <= eps or g0 == 0.0:
         return fit(*best)
@@ -124,13 +175,12 @@ def fit_beta(
     scale = float(np.ptp(u))
     b_max = _B_MAX / scale
     lo, hi = 0.0, math.inf
-    h0 = float(o0.d2[0])
     b = abs(g0) / -h0 if h0 < 0 else 1.0 / scale
     b = min(max(b, 1e-6 / scale), b_max)
     while iters < max_iter:
-        o = objective(sgn * b)
+        val, d1, h, _ = yield sgn * b
         iters += 1
-        val, g, h = float(o.value[0]), sgn * float(o.d1[0]), float(o.d2[0])
+        g = sgn * d1
         if val > best[0] or best[1] == 0.0:
             best = (val, sgn * b)
         if g > 0:
@@ -193,8 +243,19 @@ def meg_from_weights(mdp: TabularMDP, u: np.ndarray, weights: np.ndarray, eu: fl
         eu: ``sum W U`` reported as ``expected_utility``.
         expected: ``eu`` when ``W`` is an exact occupancy (enables the optimal-policy shortcut), else None.
     """
+    return meg_result(mdp, weights, eu, fit_beta(mdp, u, weights, expected=expected))
+
+
+def megs_from_weights(problems: Sequence[tuple[TabularMDP, np.ndarray, np.ndarray, float, float | None]]) -> list[MEGResult]:
+    """:func:`meg_from_weights` of many ``(mdp, u, weights, eu, expected)``, their beta fits in lockstep
+    (:func:`fit_betas`): the same results to the bit."""
+    fits = fit_betas([(mdp, u, weights, expected) for mdp, u, weights, _, expected in problems])
+    return [meg_result(p[0], p[2], p[3], fit) for p, fit in zip(problems, fits)]
+
+
+def meg_result(mdp: TabularMDP, weights: np.ndarray, eu: float, fit: BetaFit) -> MEGResult:
+    """The :class:`MEGResult` of a beta fit of ``weights`` (``eu``: their ``sum W U``)."""
     S, A, H = mdp.shape
-    fit = fit_beta(mdp, u, weights, expected=expected)
     meg = max(fit.value + float(weights.sum()) * math.log(A), 0.0)
     sign = 0.0 if fit.slope0 == 0 else math.copysign(1.0, fit.slope0)
     return MEGResult(

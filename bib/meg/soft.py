@@ -7,6 +7,7 @@ Q-function (Definition 5.2), and ``beta = 0`` gives the uniform policy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,12 +159,7 @@ def trajectory_loglik_visits(mdp: TabularMDP, utility: np.ndarray,
     steps = np.flatnonzero(index >= 0)
     a, s = np.divmod(index[steps], S)
     value = float(np.sum(weight[steps] * logpi[steps, a, s]))
-    pi = np.exp(logpi)
-    D = np.empty((H + 1, S))
-    D[0] = mdp.initial
-    for t in range(H):
-        D[t + 1] = mdp.push(pi[t] * D[t])
-    return value, D[:-1].sum(axis=0)
+    return value, _visits(mdp, np.exp(logpi))
 
 
 def soft_policy(mdp: TabularMDP, beta: float, utility: np.ndarray | None = None) -> np.ndarray:
@@ -299,6 +295,26 @@ def beta_objective_am(mdp: TabularMDP, utility: np.ndarray, beta: float | np.nda
     return _beta_pass(mdp, u, b, w_am, single)
 
 
+def _beta_step(nxt: np.ndarray | None, u: np.ndarray, bu: np.ndarray,
+               shape: tuple[int, int, int]) -> tuple[np.ndarray, ...]:
+    """One step ``t`` of the beta pass: from the backed-up ``[Vs, Vs', Vs'']`` of step ``t+1`` (``nxt [A, S, 3B]``,
+    None at the last step), ``(q, vt, dev, q2, v2t, v1t)``: ``Qs``, ``Vs``, ``Qs' - Vs'``, ``Qs''``, ``Vs''``, ``Vs'``."""
+    A, S, B = shape
+    if nxt is None:
+        q = np.broadcast_to(bu, (A, S, B))
+        q1 = np.broadcast_to(u, (A, S, B))
+        q2 = np.zeros((A, S, B))
+    else:
+        q = bu + nxt[:, :, :B]
+        q1 = u + nxt[:, :, B : 2 * B]
+        q2 = nxt[:, :, 2 * B :]
+    vt, pi = _lse(q)
+    v1t = (pi * q1).sum(axis=0)
+    dev = q1 - v1t
+    v2t = (pi * (q2 + dev * dev)).sum(axis=0)
+    return q, vt, dev, q2, v2t, v1t
+
+
 def _beta_pass(mdp: TabularMDP, u: np.ndarray, b: np.ndarray, w_am: np.ndarray,
                single: tuple[np.ndarray, np.ndarray] | None) -> BetaObjective:
     """The backward pass of :func:`beta_objective_am` for checked ``u [S, B]`` and ``b [B]``."""
@@ -308,19 +324,7 @@ def _beta_pass(mdp: TabularMDP, u: np.ndarray, b: np.ndarray, w_am: np.ndarray,
     acc = np.zeros((3, B))
     vs = None  # [S, 3B]: Vs, Vs', Vs'' side by side, so one sparse product per step
     for t in range(H - 1, -1, -1):
-        if vs is None:
-            q = np.broadcast_to(bu, (A, S, B))
-            q1 = np.broadcast_to(u, (A, S, B))
-            q2 = np.zeros((A, S, B))
-        else:
-            nxt = mdp.backup(vs)
-            q = bu + nxt[:, :, :B]
-            q1 = u + nxt[:, :, B : 2 * B]
-            q2 = nxt[:, :, 2 * B :]
-        vt, pi = _lse(q)
-        v1t = (pi * q1).sum(axis=0)
-        dev = q1 - v1t
-        v2t = (pi * (q2 + dev * dev)).sum(axis=0)
+        q, vt, dev, q2, v2t, v1t = _beta_step(None if vs is None else mdp.backup(vs), u, bu, (A, S, B))
         if single is None:
             w = w_am[t]
             acc[0] += (w @ (q - vt).reshape(A * S, B))[0]
@@ -334,6 +338,99 @@ def _beta_pass(mdp: TabularMDP, u: np.ndarray, b: np.ndarray, w_am: np.ndarray,
             acc[2] += w1 * (q2[a, s] - v2t[s])
         vs = np.concatenate([vt, v1t, v2t], axis=1)
     return BetaObjective(value=acc[0], d1=acc[1], d2=acc[2], soft_return=mdp.initial @ vs[:, B : 2 * B])
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Deterministic MDPs of one horizon, each with one trajectory's weights, side by side: their states numbered
+    one MDP after another, so that one backward pass evaluates them all (:func:`stacked_beta_pass`,
+    :func:`stacked_loglik_visits`). Each MDP's numbers are those of its own pass to the bit: every operation
+    of a backward pass is per state (or a sum over actions, in the same order), each trajectory's entries are
+    read as :func:`single_entries` reads them, and what mixes states (the forward pass) runs per MDP.
+
+    Attributes:
+        mdps: the MDPs.
+        succ: ``[A, S_total]`` the successor of each stacked state-action.
+        starts: ``[n + 1]`` where each MDP's states begin (and the total).
+        action, state, weight: ``[H, n]`` each trajectory's action, stacked state and weight at step ``t``
+            (weight 0 and state 0 where it has none).
+        has: ``[H, n]`` whether it has one.
+    """
+
+    mdps: tuple[TabularMDP, ...]
+    succ: np.ndarray
+    starts: np.ndarray
+    action: np.ndarray
+    state: np.ndarray
+    weight: np.ndarray
+    has: np.ndarray
+
+    @classmethod
+    def of(cls, mdps: Sequence[TabularMDP], singles: Sequence[tuple[np.ndarray, np.ndarray]]) -> Stack:
+        """Stack deterministic ``mdps`` of one horizon with the :func:`single_entries` of their weights."""
+        sizes = np.array([m.n_states for m in mdps])
+        starts = np.concatenate([[0], np.cumsum(sizes)])
+        index = np.stack([single[0] for single in singles], axis=1)
+        has = index >= 0
+        action, state = np.divmod(np.where(has, index, 0), sizes)
+        return cls(tuple(mdps), np.concatenate([m._succ + o for m, o in zip(mdps, starts)], axis=1), starts,
+                   action, np.where(has, state + starts[:-1], 0), np.stack([single[1] for single in singles], axis=1), has)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        """``(S_total, A, H)``, as :attr:`TabularMDP.shape`."""
+        return self.succ.shape[1], self.succ.shape[0], self.action.shape[0]
+
+    def backup(self, v: np.ndarray) -> np.ndarray:
+        """:meth:`TabularMDP.backup` of every stacked MDP at once."""
+        return v[self.succ]
+
+    def split(self, x: np.ndarray) -> list[np.ndarray]:
+        """``x [S_total, ...]`` cut into each MDP's part."""
+        return [x[lo:hi] for lo, hi in zip(self.starts, self.starts[1:])]
+
+
+def stacked_beta_pass(stack: Stack, u: np.ndarray, betas: np.ndarray) -> BetaObjective:
+    """:func:`beta_objective_am` of every MDP of ``stack`` (stacked checked utilities ``u [S_total, 1]``) at its
+    own ``betas [n]``, in one backward pass (fields ``[n]``)."""
+    S, A, H = stack.shape
+    bu = u * np.repeat(betas, np.diff(stack.starts))[:, None]
+    acc = np.zeros((3, len(betas)))
+    vs = None
+    for t in range(H - 1, -1, -1):
+        q, vt, dev, q2, v2t, v1t = _beta_step(None if vs is None else stack.backup(vs), u, bu, (A, S, 1))
+        h = stack.has[t]
+        a, s, w1 = stack.action[t, h], stack.state[t, h], stack.weight[t, h]
+        acc[0, h] += w1 * (q[a, s, 0] - vt[s, 0])
+        acc[1, h] += w1 * dev[a, s, 0]
+        acc[2, h] += w1 * (q2[a, s, 0] - v2t[s, 0])
+        vs = np.concatenate([vt, v1t, v2t], axis=1)
+    ret = np.array([(m.initial @ part[:, 1:2])[0] for m, part in zip(stack.mdps, stack.split(vs))])
+    return BetaObjective(value=acc[0], d1=acc[1], d2=acc[2], soft_return=ret)
+
+
+def stacked_loglik_visits(stack: Stack, u: np.ndarray) -> tuple[list[float], list[np.ndarray]]:
+    """:func:`trajectory_loglik_visits` of every MDP of ``stack`` at its part of ``u [S_total]``: each one's value
+    and visits, the backward pass shared."""
+    S, A, H = stack.shape
+    logpi = _soft_backward(stack, u[:, None], _ONE)[0][..., 0]  # [H, A, S_total]
+    pi = np.exp(logpi)
+    values, visits = [], []
+    for i, (mdp, lo, hi) in enumerate(zip(stack.mdps, stack.starts, stack.starts[1:])):
+        steps = np.flatnonzero(stack.has[:, i])
+        values.append(float(np.sum(stack.weight[steps, i] * logpi[steps, stack.action[steps, i], stack.state[steps, i]])))
+        visits.append(_visits(mdp, pi[:, :, lo:hi]))
+    return values, visits
+
+
+def _visits(mdp: TabularMDP, pi: np.ndarray) -> np.ndarray:
+    """``sum_{t<H} D_t [S]`` under the action-major policy ``pi [H, A, S]`` from ``mdp.initial``."""
+    H = mdp.horizon
+    D = np.empty((H + 1, mdp.n_states))
+    D[0] = mdp.initial
+    for t in range(H):
+        D[t + 1] = mdp.push(pi[t] * D[t])
+    return D[:-1].sum(axis=0)
 
 
 def weighted_loglik(log_policy: np.ndarray, weights: np.ndarray) -> float:

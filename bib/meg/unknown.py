@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.meg.known import MEGResult, known_utility_meg, meg_from_weights
+from bib.meg.known import MEGResult, known_utility_meg, meg_from_weights, megs_from_weights
+from bib.meg.lbfgs import Steps, minimise
 from bib.meg.soft import (
+    Stack,
     action_major,
     forward,
     single_entries,
     soft_value_iteration,
+    stacked_loglik_visits,
     state_action_occupancy,
     trajectory_loglik_visits,
     weighted_loglik,
 )
 from bib.world.tabular import TabularMDP
+
+LBFGS_ITERATIONS = 500
+"""L-BFGS iterations of :func:`linear_utility_meg` (and so of target-variable MEG) by default."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,11 @@ class _Objective:
         """Known-utility MEG of ``u`` (exact beta, including the limits) under the same policy or weights."""
         if self.policy is not None:
             return known_utility_meg(self.mdp, self.policy, u)
-        return meg_from_weights(self.mdp, u, self.weights, float(self.counts @ u), expected=None)
+        return meg_from_weights(*self.known_problem(u))
+
+    def known_problem(self, u: np.ndarray) -> tuple[TabularMDP, np.ndarray, np.ndarray, float, None]:
+        """What :func:`~bib.meg.known.meg_from_weights` takes for :meth:`known` under trajectory weights."""
+        return self.mdp, u, self.weights, float(self.counts @ u), None
 
     def __call__(self, u: np.ndarray) -> tuple[float, np.ndarray]:
         self.evaluations += 1
@@ -93,7 +104,7 @@ class _Objective:
 
 def linear_utility_meg(
     mdp: TabularMDP, policy: np.ndarray | None, features: np.ndarray | None = None, *, init: np.ndarray | None = None,
-    utility_class: str = "linear", max_iter: int = 500, weights: np.ndarray | None = None,
+    utility_class: str = "linear", max_iter: int = LBFGS_ITERATIONS, weights: np.ndarray | None = None,
 ) -> UnknownMEGResult:
     """MEG over utilities ``U = features @ theta`` (concave in theta: one L-BFGS run with the exact gradient).
 
@@ -112,6 +123,13 @@ def linear_utility_meg(
         An :class:`UnknownMEGResult`; the found direction is polished by :func:`known_utility_meg`
         so the limits ``beta -> +-inf`` (suprema not attained at finite theta) are included.
     """
+    obj, u = _linear_optimum(mdp, policy, features, init, max_iter, weights)
+    return _polished(obj, u, obj.known(u), utility_class)
+
+
+def _linear_optimum(mdp: TabularMDP, policy: np.ndarray | None, features: np.ndarray | None, init: np.ndarray | None,
+                    max_iter: int, weights: np.ndarray | None) -> tuple[_Objective, np.ndarray]:
+    """The objective of :func:`linear_utility_meg` and the utility ``features @ theta`` its L-BFGS run finds."""
     S = mdp.n_states
     phi = np.eye(S) if features is None else np.asarray(features, dtype=np.float64)
     if phi.ndim != 2 or phi.shape[0] != S or not np.all(np.isfinite(phi)):
@@ -119,8 +137,11 @@ def linear_utility_meg(
     obj = _Objective(mdp, policy, weights)
     theta0 = np.zeros(phi.shape[1]) if init is None else np.asarray(init, dtype=np.float64)
     theta = _lbfgs(lambda th: _chain(obj, phi, th), theta0, max_iter)
-    u = phi @ theta
-    known = obj.known(u)
+    return obj, phi @ theta
+
+
+def _polished(obj: _Objective, u: np.ndarray, known: MEGResult, utility_class: str) -> UnknownMEGResult:
+    """The result for the found utility ``u``: the better of its value at beta = 1 and ``known`` (its exact beta)."""
     meg = max(obj(u)[0], known.meg)
     return UnknownMEGResult(meg, u, (meg,), meg, 0.0, utility_class, known)
 
@@ -130,25 +151,52 @@ def _chain(obj: _Objective, phi: np.ndarray, theta: np.ndarray) -> tuple[float, 
     return value, phi.T @ grad_u
 
 
+_LBFGS_SETTINGS = {"tolerance_grad": 1e-7, "tolerance_change": 1e-14, "history_size": 20}
+"""The L-BFGS settings of linear (and target-variable) unknown-utility MEG."""
+
+
 def _lbfgs(fn, x0: np.ndarray, max_iter: int) -> np.ndarray:
-    """Maximise ``fn(x) -> (value, gradient)`` with torch's L-BFGS (strong Wolfe line search).
+    """Maximise ``fn(x) -> (value, gradient)`` by L-BFGS with a strong-Wolfe line search (:mod:`bib.meg.lbfgs`,
+    torch's algorithm in numpy: these problems have a handful of parameters, where torch's per-operation cost
+    was most of the time)."""
+    steps = minimise(x0, max_iter, **_LBFGS_SETTINGS)
+    x = next(steps)
+    while True:
+        value, grad = fn(x)
+        try:
+            x = steps.send((-value, -grad))
+        except StopIteration as done:
+            return done.value
 
-    torch rather than scipy: scipy's L-BFGS-B spends most of its time in multi-threaded BLAS on
-    busy machines for these small problems.
-    """
-    import torch
 
-    x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([x], lr=1.0, max_iter=max_iter, line_search_fn="strong_wolfe",
-                            tolerance_grad=1e-7, tolerance_change=1e-14, history_size=20)
-
-    def closure() -> torch.Tensor:
-        value, grad = fn(x.detach().numpy())
-        x.grad = torch.from_numpy(-grad)
-        return torch.tensor(-value, dtype=torch.float64)
-
-    opt.step(closure)
-    return x.detach().numpy().copy()
+def _lockstep_lbfgs(items: Sequence[tuple[_Objective, np.ndarray]], max_iter: int) -> list[np.ndarray]:
+    """``theta`` of :func:`_linear_optimum` for each ``(objective, features)``, the same to the bit, with the runs
+    on one trajectory's weights in a deterministic MDP in lockstep: each round, the runs of one horizon evaluate
+    their points in one backward pass over their stacked MDPs (:func:`bib.meg.soft.stacked_loglik_visits`)."""
+    thetas: list[np.ndarray | None] = [None] * len(items)
+    runs: dict[int, Steps] = {}
+    groups: dict[int, list[int]] = {}
+    for i, (obj, phi) in enumerate(items):
+        if obj.single is None or not obj.mdp.deterministic:
+            thetas[i] = _lbfgs(lambda th, obj=obj, phi=phi: _chain(obj, phi, th), np.zeros(phi.shape[1]), max_iter)
+            continue
+        runs[i] = minimise(np.zeros(phi.shape[1]), max_iter, **_LBFGS_SETTINGS)
+        groups.setdefault(obj.mdp.horizon, []).append(i)
+    point = {i: next(run) for i, run in runs.items()}
+    for members in groups.values():
+        while members:
+            stack = Stack.of([items[i][0].mdp for i in members], [items[i][0].single for i in members])
+            values, visits = stacked_loglik_visits(stack, np.concatenate([items[i][1] @ point[i] for i in members]))
+            going = []
+            for i, value, seen in zip(members, values, visits):
+                obj, phi = items[i]
+                try:
+                    point[i] = runs[i].send((-(value + obj.baseline), -(phi.T @ (obj.counts - seen))))
+                    going.append(i)
+                except StopIteration as done:
+                    thetas[i] = done.value
+            members = going
+    return thetas  # type: ignore[return-value]
 
 
 def tabular_utility_meg(mdp: TabularMDP, policy: np.ndarray, **kwargs) -> UnknownMEGResult:
@@ -165,6 +213,11 @@ def target_meg(mdp: TabularMDP, policy: np.ndarray, target: np.ndarray, **kwargs
         target: integer value of the target variable in each state ``[S]``; ``-1`` marks states where
             the variable is not defined (utility 0 there).
     """
+    return linear_utility_meg(mdp, policy, target_features(mdp, target), utility_class="target", **kwargs)
+
+
+def target_features(mdp: TabularMDP, target: np.ndarray) -> np.ndarray:
+    """The features of target-variable MEG: ``phi[s, k] = 1`` where ``target[s] = k`` (checked as :func:`target_meg` says)."""
     tgt = np.asarray(target)
     if tgt.shape != (mdp.n_states,) or not np.issubdtype(tgt.dtype, np.integer) or tgt.min() < -1:
         raise BibInputError(f"target: expected integers >= -1 of shape ({mdp.n_states},), got {tgt.dtype} {tgt.shape}")
@@ -174,7 +227,17 @@ def target_meg(mdp: TabularMDP, policy: np.ndarray, target: np.ndarray, **kwargs
     phi = np.zeros((mdp.n_states, n))
     defined = tgt >= 0
     phi[np.flatnonzero(defined), tgt[defined]] = 1.0
-    return linear_utility_meg(mdp, policy, phi, utility_class="target", **kwargs)
+    return phi
+
+
+def target_megs(problems: Sequence[tuple[TabularMDP, np.ndarray, np.ndarray]]) -> list[UnknownMEGResult]:
+    """:func:`target_meg` of many ``(mdp, target, trajectory weights)``, the same results to the bit: the L-BFGS runs
+    in lockstep (:func:`_lockstep_lbfgs`), then the exact-beta polish of every found utility in lockstep
+    (:func:`bib.meg.known.megs_from_weights`)."""
+    items = [(_Objective(mdp, None, weights), target_features(mdp, target)) for mdp, target, weights in problems]
+    found = [(obj, phi @ theta) for (obj, phi), theta in zip(items, _lockstep_lbfgs(items, LBFGS_ITERATIONS))]
+    known = megs_from_weights([obj.known_problem(u) for obj, u in found])
+    return [_polished(obj, u, k, "target") for (obj, u), k in zip(found, known)]
 
 
 def mlp_utility_meg(

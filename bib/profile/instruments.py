@@ -193,14 +193,15 @@ def trial_stats(trial: Trial) -> dict[str, Any]:
             "optimal": bool(reached and not bumps and is_optimal_path(trial.layout, trial.path))}
 
 
-def trial_meg_row(trial: Trial) -> dict[str, Any]:
-    """Known-utility MEG towards the task's goal and unknown-utility MEG (over the objects) of one trial's path."""
-    from bib.meg.episodes import trial_meg
+def trial_meg_rows(trials: Sequence[Trial]) -> list[dict[str, Any]]:
+    """Known-utility MEG towards the task's goal and unknown-utility MEG (over the objects) of each trial's path
+    (:func:`bib.meg.episodes.trials_meg`: the fits of all the trials in lockstep)."""
+    from bib.meg.episodes import trials_meg
 
-    goal = trial_goal(trial)
-    row = trial_meg(trial, objects=() if goal is None else (goal,))
-    known = row["meg"].get(goal) if goal is not None else None
-    return {"known": known, "unknown": row["unknown_objects"], "upper_bound": row["upper_bound"], "goal": goal}
+    goals = [trial_goal(trial) for trial in trials]
+    rows = trials_meg(trials, [() if goal is None else (goal,) for goal in goals])
+    return [{"known": row["meg"].get(goal) if goal is not None else None, "unknown": row["unknown_objects"],
+             "upper_bound": row["upper_bound"], "goal": goal} for row, goal in zip(rows, goals)]
 
 
 def bib_job(job: Job) -> dict[str, Any]:
@@ -227,8 +228,8 @@ def bib_job(job: Job) -> dict[str, Any]:
     import torch  # unknown-utility MEG optimises with it: one thread (tiny tensors; the workers are the parallelism)
 
     torch.set_num_threads(1)
-    for row, trial in zip(rows, (t for ep in episodes for t in ep.trials)):
-        row.update({f"meg_{k}": v for k, v in trial_meg_row(trial).items() if k != "goal"})
+    for row, meg in zip(rows, trial_meg_rows([t for ep in episodes for t in ep.trials])):
+        row.update({f"meg_{k}": v for k, v in meg.items() if k != "goal"})
     timings["meg"] = time.process_time() - t0
 
     t0 = time.process_time()
