@@ -76,11 +76,46 @@ def test_judge_leak_tells_a_coin_from_a_reader() -> None:
     from bib.evaluation import ConditionResult
     from bib.observers.leaks import judge_leak
 
-    assert judge_leak(ConditionResult("c", 0.39, 0.29, 0.49, 100, 0), (0.4, 0.6))[0] == "ok"  # p = 0.035
-    assert judge_leak(ConditionResult("c", 0.70, 0.6, 0.8, 100, 0), (0.4, 0.6))[0] == "FAIL"  # p = 7.9e-5
-    assert judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 6, 0), (0.4, 0.6))[0] == "ok"  # 6 pairs: p = 0.03
-    assert judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 12, 0), (0.4, 0.6))[0] == "FAIL"  # p = 4.9e-4
-    assert judge_leak(ConditionResult("c", 0.5, 0.5, 0.5, 12, 12), (0.4, 0.6))[0] == "ok"
+    band = (0.4, 0.6)
+    # 54 cells (6 readers x 9 conditions): FAIL below p = 0.05 / 54 = 9.3e-4
+    assert judge_leak(ConditionResult("c", 0.39, 0.29, 0.49, 100, 0), band, 54)[0] == "ok"  # p = 0.035
+    assert judge_leak(ConditionResult("c", 0.67, 0.6, 0.8, 100, 0), band, 54)[0] == "FAIL"  # p = 9.0e-4
+    assert judge_leak(ConditionResult("c", 0.66, 0.6, 0.8, 100, 0), band, 54)[0] == "ok"  # p = 1.8e-3
+    assert judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 6, 0), band, 54)[0] == "ok"  # 6 pairs: p = 0.03
+    status, reason = judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 12, 0), band, 54)  # p = 4.9e-4
+    assert status == "FAIL" and reason == "leak above the 40-60% band (binomial p = 4.9e-04 < 0.05 / 54 cells)"
+    assert judge_leak(ConditionResult("c", 1.0, 1.0, 1.0, 12, 0), band, 108)[0] == "ok"  # 4.6e-4: more cells, a stricter line
+    assert judge_leak(ConditionResult("c", 0.5, 0.5, 0.5, 12, 12), band, 54)[0] == "ok"
+    assert judge_leak(ConditionResult("c", 0.38, 0.3, 0.45, 1000, 0), band, 54)[0] == "FAIL"  # p ~ 4e-14
+    # ties count half: 20 pairs, 10 tied, 10 won = 75%; the coin is judged on the 10 untied pairs (p = 2.0e-3)
+    assert judge_leak(ConditionResult("c", 0.75, 0.5, 0.9, 20, 10), band, 1)[0] == "FAIL"
+    assert judge_leak(ConditionResult("c", 0.75, 0.5, 0.9, 20, 10), band, 54)[0] == "ok"
+
+
+@pytest.mark.parametrize("n_pairs", [6, 12, 24, 50, 100, 150, 200, 327, 1000])
+def test_a_coin_flip_fails_an_audit_at_most_one_time_in_twenty(n_pairs: int) -> None:
+    """The rule follows from the statistics: a reader that reads nothing is a fair coin per pair, so the exact
+    chance that judge_leak FAILs one of its cells is the binomial mass it FAILs; over the 54 cells of a
+    nine-condition audit the chance of any FAIL stays <= 5% at every set size. The band alone would not hold it:
+    on 100 pairs a coin leaves 40-60% in 3.5% of cells, 85% of audits."""
+    from scipy.stats import binom
+
+    from bib.evaluation import ConditionResult
+    from bib.observers.leaks import LEAK_ALPHA, judge_leak
+
+    cells = 54
+    pmf = binom.pmf(np.arange(n_pairs + 1), n_pairs, 0.5)
+    fails = np.array([judge_leak(ConditionResult("c", k / n_pairs, 0, 1, n_pairs, 0), (0.4, 0.6), cells)[0] == "FAIL"
+                      for k in range(n_pairs + 1)])
+    per_cell = float(pmf[fails].sum())
+    assert per_cell <= LEAK_ALPHA / cells
+    assert 1 - (1 - per_cell) ** cells <= LEAK_ALPHA
+    outside = float(pmf[(np.arange(n_pairs + 1) < 0.4 * n_pairs) | (np.arange(n_pairs + 1) > 0.6 * n_pairs)].sum())
+    if n_pairs == 100:
+        assert outside == pytest.approx(0.0352, abs=1e-4) and 1 - (1 - outside) ** cells > 0.8
+    # and a reader that reads the answer in 70% of the pairs FAILs from 100 pairs on (p = 7.9e-5 there)
+    if n_pairs >= 100:
+        assert judge_leak(ConditionResult("c", 0.7, 0, 1, n_pairs, 0), (0.4, 0.6), cells)[0] == "FAIL"
 
 
 def test_another_secret_gives_other_ids(small_set: Path) -> None:
@@ -280,7 +315,7 @@ def test_leak_battery_reads_the_open_set_and_sits_at_chance_through_score_and_ki
             # few for the band, so over all 54 pairs pooled
             pooled = [dataclasses.replace(r, condition="all") for r in refs.refs]
             res = evaluate(pooled, surprise, n_boot=500)["all"]
-            assert judge_leak(res, (0.4, 0.6))[0] == "ok", (where, reader.leak, res)
+            assert judge_leak(res, (0.4, 0.6), 6)[0] == "ok", (where, reader.leak, res)
             assert 0.3 <= res.accuracy <= 0.7, (where, reader.leak, res)
     assert LEAKS == ("label", "id-text", "id-order", "position", "text-size", "role")
 
@@ -302,7 +337,43 @@ def test_audit_runs_the_leak_battery_and_the_learned_shortcut(small_set: Path) -
         for leak in doc["leaks"]:
             cell = row["shortcuts"][leak]
             res = ConditionResult(cond, cell["accuracy"], cell["ci_low"], cell["ci_high"], cell["n_pairs"], cell["n_ties"])
-            assert (cell["status"], cell["cue"]) == (judge_leak(res, (0.4, 0.6))[0], "leak")
+            assert (cell["status"], cell["cue"]) == (judge_leak(res, (0.4, 0.6), 6 * len(three))[0], "leak")
         if "learned-test-only" in row["shortcuts"]:  # absent where every pair fell in the fit half
             assert row["shortcuts"]["learned-test-only"]["cue"] == "efficiency"
     assert list(doc["conditions"]) == list(three)
+
+
+@pytest.fixture(scope="module")
+def leak_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """16 pairs of two conditions (bib-eval's generators): enough for a leak of every pair to FAIL (p = 3e-5)."""
+    from bib.episode import save_episode
+
+    root = tmp_path_factory.mktemp("leakset")
+    for cond in ("preference", "instrumental-no-barrier"):
+        for i in range(16):
+            for ep in make_unit(cond, i, 11):
+                save_episode(ep, root / f"{ep.id}.json", durable=False)
+    return root
+
+
+def test_a_field_let_back_into_the_view_fails_the_audit_and_coins_pass(leak_set: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leak battery can fail: let the outcome back into the blind view (as if the view forgot to pad it
+    away) and the readers of the label and of the text's size FAIL every condition; the readers of the
+    view's random draws (id-order, position, role) stay ok, and with the real view every leak cell is ok."""
+    import bib.stimuli.blind as blind
+    from bib.observers.audit import run_audit
+    from bib.observers.leaks import LEAKS
+
+    found = find_episodes(leak_set)
+    honest = run_audit(found, str(leak_set), n_boot=20, progress=False)
+    assert {honest.cells[c][leak].status for c in honest.cells for leak in LEAKS} == {"ok"}
+    real = blind.blind_episode
+    monkeypatch.setattr(blind, "blind_episode", lambda ep, secret: dataclasses.replace(real(ep, secret), outcome=ep.outcome))
+    leaky = run_audit(found, str(leak_set), n_boot=20, progress=False)
+    for cond, row in leaky.cells.items():
+        for leak in LEAKS:
+            expect = "FAIL" if leak in ("label", "text-size") else "ok"
+            assert row[leak].status == expect, (cond, leak, row[leak])
+        assert row["label"].result.accuracy == row["text-size"].result.accuracy == 1.0
+    assert not leaky.passed

@@ -22,7 +22,6 @@ from bib.observers.audit import (
     check_set,
     features_and_scores,
     fit_single_feature,
-    in_fit_split,
     judge,
     label_colour,
     relative_luminance,
@@ -193,13 +192,18 @@ def test_single_feature_observer_reads_its_fit(tmp_path: Path) -> None:
         read_stumps(tmp_path / "other.json")
 
 
-def _refs(n: int, cond: str = "preference", twins: bool = True) -> list[EpisodeRef]:
-    """Pairs ``cond-<i>``; with twins, pairs 2k and 2k+1 name each other in ``twin_id`` (as the manifest does)."""
+def _refs(n: int, cond: str = "preference", twins: bool = True, roles: tuple[str, ...] = ("",)) -> list[EpisodeRef]:
+    """Pairs ``cond-<i>``; with twins, pairs 2k and 2k+1 name each other in ``twin_id`` (as the manifest does).
+    Group k (pairs 2k, 2k+1; pair i without twins) takes the role ``roles[k % len(roles)]``, its twin ``ROLE+twin``."""
     out = []
     for i in range(n):
+        group = i // 2 if twins else i
+        role = roles[group % len(roles)]
+        variant = "+".join(v for v in (role, "twin" if twins and i % 2 else "") if v)
         for o in ("expected", "unexpected"):
             twin = f"{cond}-{i ^ 1:03d}" if twins else None
-            out.append(EpisodeRef(f"{cond}-{i:03d}-{o}", f"{cond}-{i:03d}", cond, o, Path("x"), twin_id=twin))
+            out.append(EpisodeRef(f"{cond}-{i:03d}-{o}", f"{cond}-{i:03d}", cond, o, Path("x"), twin_id=twin,
+                                  variant=variant or None))
     return out
 
 
@@ -209,20 +213,39 @@ def test_split_is_deterministic_disjoint_and_keeps_twins_together() -> None:
     fit_pairs, scored_pairs = fit["preference"], scored["preference"]
     assert len(fit_pairs) + len(scored_pairs) == 200
     assert not {p for pair in fit_pairs for p in pair} & {p for pair in scored_pairs for p in pair}
-    assert 60 <= len(fit_pairs) <= 140  # about half
+    assert len(fit_pairs) == len(scored_pairs) == 100  # 100 groups of one role: exactly half
     fit_ids = {e.rsplit("-", 1)[0] for e, _ in fit_pairs}
     for e, _ in fit_pairs + scored_pairs:  # a pair and its twin are on the same side
         pid = e.rsplit("-", 1)[0]
         twin = f"preference-{int(pid.split('-')[1]) ^ 1:03d}"
         assert (pid in fit_ids) == (twin in fit_ids)
-        assert (pid in fit_ids) == in_fit_split(min(pid, twin))
-    # the same ids give the same split, whatever the order or the other pairs in the set
-    assert set(split_pairs(list(reversed(refs)))[0]["preference"]) == set(fit_pairs)
-    subset = split_pairs(refs[:40])[0].get("preference", [])
-    assert set(subset) == {p for p in fit_pairs if int(p[0].split("-")[1]) < 20}
+    # the same ids give the same split, whatever the order; another seed gives another split
+    assert split_pairs(list(reversed(refs)))[0]["preference"] == fit_pairs
+    assert set(split_pairs(refs, seed=1)[0]["preference"]) != set(fit_pairs)
+    # not the index: the fit half is no run of group indices nor one parity
+    groups = sorted(int(e.split("-")[1]) // 2 for e, _ in fit_pairs if int(e.split("-")[1]) % 2 == 0)
+    assert groups != list(range(50)) and groups != list(range(50, 100)) and {g % 2 for g in groups} == {0, 1}
     # without twin ids, a pair is its own group
-    for e, _ in split_pairs(_refs(50, twins=False))[0]["preference"]:
-        assert in_fit_split(e.rsplit("-", 1)[0])
+    fit1, scored1 = split_pairs(_refs(51, twins=False))
+    assert sorted((len(fit1["preference"]), len(scored1["preference"]))) == [25, 26]
+
+
+def test_split_is_stratified_by_design_roles() -> None:
+    """Every role (catch, twin, variant) goes half to each side: catch pairs are never 38% of one half and 64% of the other."""
+    roles = ("", "catch", "catch", "via-key", "")  # 2:2:1 over 101 groups: strata of 41, 40 and 20 groups
+    refs = _refs(202, roles=roles)
+    variant = {r.id: r.variant or "" for r in refs}
+    for seed in range(5):
+        fit, scored = split_pairs(refs, seed=seed)
+        for role in ("", "catch", "via-key", "twin", "catch+twin", "via-key+twin"):
+            n_fit = sum(variant[e] == role for e, _ in fit["preference"])
+            n_scored = sum(variant[e] == role for e, _ in scored["preference"])
+            assert abs(n_fit - n_scored) <= 1, (seed, role, n_fit, n_scored)  # an odd stratum's middle group
+            assert n_fit + n_scored == {"": 41, "twin": 41, "catch": 40, "catch+twin": 40}.get(role, 20)
+    # the exact numbers of one seed (regression): how many groups of each stratum fit
+    fit, _ = split_pairs(refs, seed=0)
+    counts = {role: sum(variant[e] == role for e, _ in fit["preference"]) for role in ("", "catch", "via-key")}
+    assert counts == {"": 20, "catch": 20, "via-key": 10}  # the odd stratum (41 groups) gave its middle one to the scored side
 
 
 def test_the_fit_never_sees_scored_pairs() -> None:

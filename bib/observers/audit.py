@@ -94,8 +94,10 @@ def exemptions(condition: str) -> dict[str, str]:
 
 SPLIT_RULE = (
     "a pair and its twin (twin_id) form a group named by the smaller of their pair ids, a pair without a twin is "
-    "its own group; a group fits single-feature when the first byte of the SHA-256 of its name is even, and is "
-    "scored otherwise"
+    "its own group; within each condition the groups are stratified by their design roles (the sorted variants of "
+    "their pairs: catch, twin, via-key, ...), each stratum's groups are shuffled by a generator seeded from the "
+    "audit seed, the condition and the stratum, and the first half fits single-feature and the learned shortcut "
+    "(an odd stratum's middle group goes to a side drawn from the same generator); the rest is scored"
 )
 
 _BATTERY = ("closest-object", "test-only", "novelty", "familiarity", "path-length")
@@ -133,35 +135,48 @@ def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np
     return out
 
 
-def in_fit_split(group: str) -> bool:
-    """True when a twin group (its ``twin_id``, or the pair id of a pair without one) fits single-feature.
-
-    The first byte of the SHA-256 of the group id, even = fit, odd = scored: it depends on the id
-    alone, not on the order or the number of pairs, nor on any structure a generator gives its
-    unit indices (an alternating split would line up with generators that alternate layouts by
-    unit parity, as the instrumental ones do).
-    """
-    return hashlib.sha256(group.encode("utf-8")).digest()[0] % 2 == 0
+def _stratum_rng(seed: int, condition: str, stratum: tuple[str, ...]) -> np.random.Generator:
+    """The generator that splits one stratum: seeded from the audit seed, the condition and the stratum's roles."""
+    digest = hashlib.sha256("|".join(["bib.audit.split", str(seed), condition, *stratum]).encode("utf-8")).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
 
 
-def split_pairs(refs: Sequence[EpisodeRef]) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
-    """The single-feature split: ``(fit pairs, scored pairs)``, each ``{condition: [(expected id, unexpected id)]}``.
+def split_pairs(refs: Sequence[EpisodeRef], seed: int = 0
+                ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[tuple[str, str]]]]:
+    """The fit/scored split of ``single-feature`` and ``learned-test-only``: ``(fit pairs, scored pairs)``, each
+    ``{condition: [(expected id, unexpected id)]}`` (:data:`SPLIT_RULE`).
 
     A pair and its label-flipping twin (``twin_id`` names the other pair of the two) form one
     group named by the smaller of their two pair ids, so they stay on the same side; a pair
-    without a twin is its own group, named by its pair id. Each group goes to the fit or the
-    scored split by :func:`in_fit_split`. The split depends only on the ids, so it is the
-    same for every run and worker count, and no scored pair is ever seen by the fit.
+    without a twin is its own group. Groups are stratified by their design roles (the sorted
+    ``variant`` of their pairs, e.g. ``("catch", "catch+twin")``), so each side gets half of every
+    role: a fit on one role mix and a score on another would measure the mix, not the cue (a
+    stump that flips sign with the catch role scores the scored half's non-catch share). Within a
+    stratum the groups (sorted by name) are permuted by :func:`_stratum_rng` and the first half
+    fits. The split depends on the ids, roles and ``seed`` only: the same for every run, order and
+    worker count, and no scored pair is ever seen by the fit.
     """
     by_id = {r.id: r for r in refs}
-    fit: dict[str, list[tuple[str, str]]] = {}
-    scored: dict[str, list[tuple[str, str]]] = {}
+    groups: dict[str, dict[tuple[str, ...], dict[str, list[tuple[str, str]]]]] = {}
     for cond, pairs in pair_up(refs).items():
+        members: dict[str, list[tuple[str, str]]] = {}
         for e, u in pairs:
             pair_id = by_id[e].pair_id or e
             twin = by_id[e].twin_id or by_id[u].twin_id
-            group = min(pair_id, twin) if twin else pair_id
-            (fit if in_fit_split(group) else scored).setdefault(cond, []).append((e, u))
+            members.setdefault(min(pair_id, twin) if twin else pair_id, []).append((e, u))
+        for name, group in members.items():
+            stratum = tuple(sorted(by_id[e].variant or "" for e, _ in group))
+            groups.setdefault(cond, {}).setdefault(stratum, {})[name] = group
+    fit: dict[str, list[tuple[str, str]]] = {}
+    scored: dict[str, list[tuple[str, str]]] = {}
+    for cond, strata in groups.items():
+        for stratum, members in sorted(strata.items()):
+            rng = _stratum_rng(seed, cond, stratum)
+            names = sorted(members)
+            order = rng.permutation(len(names))
+            n_fit = len(names) // 2 + (int(rng.integers(2)) if len(names) % 2 else 0)
+            for k, i in enumerate(order):
+                (fit if k < n_fit else scored).setdefault(cond, []).extend(members[names[i]])
     return fit, scored
 
 
@@ -338,7 +353,7 @@ def run_audit(
         by_bin = evaluate_difficulty(paired, surprise, seed=seed, n_boot=n_boot)
         if by_bin:
             difficulty[name] = difficulty_json(by_bin)
-    fit, scored = split_pairs(paired)
+    fit, scored = split_pairs(paired, seed)
     stumps = fit_single_feature(fit, {eid: feats[eid] for pairs in fit.values() for pair in pairs for eid in pair})
     scored_ids = {eid for pairs in scored.values() for pair in pairs for eid in pair}
     scored_refs = [r for r in paired if r.id in scored_ids]
@@ -359,10 +374,11 @@ def run_audit(
     learned = learned_surprise(models, [(r.id, r.condition) for r in scored_refs], tests)
     for cond, res in evaluate(scored_refs, learned, seed=seed, n_boot=n_boot).items():
         cells.setdefault(cond, {})[LEARNED] = Cell(res, LEARNED_CUE, *judge(cond, LEARNED_CUE, res.accuracy))
+    n_leak_cells = len(LEAKS) * len(pair_up(paired))
     for j, name in enumerate(LEAKS):
         surprise = {eid: float(s[j]) for eid, s in leaks.items()}
         for cond, res in evaluate(paired, surprise, seed=seed, n_boot=n_boot).items():
-            cells.setdefault(cond, {})[name] = Cell(res, LEAK_CUE, *judge_leak(res, BAND))
+            cells.setdefault(cond, {})[name] = Cell(res, LEAK_CUE, *judge_leak(res, BAND, n_leak_cells))
     order = order_conditions(cells)
     n_pairs = {c: len(p) for c, p in pair_up(paired).items()}
     return Audit(source, list(found.sets), {c: cells[c] for c in order}, stumps, difficulty, n_pairs)

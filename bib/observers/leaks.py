@@ -19,10 +19,14 @@ where the set leaks. :data:`LEAKS`:
   expected).
 
 A leak is never exempt: FAIL wherever a reader leaves 40-60% and a fair coin per pair would give that
-result with probability below 0.001 (:func:`judge_leak`). Through the blind view ``id-order``,
-``position`` and ``role`` are a coin flip per pair (opaque ids, a shuffled order, random names), so on
-100 pairs a condition they leave 40-60% by chance alone (39% happens, binomial p = 0.03; a 95% CI
-would call one such cell in twenty a leak), while a reader that reads the answer scores far beyond.
+result with probability below ``0.05 / cells`` (:func:`judge_leak`; ``cells`` = readers x conditions
+of the audit, 54 on a nine-condition set, so 9.3e-4). Through the blind view ``id-order``, ``position``
+and ``role`` read only the view's random draws (opaque ids, a shuffled order, random names), and the
+two episodes of a pair get independent draws, so their result is exactly a fair coin per untied pair:
+the exact binomial test is their null, and Bonferroni over the audit's leak cells keeps the chance
+that such a reader FAILs any cell of an audit at most 5%, whatever the set's size. On 100 pairs a
+condition a coin leaves 40-60% in 3.5% of cells (39% happens, p = 0.035), so the band alone would
+raise a false alarm in most audits; a reader that reads the answer scores far beyond both.
 
 ``learned-test-only`` (:func:`fit_learned`): scikit-learn's HistGradientBoostingClassifier over
 the features of the test trial alone (:data:`TEST_FEATURES`: the battery's test-only features of
@@ -58,25 +62,38 @@ def _role(ep: Episode) -> float:
     return float(ends_off_first != float(ep.twin_id is not None and ep.twin_id < (ep.pair_id or "")))
 
 
-LEAK_P = 1e-3
-"""A leak cell FAILs outside the band only when a fair coin per pair would give its result with
-probability below this (two-sided binomial test over the untied pairs)."""
+LEAK_ALPHA = 0.05
+"""The chance, over a whole audit, that a reader which reads nothing real FAILs any leak cell: at most this."""
 
 
-def judge_leak(result: ConditionResult, band: tuple[float, float]) -> tuple[str, str | None]:
-    """``("ok" | "FAIL", reason)`` of a leak reader's result on one condition: FAIL outside ``band`` when a
-    coin flip per pair explains it with probability below :data:`LEAK_P`."""
+def leak_threshold(cells: int) -> float:
+    """The per-cell p-value below which a leak cell outside the band FAILs: :data:`LEAK_ALPHA` / ``cells``
+    (Bonferroni over the ``cells`` leak cells an audit judges, so a coin flip FAILs somewhere with
+    probability at most :data:`LEAK_ALPHA`)."""
+    return LEAK_ALPHA / max(1, cells)
+
+
+def coin_p(result: ConditionResult) -> float:
+    """Two-sided exact binomial p-value of a reader's result under a fair coin per untied pair (1.0 with none)."""
     from scipy.stats import binomtest
 
+    untied = result.n_pairs - result.n_ties
+    wins = round(result.accuracy * result.n_pairs - 0.5 * result.n_ties)
+    return float(binomtest(wins, untied, 0.5).pvalue) if untied else 1.0
+
+
+def judge_leak(result: ConditionResult, band: tuple[float, float], cells: int) -> tuple[str, str | None]:
+    """``("ok" | "FAIL", reason)`` of a leak reader's result on one condition of an audit judging ``cells`` leak
+    cells: FAIL outside ``band`` when a fair coin per pair gives that result with probability below
+    :func:`leak_threshold` (``cells``)."""
     lo, hi = band
     if lo - 1e-12 <= result.accuracy <= hi + 1e-12:
         return "ok", None
-    untied = result.n_pairs - result.n_ties
-    wins = round(result.accuracy * result.n_pairs - 0.5 * result.n_ties)
-    p = binomtest(wins, untied, 0.5).pvalue if untied else 1.0
-    if p >= LEAK_P:
+    p, alpha = coin_p(result), leak_threshold(cells)
+    if p >= alpha:
         return "ok", None
-    return "FAIL", f"leak {'above' if result.accuracy > hi else 'below'} the {100 * lo:g}-{100 * hi:g}% band (binomial p = {p:.1e})"
+    return "FAIL", (f"leak {'above' if result.accuracy > hi else 'below'} the {100 * lo:g}-{100 * hi:g}% band "
+                    f"(binomial p = {p:.1e} < {LEAK_ALPHA:g} / {cells} cells)")
 
 
 class LeakReader(BaseObserver):
@@ -168,5 +185,5 @@ def learned_surprise(models: Mapping[str, object], episodes: Sequence[tuple[str,
     return out
 
 
-__all__ = ["LEAKS", "LEARNED", "TEST_FEATURES", "LeakReader", "fit_learned", "judge_leak", "leak_readers", "learned_surprise",
-           "features_of_test"]
+__all__ = ["LEAKS", "LEAK_ALPHA", "LEARNED", "TEST_FEATURES", "LeakReader", "coin_p", "features_of_test", "fit_learned",
+           "judge_leak", "leak_readers", "leak_threshold", "learned_surprise"]
