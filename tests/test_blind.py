@@ -126,7 +126,8 @@ def test_another_secret_gives_other_ids(small_set: Path) -> None:
 
 
 class Cheat(BaseObserver):
-    """Reads what a model must not: ``how`` is label, id, position or size."""
+    """Reads what a model must not: ``how`` is label, id, position or size (of the text before the trials: what
+    the trials show is the shortcut battery's)."""
 
     def __init__(self, how: str) -> None:
         self.how = how
@@ -138,7 +139,7 @@ class Cheat(BaseObserver):
             value = {"label": float(ep.outcome == "unexpected"),
                      "id": float("unexpected" in ep.id),
                      "position": float(i % 2),
-                     "size": float(len(dumps(ep)))}[self.how]
+                     "size": float(len(dumps(ep).split('"trials"')[0]))}[self.how]
             out.append(np.full(ep.test.n_steps, value))
         return out
 
@@ -147,27 +148,33 @@ def accuracies(found, surprise: dict[str, float]) -> dict[str, float]:
     return {c: r.accuracy for c, r in evaluate(found.refs, surprise, n_boot=10).items()}
 
 
-@pytest.mark.parametrize("how", ["label", "id", "position"])
-def test_cheats_sit_at_chance_through_score(small_set: Path, tmp_path: Path, how: str) -> None:
-    """On the open episodes the cheat is perfect; through `score` (the blind view) it reads nothing."""
+@pytest.mark.parametrize("how", ["label", "id", "position", "size"])
+def test_cheats_sit_at_chance_through_score_and_a_kit(small_set: Path, kit: tuple[Path, Path], tmp_path: Path,
+                                                      how: str) -> None:
+    """On the open episodes the cheat is perfect; through `score` (the blind view) and through a kit scored
+    against its key it reads nothing."""
     from bib.observers.scoring import _OBSERVERS, _observer_key, score
+    from bib.stimuli.kit import read_key
 
     found = find_episodes(small_set)
     eps = [load_episode(r.path) for r in found.refs]
     cheat = Cheat(how)
     open_scores = {ep.id: float(s.max()) for ep, s in zip(eps, cheat.surprise_many(eps))}
     assert set(accuracies(found, open_scores).values()) == {1.0}
-    _OBSERVERS[_observer_key("cheat", None, {})] = cheat  # as if built by name
-    summary = score("cheat", found, tmp_path / "r.csv", progress=False)
-    acc = accuracies(found, summary.surprise)
-    if how == "position":  # a shuffled order: near chance, not exactly
-        assert 0.3 <= float(np.mean(list(acc.values()))) <= 0.7
-    else:  # nothing to read: every pair ties
-        assert set(acc.values()) == {0.5}
+    _OBSERVERS[_observer_key(cheat.name, None, {})] = cheat  # as if built by name
+    keyed, _ = read_key(kit[1])
+    through = {"score": (found, score(cheat.name, found, tmp_path / "r.csv", progress=False).surprise),
+               "kit": (keyed, score(cheat.name, find_episodes(kit[0]), tmp_path / "k.csv", progress=False).surprise)}
+    for where, (refs, surprise) in through.items():
+        acc = accuracies(refs, surprise)
+        if how == "position":  # a shuffled order: a coin per pair, 6 pairs a condition; pooled over the 54
+            pooled = [dataclasses.replace(r, condition="all") for r in refs.refs]
+            assert 0.3 <= evaluate(pooled, surprise, n_boot=10)["all"].accuracy <= 0.7, where
+        else:  # nothing to read: every pair ties
+            assert set(acc.values()) == {0.5}, (where, acc)
     blind = {ep.id: float(s.max()) for ep, s in zip(eps, surprise_many(cheat, eps))}
-    acc = accuracies(found, blind)
     if how != "position":
-        assert set(acc.values()) == {0.5}
+        assert set(accuracies(found, blind).values()) == {0.5}
 
 
 def test_score_results_are_keyed_by_the_real_ids(small_set: Path, tmp_path: Path) -> None:
@@ -377,3 +384,94 @@ def test_a_field_let_back_into_the_view_fails_the_audit_and_coins_pass(leak_set:
             assert row[leak].status == expect, (cond, leak, row[leak])
         assert row["label"].result.accuracy == row["text-size"].result.accuracy == 1.0
     assert not leaky.passed
+
+
+def _frames(path: Path) -> list[np.ndarray]:
+    import av
+
+    with av.open(str(path)) as container:
+        return [frame.to_ndarray() for frame in container.decode(video=0)]
+
+
+@pytest.mark.parametrize("codec", ["h264", "vp9"])
+def test_a_kit_with_videos_and_bib_json_pads_every_file_and_leaks_nothing(tmp_path: Path, codec: str) -> None:
+    """`bib blind --format bib-json` of a set with videos: every file of a folder has one size (videos padded
+    with a free box / Void element that changes no decoded frame, BIB JSON with spaces), names and order are
+    coins, no file names a real id or an outcome, and the key stays outside. Unpadded, the videos' sizes
+    read the test path (efficiency-path), so the size reader could fail."""
+    from bib.evaluation import ConditionResult
+    from bib.observers.leaks import judge_leak
+    from bib.render.frames import RenderSettings
+    from bib.stimuli.bibjson import episode_to_bib
+    from bib.stimuli.build import build
+    from bib.stimuli.kit import make_kit, read_key
+
+    src = tmp_path / "set"
+    build([("preference", 6), ("efficiency-path", 6)], 7, src, video=True, settings=RenderSettings(cell_px=4, fps=5),
+          codec=codec)
+    make_kit(src, tmp_path / "kit", tmp_path / "key.csv", fmt="bib-json", seed=2, progress=False)
+    kit = tmp_path / "kit"
+    assert sorted(p.name for p in kit.iterdir()) == ["bib-json", "episodes", "kit.csv", "videos"]
+    keyed, _ = read_key(tmp_path / "key.csv")
+    real = {r.id: r for r in find_episodes(src).refs}
+    rows = list(csv_rows(tmp_path / "key.csv"))
+    to_real = {r["episode_id"]: r["real_id"] for r in rows}
+    suffix = {"h264": ".mp4", "vp9": ".webm"}[codec]
+    for sub, ext in (("episodes", ".json"), ("videos", suffix), ("bib-json", ".json")):
+        files = sorted((kit / sub).iterdir())
+        assert {f.stem for f in files} == keyed.ids() and {f.suffix for f in files} == {ext}
+        assert len({f.stat().st_size for f in files}) == 1, sub  # one size: a size says nothing
+        for f in files:
+            data = f.read_bytes()
+            assert b"expected" not in data and b"-00000" not in data, f  # no outcome, no real id (cond-00000k-...)
+    for f in sorted((kit / "videos").iterdir())[:3]:  # the video is the set's, byte for byte, then ignorable padding
+        original = src / "videos" / f"{to_real[f.stem]}{suffix}"
+        assert f.read_bytes().startswith(original.read_bytes()) and f.stat().st_size > original.stat().st_size
+        padded, plain = _frames(f), _frames(original)
+        assert len(padded) == len(plain) > 0 and all((a == b).all() for a, b in zip(padded, plain))
+    for f in sorted((kit / "bib-json").iterdir())[:3]:
+        assert json.loads(f.read_text()) == json.loads(json.dumps(episode_to_bib(loads((kit / "episodes" / f.name).read_text()))))
+
+    def judged(scores: dict[str, float], refs) -> dict[str, float]:
+        return {c: r.accuracy for c, r in evaluate(refs.refs, scores, n_boot=10).items()}
+
+    listed = [line.split(",")[0] for line in (kit / "kit.csv").read_text().splitlines()[1:]]
+    by_mtime = sorted((kit / "videos").iterdir(), key=lambda f: (f.stat().st_mtime_ns, f.name))
+    readers = {
+        "video size": {f.stem: float(f.stat().st_size) for f in (kit / "videos").iterdir()},
+        "bib-json size": {f.stem: float(f.stat().st_size) for f in (kit / "bib-json").iterdir()},
+        "name": {i: float(int(i[1:], 16) % 2) for i in listed},
+        "kit.csv order": {i: float(k) for k, i in enumerate(listed)},
+        "mtime order": {f.stem: float(k) for k, f in enumerate(by_mtime)},
+    }
+    for name, scores in readers.items():
+        if name.endswith("size"):
+            assert set(judged(scores, keyed).values()) == {0.5}, name  # every pair ties
+            continue
+        pooled = [dataclasses.replace(r, condition="all") for r in keyed.refs]
+        res: ConditionResult = evaluate(pooled, scores, n_boot=10)["all"]
+        assert judge_leak(res, (0.4, 0.6), len(readers))[0] == "ok", (name, res)
+    # the set's own video sizes follow the test path: on efficiency-path they tell the outcome apart
+    plain_size = {r.id: float((src / "videos" / f"{r.id}{suffix}").stat().st_size) for r in real.values()}
+    assert judged(plain_size, find_episodes(src))["efficiency-path"] != 0.5
+    assert not (kit / "key.csv").exists() and not list(kit.rglob("*key*"))
+
+
+def csv_rows(key: Path) -> list[dict[str, str]]:
+    import csv
+
+    return list(csv.DictReader(key.read_text().splitlines()[1:]))
+
+
+def test_a_kit_refuses_videos_it_cannot_pad_and_pads_with_what_formats_ignore() -> None:
+    from bib.errors import BibInputError
+    from bib.stimuli.kit import PADDING, check_paddable
+
+    check_paddable([Path("v/a.mp4"), Path("v/b.webm")])
+    with pytest.raises(BibInputError, match=r"^v/b.avi: a kit pads every video to one size, and cannot pad .avi files"):
+        check_paddable([Path("v/a.mp4"), Path("v/b.avi")])
+    mp4, least = PADDING[".mp4"]
+    assert least == 8 and mp4(8) == b"\x00\x00\x00\x08free" and mp4(20) == b"\x00\x00\x00\x14free" + bytes(12)
+    webm, least = PADDING[".webm"]
+    assert least == 9 and webm(9) == b"\xec\x01" + bytes(7) and webm(300)[:9] == b"\xec\x01" + (291).to_bytes(7, "big")
+    assert PADDING[".json"][0](3) == b"   " and PADDING[".json"][1] == 0

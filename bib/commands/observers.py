@@ -172,7 +172,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("out/audit"), "--out", **OUT_PATH, help="Output folder: audit.json, audit.md, audit.png, audit.svg (heatmap), single-feature.json (the fit).", show_default=True),
         workers: int = typer.Option(1, "--workers", min=1, help="Worker processes.", show_default=True),
         scheduler: str = typer.Option(None, "--scheduler", help="Dask scheduler tcp://HOST:PORT instead of local processes."),
-        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap CIs.", show_default=True),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap CIs and of the role-stratified fit/scored split of single-feature and learned-test-only.", show_default=True),
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something else.", show_default=True),
         as_json: bool = typer.Option(False, "--json", help="Print audit.json on stdout instead of the table.", show_default=True),
     ) -> None:

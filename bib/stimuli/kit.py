@@ -4,17 +4,19 @@ A kit is what an organiser gives a submitter whose model they do not run themsel
 
 - ``episodes/<id>.json``: every episode of the set in its blind view (:mod:`bib.stimuli.blind`,
   :func:`bib.stimuli.blind.blind_text`), under its opaque id;
-- ``videos/<id>.mp4`` (or the set's video suffix) when the set has videos, copied byte for byte
-  (they are rendered without metadata and draw no id);
+- ``videos/<id>.mp4`` (or ``.webm``) when the set has videos, copied byte for byte (they are rendered
+  without metadata and draw no id), then padded;
 - ``bib-json/<id>.json`` with ``--format bib-json``: the blind episode in BIB's per-frame JSON;
 - ``kit.csv``: ``episode_id,condition``, one row per episode, sorted by opaque id.
 
 Nothing else: no provenance, no set name, no seed. The opaque ids are hashes of the kit's secret
 (32 random bytes, or derived from ``--seed`` for a reproducible kit: then the seed must stay as
 secret as the key) and the real ids, so names and order say nothing of the pair, the outcome or the
-design; the files hold no such field, and every episode file is padded with spaces to the same size
-(:func:`_pad`), so not even the length of the paths shows in its size. A video's size, and a BIB JSON
-file's (a frame list, megabytes), do follow what they show: how long the agent moves.
+design; the files hold no such field, and every file of a folder (``episodes/``, ``videos/``,
+``bib-json/``) is padded to one size with bytes its format ignores (:func:`_pad`: JSON whitespace, an
+mp4 ``free`` box, a WebM ``Void`` element), so not even how long the agent moves shows in a file's
+size (a video's duration, like a frame list's length, is what it shows: the audit's shortcut battery
+measures such cues).
 
 The key (``KEY.csv``, written where the organiser says, never inside the kit) has a first line
 ``# bib blind key {JSON}`` (the kit's fingerprint, the SHA-256 of ``kit.csv``, and the source set's
@@ -140,6 +142,7 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
     found = source if isinstance(source, EpisodeSet) else find_episodes(source)
     if not any(r.outcome == "unexpected" and r.pair_id for r in found.refs):
         raise BibInputError(f"{source}: no expected/unexpected pairs (a kit is scored against them)")
+    check_paddable([v for v in (_video(r) for r in found.refs) if v is not None])
     secret = kit_secret(seed)
     ids = {r.id: opaque_id(secret, r.id) for r in found.refs}
     if len(set(ids.values())) != len(ids):  # 64-bit ids: never in practice, but a kit must not merge two
@@ -170,7 +173,9 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
                 (tmp / "videos").mkdir(exist_ok=True)
                 shutil.copyfile(video, tmp / "videos" / f"{view.id}{video.suffix}")
                 videos += 1
-        _pad(tmp / "episodes")
+        for sub in ("episodes", "bib-json", "videos"):
+            if (tmp / sub).is_dir():
+                _pad(tmp / sub)
         kit_text = _csv([[ids[r.id], r.condition] for r in refs], KIT_COLUMNS)
         (tmp / KIT_LIST).write_text(kit_text, encoding="utf-8")
         fingerprint = hashlib.sha256(kit_text.encode("utf-8")).hexdigest()[:16]
@@ -190,16 +195,49 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
     return KitSummary(kit, k, fingerprint, videos, dict(sorted(counts.items())))
 
 
+def _json_filler(n: int) -> bytes:
+    return b" " * n  # JSON whitespace
+
+
+def _mp4_filler(n: int) -> bytes:
+    """A top-level ISO BMFF ``free`` box of ``n`` bytes (8 of header): players and demuxers skip it."""
+    if n < 8 or n >= 2**32:
+        raise ValueError(f"an mp4 free box needs 8 to 2**32 - 1 bytes, not {n}")
+    return n.to_bytes(4, "big") + b"free" + bytes(n - 8)
+
+
+def _webm_filler(n: int) -> bytes:
+    """An EBML ``Void`` element (ID 0xEC, an 8-byte size) of ``n`` bytes (9 of header): readers skip it."""
+    if n < 9 or n - 9 >= 2**56 - 1:
+        raise ValueError(f"a WebM Void element needs at least 9 bytes, not {n}")
+    return b"\xec" + (0x01 << 56 | (n - 9)).to_bytes(8, "big") + bytes(n - 9)
+
+
+PADDING = {".json": (_json_filler, 0), ".mp4": (_mp4_filler, 8), ".webm": (_webm_filler, 9)}
+"""File suffix -> (the bytes that pad a file of that kind and change nothing it shows, the fewest such bytes)."""
+
+
+def check_paddable(videos: list[Path]) -> None:
+    """Refuse (BibInputError) a set whose videos are of a kind a kit cannot pad to one size (before any work)."""
+    odd = sorted({v.suffix for v in videos} - set(PADDING))
+    if odd:
+        example = next(v for v in videos if v.suffix == odd[0])
+        raise BibInputError(f"{example}: a kit pads every video to one size, and cannot pad {odd[0] or 'suffix-less'} "
+                            f"files (only {', '.join(k for k in PADDING if k != '.json')})")
+
+
 def _pad(folder: Path) -> None:
-    """Pad every JSON file of ``folder`` with spaces (JSON whitespace) to the largest one's size, so a file's
-    size says nothing, not even how long its paths are."""
+    """Pad every file of ``folder`` to one size with bytes its format ignores (:data:`PADDING`: JSON whitespace,
+    an mp4 ``free`` box, a WebM ``Void`` element): the largest file's size plus the fewest bytes a filler
+    takes, so a file's size says nothing, not even how long its paths or its video are."""
     files = sorted(folder.iterdir())
-    size = max(f.stat().st_size for f in files)
+    sizes = {f: f.stat().st_size for f in files}
+    size = max(sizes.values()) + max(PADDING[f.suffix][1] for f in files)
     for f in files:
-        extra = size - f.stat().st_size
+        extra = size - sizes[f]
         if extra:
-            with open(f, "a", encoding="utf-8") as fh:
-                fh.write(" " * extra)
+            with open(f, "ab") as fh:
+                fh.write(PADDING[f.suffix][0](extra))
 
 
 def is_key(path: str | os.PathLike[str]) -> bool:
