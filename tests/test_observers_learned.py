@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bib.cli import main
-from bib.episode import save_episode
+from bib.episode import load_episode, save_episode
 from bib.errors import BibInputError
 from bib.observers.bc import BCMLPObserver, BCRNNObserver
 from bib.observers.encoders import (
@@ -245,6 +245,71 @@ def test_training_is_deterministic_for_a_seed(episodes):
     a, b, c = trained(3), trained(3), trained(4)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """Both episodes of two pairs of every condition (ids, outcomes, pairs, role-named objects), in memory and on disk."""
+    from bib.tasks import conditions
+
+    eps = [ep for cond in conditions() for i in range(2) for ep in make_unit(cond, i, 3)]
+    root = tmp_path_factory.mktemp("labelled")
+    for ep in eps:
+        save_episode(ep, root / f"{ep.id}.json", durable=False)
+    return eps, [root / f"{ep.id}.json" for ep in eps]
+
+
+class _Spy(BCRNNObserver):
+    """bc-rnn that keeps every episode it is handed (issue 26: training must hand it only blind views)."""
+
+    seen: list = []
+
+    def encode(self, episode, cache=None):
+        _Spy.seen.append(episode)
+        return super().encode(episode, cache)
+
+
+@pytest.mark.parametrize("source", ["files", "memory"])
+def test_training_hands_the_model_only_blind_views(labelled, source):
+    eps, paths = labelled
+    items = paths if source == "files" else eps
+    _Spy.seen = []
+    run_training(_Spy(**TINY), items[:12], items[12:18], TrainConfig(epochs=1, **FAST), log=lambda _: None)
+    assert len(_Spy.seen) == 6 + 12 + 6  # validation before training, the training epoch, validation after it
+    real_ids = {ep.id for ep in eps}
+    role_names = {o.id for ep in eps for t in ep.trials for o in t.layout.objects}
+    for view in _Spy.seen:
+        assert view.outcome == "none" and view.pair_id is None and view.seed == 0 and view.twin_id is None
+        assert view.id not in real_ids and view.id.startswith("e") and len(view.id) == 17
+        assert not role_names & {o.id for t in view.trials for o in t.layout.objects}
+        assert all(t.excess_cost is None for t in view.trials)
+    assert {v.test.path for v in _Spy.seen} <= {ep.test.path for ep in eps}
+
+
+@pytest.mark.parametrize("cls", [BCMLPObserver, VideoRNNObserver])
+def test_blind_view_leaves_encodings_and_trained_weights_unchanged(labelled, cls, monkeypatch):
+    """The encoders read no id and no label, so training through the blind view gives the same weights, to the bit,
+    as training on the open episodes did (and the same surprise)."""
+    import bib.observers.training as training
+    from bib.stimuli.blind import blind_episode, episode_secret
+
+    eps, paths = labelled
+    obs = tiny(cls)
+    for ep in eps:
+        a, b = obs.encode(ep), obs.encode(blind_episode(ep, episode_secret(ep)))
+        for name in ("actions", "variants", "variant", "cells", "dynamic"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert a.lengths == b.lengths
+
+    def trained() -> dict[str, torch.Tensor]:
+        model = tiny(cls)
+        run_training(model, paths[:14], paths[14:20], TrainConfig(epochs=2, **FAST), log=lambda _: None)
+        return model.net.state_dict()
+
+    blind = trained()
+    monkeypatch.setattr(training, "_episode", lambda item: load_episode(item))  # the open episodes, as before
+    open_ = trained()
+    assert blind.keys() == open_.keys() and all(torch.equal(blind[k], open_[k]) for k in blind)
 
 
 def test_split_is_every_fifth_by_sorted_id_and_subsets_spread_evenly():

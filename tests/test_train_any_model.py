@@ -17,9 +17,11 @@ import pytest
 import bib
 from bib.api import Scores, read_episodes
 from bib.cli import main
+from bib.episode import load_episode
 from bib.errors import BibInputError
 from bib.evaluation import find_episodes
 from bib.observers.trainable import BackgroundEpisodes, subset
+from bib.stimuli.blind import file_secret, opaque_id
 from bib.stimuli.build import build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,7 +211,11 @@ def test_scores_and_evaluation_are_results(here, sets):
 def test_background_episodes_read_on_demand(sets):
     seq = read_episodes(sets / "background")
     assert isinstance(seq, BackgroundEpisodes) and len(seq) == 400
-    assert seq[3].id == seq[3].id and [e.id for e in seq[:2]] == [r.id for r in find_episodes(sets / "background").refs[:2]]
+    refs = find_episodes(sets / "background").refs
+    # the model is handed each file's blind view, as bib score hands it: an opaque id, no outcome or pair
+    assert seq[3] == seq[3] and [e.id for e in seq[:2]] == [opaque_id(file_secret(r.path), r.id) for r in refs[:2]]
+    assert all(e.outcome == "none" and e.pair_id is None and e.seed == 0 for e in seq[:5])
+    assert [e.test.path for e in seq[:2]] == [load_episode(r.path).test.path for r in refs[:2]]
 
 
 class _System:

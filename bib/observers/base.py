@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from bib.episode import Episode, dumps
+from bib.episode import Episode
 from bib.errors import BibInputError
-from bib.stimuli.blind import blind_episode, shuffled
+from bib.stimuli.blind import blind_episode, episode_secret, shuffled
 
 
 @runtime_checkable
@@ -63,7 +62,7 @@ def surprise_many(observer: Observer, episodes: Sequence[Episode]) -> list[np.nd
     Raises:
         BibInputError: when an observer returns the wrong number of values or non-finite ones.
     """
-    views = [blind_episode(ep, hashlib.sha256(dumps(ep).encode("utf-8")).digest()) for ep in episodes]
+    views = [blind_episode(ep, episode_secret(ep)) for ep in episodes]
     return surprise_of_views(observer, views, [ep.id for ep in episodes])
 
 

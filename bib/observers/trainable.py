@@ -80,24 +80,21 @@ def subset(items: Sequence[Any], n: int) -> list[Any]:
 class BackgroundEpisodes(Sequence[Episode]):
     """The background set as a sequence read from disk on demand (``len``, indexing, iteration), so a
     model's ``fit`` can take several passes without the set being held in memory. Each file is checked
-    against the world rules (as ``bib score`` checks) the first time it is read."""
+    against the world rules (as ``bib score`` checks) the first time it is read. The model is handed each
+    episode's blind view (:func:`bib.stimuli.blind.read_blind`), as ``bib score`` hands it the episodes
+    it scores: no outcome, pair or design field, an opaque id."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self.paths = list(paths)
-        self._checked: set[int] = set()
+        self._checked: set[str] = set()
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def _load(self, i: int) -> Episode:
-        from bib.episode import load_episode
-        from bib.stimuli.check import load_checked
+        from bib.stimuli.blind import read_blind
 
-        if i in self._checked:
-            return load_episode(self.paths[i])
-        ep = load_checked(self.paths[i])
-        self._checked.add(i)
-        return ep
+        return read_blind(self.paths[i], self._checked)
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):

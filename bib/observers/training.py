@@ -1,6 +1,11 @@
 """Training of the learned observers: background episodes streamed from disk, 80/20 split by sorted id,
 seeded shuffling, validation loss per epoch, best checkpoint written atomically.
 
+The model is handed each episode's blind view (:mod:`bib.stimuli.blind`, issue 26): layouts, paths,
+timing and the condition, with an opaque id and role-free object ids; never the outcome, the pair or a
+design field. The split and the order are the trainer's business (by the files' real ids), so the
+batches are the same as before the view; the encoders read no id, so the checkpoints are too.
+
 The split: episodes sorted by id, every fifth one (positions 4, 9, 14, ...) is validation, the
 rest training. Interleaving keeps every background task in both parts (the ids of one task are
 contiguous, so a plain first-80% cut would leave whole tasks out of training).
@@ -18,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bib.episode import Episode, load_episode
+from bib.episode import Episode
 from bib.errors import BibInputError
 from bib.evaluation import find_episodes
 from bib.guard import load_toml
@@ -35,6 +40,7 @@ from bib.observers.learned import (
 )
 from bib.observers.trainable import subset
 from bib.progress import track
+from bib.stimuli.blind import blind_episode, episode_secret, read_blind
 
 Item = Path | Episode
 """A training item: an episode file (loaded when its batch is built) or an episode in memory."""
@@ -77,16 +83,12 @@ _CHECKED: set[str] = set()
 
 
 def _episode(item: Item) -> Episode:
+    """What the model is handed of a training item: its blind view (:mod:`bib.stimuli.blind`), never the
+    episode's id, outcome, pair or design fields. An episode in memory is blinded under
+    :func:`~bib.stimuli.blind.episode_secret`, a file under its bytes' hash (as ``bib score`` does)."""
     if isinstance(item, Episode):
-        return item
-    key = str(item)
-    if key in _CHECKED:
-        return load_episode(item)
-    from bib.stimuli.check import load_checked
-
-    ep = load_checked(item)
-    _CHECKED.add(key)
-    return ep
+        return blind_episode(item, episode_secret(item))
+    return read_blind(item, _CHECKED)
 
 
 class _Batches(torch.utils.data.Dataset):

@@ -1,7 +1,9 @@
 """The blind view: an episode as a viewer of its videos knows it, and nothing of its design (issue 26).
 
 Every path that hands episodes to a model (``bib score`` and :func:`bib.observers.scoring.score_refs`,
-training, a submission kit) passes them through :func:`blind_episode`. The view keeps
+training: ``bib train`` and a learned observer's ``fit`` (:mod:`bib.observers.training`), a model's own
+``fit`` (:class:`bib.observers.trainable.BackgroundEpisodes`), a submission kit) passes them through
+:func:`blind_episode`. The view keeps
 
 - the trials' layouts, the agents' paths and events (timing), and the condition (and task);
 
@@ -105,6 +107,11 @@ def blind_episode(ep: Episode, secret: bytes) -> Episode:
     )
 
 
+def episode_secret(ep: Episode) -> bytes:
+    """The secret of an episode handed over in memory (no file): the SHA-256 of its JSON text."""
+    return hashlib.sha256(dumps(ep).encode("utf-8")).digest()
+
+
 def load_blind(path: str | os.PathLike[str], real_id: str | None = None) -> Episode:
     """Read an episode file with every reader's checks (:func:`bib.stimuli.check.load_checked`) and return
     its blind view under :func:`file_secret`.
@@ -120,6 +127,23 @@ def load_blind(path: str | os.PathLike[str], real_id: str | None = None) -> Epis
     return blind_episode(ep, file_secret(path))
 
 
+def read_blind(path: str | os.PathLike[str], checked: set[str]) -> Episode:
+    """The blind view of an episode file read several times (a training set, once per epoch): the world rules
+    are checked the first time (:func:`load_blind`; the path then joins ``checked``), later reads only parse it.
+
+    Raises:
+        BibInputError: an unreadable file or, on its first read, a broken world rule.
+    """
+    key = str(path)
+    if key not in checked:
+        view = load_blind(path)
+        checked.add(key)
+        return view
+    from bib.episode import load_episode
+
+    return blind_episode(load_episode(path), file_secret(path))
+
+
 def blind_text(view: Episode) -> str:
     """The JSON text of a blind episode: :func:`bib.episode.dumps` without the fields of :data:`OMIT`
     (schema ``bib.episode/1``; :func:`bib.episode.loads` reads it back equal)."""
@@ -132,4 +156,5 @@ def shuffled(episodes: Sequence[Episode]) -> list[int]:
     return sorted(range(len(episodes)), key=lambda i: episodes[i].id)
 
 
-__all__ = ["GENERATOR", "OMIT", "VIEW", "blind_episode", "blind_text", "file_secret", "load_blind", "opaque_id", "shuffled"]
+__all__ = ["GENERATOR", "OMIT", "VIEW", "blind_episode", "blind_text", "episode_secret", "file_secret", "load_blind", "opaque_id",
+           "read_blind", "shuffled"]
