@@ -1,25 +1,57 @@
 """Stable Baselines3 A2C / DQN / PPO as extended-environment agents (optional ``rl`` extra).
 
-The power-of-two trick of Section 2.1: on a history of N percepts, take the largest power of two
-K <= N, train a *fresh* model on an environment that replays the first K percepts with the
-recorded actions forced, cache it by that prefix, and answer ``predict(last observation)``. So
-one model serves every history that shares the K-percept prefix (no retraining until percept 2K),
-and the answer is memoised by history, which makes the agent deterministic.
+The agent is the paper's (Section 2.1, V1 ``SBL3_agents.py``): on a history of N percepts take the
+largest power of two K <= N, train a *fresh* model (the SB3 defaults, seeded by the run seed) on an
+environment that replays the first K percepts with the recorded actions forced, and answer with the
+model's stochastic ``predict`` on the last observation, memoised by history. Settings as V1: A2C
+``n_steps=K-1``; PPO ``n_steps=batch_size=K-1`` (action 0 below 2 transitions); DQN
+``learning_starts=1``, trained ``(K-1) - (K-1) % 4`` steps (action 0 below 4).
 
-SB3 seeds torch/numpy through its own ``set_random_seed`` (a global RNG that SB3 owns); the
-model seed is the run seed.
+What is computed differently (the same function at a different cost; docs/reflection.md):
+
+* **One SB3 model per (kind, counts, options).** A fresh model of a given seed always starts from
+  the same weights, so every training starts from that template's initial weights and settings.
+* **The update runs in numpy** (``bib.reflection.sb3_train``): SB3's A2C / PPO / DQN formulas on a
+  network that only ever sees ``num_observations`` one-hot inputs, evaluated once per update and
+  gathered per sample (the same loss and gradient; only float summation order differs). With every
+  action forced and the policy fixed during an on-policy rollout, the rollout is one batch.
+* **DQN: training is resumed along the prefix trie.** DQN learns online: with forced actions, the
+  weights, optimizer state and minibatch stream after t steps depend on the first t transitions
+  only, so the model of a 2K-prefix is its K-prefix's model trained on the next transitions. A
+  checkpoint per trained prefix (a bounded cache; evicting one only costs time) makes training
+  along any history built by appending cost O(1) per percept, identical to training from scratch.
+  Minibatch indices come from a numpy Generator seeded by the run seed.
+* **predict is a table.** The answer distribution of a trained model over the observations is
+  computed once per model (A2C/PPO: the categorical policy; DQN: epsilon-greedy with the final
+  epsilon 0.05 around the greedy action); the memoised answer is a draw from it with the agent's
+  own seeded Generator.
+
+Histories are persistent states (rolling hash for the memo, a rope of the symbols, the key of every
+power-of-two prefix), so concatenations (DejaVu, BackwardConsciousness) cost O(1) to form; a
+history whose power-of-two prefix no earlier query has (those two environments rewrite the start
+of the history at every step) still needs its own model: one batched update for A2C/PPO, K/4
+sequential gradient steps for DQN (from the deepest cached ancestor).
+
+Models are given a logger that writes nothing, so nothing is written outside ``--out``.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.reflection.agents import FunctionAgent
+from bib.reflection.agents import Agent
+from bib.reflection.policy import Policy, State, Uniforms, join, memo_key, push
 
 KINDS = ("a2c", "dqn", "ppo")
+
+#: DQN checkpoints kept for resuming (a least-recently-used cache; eviction costs only time).
+CHECKPOINTS = 1024
 
 
 def _import_sb3() -> Any:
@@ -33,42 +65,236 @@ def _import_sb3() -> Any:
     return stable_baselines3
 
 
-def _replay_env(prefix: tuple[int, ...], num_actions: int, num_observations: int) -> Any:
+def _spaces_env(num_actions: int, num_observations: int) -> Any:
+    """A gymnasium env with the right spaces, only used to build the template model."""
     import gymnasium as gym
 
-    class Replay(gym.Env):
-        """Replays ``prefix``: observation o_i, forced action a_i, then reward r_{i+1}, o_{i+1}."""
-
+    class Spaces(gym.Env):
         def __init__(self) -> None:
-            self.rewards = prefix[0::3]
-            self.observations = prefix[1::3]
-            self.actions = prefix[2::3]
             self.observation_space = gym.spaces.Discrete(num_observations)
             self.action_space = gym.spaces.Discrete(num_actions)
-            self.i = 0
 
         def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[int, dict]:
             super().reset(seed=seed)
-            self.i = 0
-            return int(self.observations[0]), {}
-
-        def forced(self) -> int:
-            return int(self.actions[self.i])
+            return 0, {}
 
         def step(self, action: Any) -> tuple[int, float, bool, bool, dict]:
-            self.i += 1
-            done = self.i >= len(self.actions)
-            return int(self.observations[self.i]), float(self.rewards[self.i]), False, done, {}
+            return 0, 0.0, False, True, {}
 
-    return Replay()
+    return Spaces()
 
 
-class SB3Agent(FunctionAgent):
+class _Cat:
+    """Rope node: the symbols of ``left`` then those of ``right``."""
+
+    __slots__ = ("left", "right")
+
+    def __init__(self, left: Any, right: Any) -> None:
+        self.left, self.right = left, right
+
+
+def flatten(rope: Any) -> list[int]:
+    """The symbols of a rope (``None``; ``(prev, r, o)``; ``(prev, a)``; :class:`_Cat`), in order."""
+    out: list[int] = []
+    stack: list[Any] = []
+    node = rope
+    while True:
+        if node is None:
+            if not stack:
+                break
+            node = stack.pop()
+        elif type(node) is _Cat:
+            stack.append(node.left)
+            node = node.right
+        elif len(node) == 3:
+            out.append(node[2])
+            out.append(node[1])
+            node = node[0]
+        else:
+            out.append(node[1])
+            node = node[0]
+    out.reverse()
+    return out
+
+
+def prefix_key(symbols: Sequence[int]) -> bytes:
+    """Model key of a training prefix (the same bytes whichever way the history was built)."""
+    return hashlib.blake2b(np.asarray(symbols, dtype=np.int64).tobytes(), digest_size=16).digest()
+
+
+# state = (hash, length, percepts, keys of the 1-, 2-, 4-, ... percept prefixes (None: not known),
+#          rope of the symbols, last observation)
+
+
+class _SB3Policy(Policy):
+    """Incremental view of one SB3 agent for one ``(num_actions, num_observations, options)``."""
+
+    def __init__(self, owner: SB3Agent, num_actions: int, num_observations: int, options: dict[str, Any]) -> None:
+        self.owner = owner
+        self.num_actions = num_actions
+        self.num_observations = num_observations
+        self.options = options
+        self.memo: dict[int, int] = {}
+        self.tables: dict[bytes, list | None] = {}
+        self.checkpoints: OrderedDict[bytes, tuple] = OrderedDict()
+        self._template: Any = None
+
+    # -- history states -------------------------------------------------------------------------
+    def empty(self) -> State:
+        return (0, 0, 0, (), None, 0)
+
+    def percept(self, state: State, reward: int, obs: int) -> State:
+        h, length, n, keys, rope, _ = state
+        rope = (rope, int(reward), int(obs))
+        n += 1
+        if n & (n - 1) == 0:  # a power of two: name the new training prefix
+            keys = keys + (prefix_key(flatten(rope)),)
+        return (push(push(h, reward), obs), length + 2, n, keys, rope, int(obs))
+
+    def record(self, state: State, action: int) -> State:
+        h, length, n, keys, rope, last = state
+        return (push(h, action), length + 1, n, keys, (rope, int(action)), last)
+
+    def concat(self, left: State, symbols: Sequence[int], right: State) -> State:
+        if right[1] == 0:
+            return left
+        if left[1] == 0:
+            return right
+        n = left[2] + right[2]
+        known = left[3]
+        keys = known + (None,) * (n.bit_length() - len(known))
+        return (join(left[0], right[0], right[1]), left[1] + right[1], n, keys, _Cat(left[4], right[4]), right[5])
+
+    # -- answers --------------------------------------------------------------------------------
+    def act(self, state: State) -> int:
+        h, length, n, keys, rope, last = state
+        mk = memo_key(h, length)
+        found = self.memo.get(mk)
+        if found is not None:
+            return found
+        if n == 0:
+            return 0
+        level = n.bit_length() - 1
+        k = 1 << level
+        key = keys[level]
+        symbols = None
+        if key is None:
+            symbols = flatten(rope)[: 3 * k - 1]
+            key = prefix_key(symbols)
+        if key in self.tables:
+            table = self.tables[key]
+        else:
+            if symbols is None:
+                symbols = flatten(rope)[: 3 * k - 1]
+            table = self.tables[key] = self._train(symbols, k, key, keys[:level])
+        action = 0 if table is None else _draw(table[last], self.owner.uniforms())
+        self.memo[mk] = action
+        return action
+
+    # -- training -------------------------------------------------------------------------------
+    def template(self) -> Any:
+        if self._template is None:
+            self._template = _Template(self.owner.kind, self.owner.seed, self.num_actions, self.num_observations, self.options)
+        return self._template
+
+    def _train(self, symbols: list[int], k: int, key: bytes, ancestors: tuple) -> list | None:
+        t = self.template()
+        rewards = symbols[0::3]
+        observations = symbols[1::3]
+        actions = symbols[2::3]
+        if self.owner.kind == "dqn":
+            steps = (k - 1) - (k - 1) % 4
+            if steps < 4:
+                return None
+            start = None
+            for ancestor in reversed(ancestors):
+                if ancestor is not None and ancestor in self.checkpoints:
+                    start = self.checkpoints[ancestor]
+                    self.checkpoints.move_to_end(ancestor)
+                    break
+            checkpoint, table = t.train_dqn(observations, actions, rewards, steps, start)
+            if None not in ancestors:  # only histories built by appending are resumed later
+                self.checkpoints[key] = checkpoint
+                if len(self.checkpoints) > CHECKPOINTS:
+                    self.checkpoints.popitem(last=False)
+        else:
+            transitions = k - 1
+            if transitions < (2 if self.owner.kind == "ppo" else 1):
+                return None
+            table = t.train_on_policy(observations, actions, rewards, transitions)
+        self.owner.trainings += 1
+        return table
+
+
+def _draw(row: list[float], u: float) -> int:
+    total = 0.0
+    for a, p in enumerate(row):
+        total += p
+        if u < total:
+            return a
+    return len(row) - 1
+
+
+class _Template:
+    """The SB3 model of one (kind, seed, counts, options): its initial weights and settings start every training."""
+
+    def __init__(self, kind: str, seed: int, num_actions: int, num_observations: int, options: dict[str, Any]) -> None:
+        sb3 = _import_sb3()
+        from stable_baselines3.common.logger import Logger
+
+        from bib.reflection.sb3_train import DQNTrainer, Flat
+
+        self.kind = kind
+        kwargs: dict[str, Any] = {"seed": seed, "device": "cpu", "verbose": 0}
+        if "learning_rate" in options:
+            kwargs["learning_rate"] = options["learning_rate"]
+        env = _spaces_env(num_actions, num_observations)
+        if kind == "dqn":
+            model = sb3.DQN("MlpPolicy", env, learning_starts=1, buffer_size=1, **kwargs)
+        elif kind == "ppo":
+            model = sb3.PPO("MlpPolicy", env, n_steps=2, batch_size=2, **kwargs)
+        else:
+            model = sb3.A2C("MlpPolicy", env, n_steps=1, **kwargs)
+        model.set_logger(Logger(None, []))  # SB3's default logger makes a folder in the temp dir
+        self.model = model
+        self.dqn = DQNTrainer(model, seed) if kind == "dqn" else None
+        self.initial = None if kind == "dqn" else Flat(model.policy)
+
+    def train_on_policy(self, observations: list[int], actions: list[int], rewards: list[int], transitions: int) -> list:
+        """A2C / PPO trained on the first ``transitions`` forced steps; the action probabilities per observation."""
+        from bib.reflection.sb3_train import train_actor_critic
+
+        return train_actor_critic(
+            self.model,
+            np.asarray(observations[: transitions + 1], dtype=np.int64),
+            np.asarray(actions[:transitions], dtype=np.int64),
+            np.asarray(rewards[1 : transitions + 1], dtype=np.float32),
+            ppo=self.kind == "ppo",
+            initial=self.initial,
+        )
+
+    def train_dqn(
+        self, observations: list[int], actions: list[int], rewards: list[int], steps: int, start: tuple | None
+    ) -> tuple[tuple, list]:
+        """DQN trained ``steps`` steps of the replay, resumed from ``start`` (a checkpoint) if given."""
+        assert self.dqn is not None
+        state = self.dqn.fresh() if start is None else start
+        state = self.dqn.train(
+            state,
+            np.asarray(observations[: steps + 1], dtype=np.int64),
+            np.asarray(actions[:steps], dtype=np.int64),
+            np.asarray(rewards[1 : steps + 1], dtype=np.float32),
+            steps,
+        )
+        return state, self.dqn.table(state)
+
+
+class SB3Agent(Agent):
     """An SB3 algorithm (``a2c``, ``dqn`` or ``ppo``) trained by the power-of-two schedule.
 
     Args:
         kind: ``a2c``, ``dqn`` or ``ppo``.
-        seed: the models' seed.
+        seed: the models' seed (initial weights, DQN minibatches) and the answers' draws.
 
     Raises:
         BibInputError: for an unknown kind or when stable-baselines3 is not installed.
@@ -78,70 +304,15 @@ class SB3Agent(FunctionAgent):
         if kind not in KINDS:
             raise BibInputError(f"unknown SB3 agent {kind!r}; choose from {', '.join(KINDS)}")
         _import_sb3()
-        super().__init__(self._answer, name=kind, memoize=True)
+        super().__init__()
+        self.name = kind
         self.kind = kind
         self.seed = int(seed)
-        self.models: dict[tuple, Any] = {}
+        self.uniforms = Uniforms(np.random.default_rng([self.seed, 0x5B3]))
         self.trainings = 0
 
-    def _answer(self, history: tuple[int, ...], num_actions: int, num_observations: int, **options: Any) -> int:
+    def _make_policy(self, num_actions: int, num_observations: int, **options: Any) -> Policy:
         unknown = set(options) - {"learning_rate"}
         if unknown:
             raise TypeError(f"{self.kind} got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
-        percepts = (len(history) + 1) // 3
-        if percepts < 1:
-            return 0
-        k = 1 << (percepts.bit_length() - 1)
-        model = self._model(history[: 3 * k - 1], num_actions, num_observations, options)
-        if model is None:
-            return 0
-        action, _ = model.predict(np.int64(history[-1]), deterministic=False)
-        return int(action)
-
-    def _model(self, prefix: tuple[int, ...], num_actions: int, num_observations: int, options: dict) -> Any:
-        key = (prefix, num_actions, num_observations, tuple(sorted(options.items())))
-        if key not in self.models:
-            self.models[key] = self._train(prefix, num_actions, num_observations, options)
-        return self.models[key]
-
-    def _train(self, prefix: tuple[int, ...], num_actions: int, num_observations: int, options: dict) -> Any:
-        sb3 = _import_sb3()
-        import torch
-
-        transitions = (len(prefix) + 1) // 3 - 1
-        kwargs: dict[str, Any] = {"seed": self.seed, "device": "cpu", "verbose": 0}
-        if "learning_rate" in options:
-            kwargs["learning_rate"] = options["learning_rate"]
-        env = _replay_env(prefix, num_actions, num_observations)
-        if self.kind == "dqn":
-            steps = transitions - transitions % 4
-            if steps < 4:
-                return None
-            model = sb3.DQN("MlpPolicy", env, learning_starts=1, **kwargs)
-
-            def sample(learning_starts: int, action_noise: Any = None, n_envs: int = 1) -> tuple:
-                a = np.array([env.forced()] * n_envs)
-                return a, a
-
-            model._sample_action = sample
-        else:
-            steps = transitions
-            if steps < (2 if self.kind == "ppo" else 1):
-                return None
-            if self.kind == "ppo":
-                model = sb3.PPO("MlpPolicy", env, n_steps=steps, batch_size=steps, **kwargs)
-            else:
-                model = sb3.A2C("MlpPolicy", env, n_steps=steps, **kwargs)
-            policy = model.policy
-            original = policy.forward
-
-            def forward(obs: Any, deterministic: bool = False) -> tuple:
-                original(obs, deterministic)
-                actions = torch.full((obs.shape[0],), env.forced(), dtype=torch.long)
-                values, log_prob, _ = policy.evaluate_actions(obs, actions)
-                return actions, values, log_prob
-
-            policy.forward = forward
-        model.learn(total_timesteps=steps)
-        self.trainings += 1
-        return model
+        return _SB3Policy(self, num_actions, num_observations, options)
