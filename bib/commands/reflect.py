@@ -57,6 +57,8 @@ def register(app: typer.Typer) -> None:
 
     @sub.command("table")
     def table_cmd(
+        agents: list[Agent] = typer.Option(  # type: ignore[valid-type]
+            [], "--agent", help="Agents (repeatable); default random, constant, naive-learner.", show_default=False),
         steps: list[int] = typer.Option([500, 1000], "--steps", min=1, help="Lengths, repeatable: --steps 500 --steps 1000."),
         seeds: int = typer.Option(10, "--seeds", min=1, help="Number of seeds: --seed .. --seed + N - 1."),
         seed: int = typer.Option(0, "--seed", min=0, help="First seed."),
@@ -64,15 +66,16 @@ def register(app: typer.Typer) -> None:
         out: Path | None = optional_out("table1.json, table1.md (Table 1 beside the published values) and provenance.json"),  # noqa: UP007
         force: bool = FORCE,
     ) -> None:
-        """Reproduce Table 1 for Random, Constant, NaiveLearner and their reality checks."""
+        """Reproduce Table 1: each agent and its reality check (default Random, Constant, NaiveLearner)."""
         from bib.io import OutputFolder
-        from bib.reflection.harness import ReflectionTable, table
+        from bib.reflection.harness import TABLE_AGENTS, ReflectionTable, table
 
+        names = [a.value for a in agents] or list(TABLE_AGENTS)
         folder = None if out is None else OutputFolder(
-            out, {"command": "reflect table", "steps": steps, "seeds": seeds, "seed": seed}, force=force)
-        command = f"bib reflect table {' '.join(f'--steps {n}' for n in steps)} --seeds {seeds}" + (
-            f" --seed {seed}" if seed else "")
-        result = ReflectionTable(table(lengths=steps, seeds=seeds, workers=workers, seed=seed), command)
+            out, {"command": "reflect table", "agents": names, "steps": steps, "seeds": seeds, "seed": seed}, force=force)
+        command = ("bib reflect table " + "".join(f"--agent {a} " for a in names if agents)
+                   + f"{' '.join(f'--steps {n}' for n in steps)} --seeds {seeds}" + (f" --seed {seed}" if seed else ""))
+        result = ReflectionTable(table(agents=names, lengths=steps, seeds=seeds, workers=workers, seed=seed), command)
         typer.echo(result.to_markdown())
         if folder is not None:
             with folder as tmp:

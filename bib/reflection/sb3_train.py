@@ -248,6 +248,7 @@ class DQNTrainer:
         self.initial_target = Flat(model.policy.q_net_target).vector
         self.group = dict(model.policy.optimizer.param_groups[0])
         self.seed = seed
+        self.gradient_steps = 0  # over all trainings (the cost measure the tests check)
 
     def fresh(self) -> tuple:
         """The state of a model that has not trained: (q, target, optimizer, minibatch RNG, steps done)."""
@@ -284,6 +285,7 @@ class DQNTrainer:
             grad = np.concatenate([x.ravel() for x in net.backward(cache, dq)])
             clip_grad_norm(grad, m.max_grad_norm)
             opt.step(theta, grad)
+            self.gradient_steps += 1
         return (theta, target, opt.state(), rng.bit_generator.state, steps)
 
     def table(self, state: tuple) -> list[list[float]]:
