@@ -3,10 +3,13 @@
 Run: .venv/bin/python benchmarks/analysis.py   (prints figures; asserts nothing)
      .venv/bin/python benchmarks/analysis.py --scale 10000 200000 1000000 crossed
        (issue 27: simulated designs fitted by bib and by lme4 on the same rows, each fit in its own
-       process: wall time and peak memory (the child's ru_maxrss) of each and their ratios; sizes
+       process: wall time, CPU time and peak memory (the child's rusage) of each and their ratios; sizes
        are rows of participants x 16 items x 50 labs, ``crossed`` is 3,125 participants x 4,000
        items, 64 items each; --timeout bounds each fit; --sides lme4 runs one side alone;
        --save-rows CSV writes one design's rows for tests/fixtures/lme4/make_scale.R)
+     .venv/bin/python benchmarks/analysis.py --parity [MODEL ...] [--reps 5]
+       (the fit time of lme4's parity models, tests/test_analysis_parity.py, by bib and by lme4 /
+       lmerTest, each in process, best of --reps, wall and CPU; process start-up printed apart)
 
 Everything runs on one core (BLAS threads pinned to 1 before numpy loads). Where Rscript with
 lme4 is installed, the same script times lme4::lmer on the same rows in the same run and prints the
@@ -180,15 +183,18 @@ def bench_scale(names: list[str], timeout: float, sides: tuple[str, ...] = ("bib
             for side, argv in runs:
                 results[side] = _measure(argv, timeout)
         line = f"{name:>8} ({len(rows)} rows): " + "; ".join(
-            f"{side} {r['fit']} s fit, {r['wall']:.1f} s wall, peak {r['peak']:.0f} MB, REML {r['reml']}" for side, r in results.items())
+            f"{side} {r['fit']} s fit, {r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, peak {r['peak']:.0f} MB, REML {r['reml']}"
+            for side, r in results.items())
         if "bib" in results and "lme4" in results and results["lme4"]["wall"] > 0:
             b, r = results["bib"], results["lme4"]
-            line += f"; ratio bib/lme4 wall {b['wall'] / r['wall']:.2f}x, peak {b['peak'] / r['peak']:.2f}x"
+            line += (f"; ratio bib/lme4 wall {b['wall'] / r['wall']:.2f}x, CPU {b['cpu'] / r['cpu']:.2f}x, "
+                     f"peak {b['peak'] / r['peak']:.2f}x")
         print(line + f"   [load {_load()}]", flush=True)
 
 
 def _measure(argv: list[str], timeout: float) -> dict[str, Any]:
-    """Wall time, peak memory (ru_maxrss of the child, via wait4) and the printed fit time / REML."""
+    """Wall time, CPU time and peak memory of the child (ru_utime + ru_stime, ru_maxrss, via wait4) and
+    its printed fit time / REML criterion."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
@@ -201,13 +207,100 @@ def _measure(argv: list[str], timeout: float) -> dict[str, Any]:
         if time.perf_counter() > deadline:
             proc.kill()
             _, status, usage = os.wait4(proc.pid, 0)
-            return {"fit": "timeout", "wall": time.perf_counter() - t0, "peak": usage.ru_maxrss / 1024, "reml": "-"}
+            return {"fit": "timeout", "wall": time.perf_counter() - t0, "cpu": usage.ru_utime + usage.ru_stime,
+                    "peak": usage.ru_maxrss / 1024, "reml": "-"}
         time.sleep(0.05)
     wall = time.perf_counter() - t0
     out = proc.stdout.read().split()
     fit, reml = (out[0], out[1]) if len(out) >= 2 and status == 0 else ("failed", "-")
-    return {"fit": fit if fit in ("failed",) else f"{float(fit):.1f}", "wall": wall, "peak": usage.ru_maxrss / 1024,
-            "reml": reml if reml == "-" else f"{float(reml):.6f}"}
+    return {"fit": fit if fit in ("failed",) else f"{float(fit):.1f}", "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+            "peak": usage.ru_maxrss / 1024, "reml": reml if reml == "-" else f"{float(reml):.6f}"}
+
+
+PARITY_R = """
+suppressMessages({library(lme4); library(lmerTest)})
+a <- commandArgs(TRUE)
+d <- read.csv(a[1], colClasses = "character")
+for (v in strsplit(a[3], ",")[[1]]) d[[v]] <- as.numeric(d[[v]])
+f <- as.formula(a[2])
+best <- function(fit) {  # wall and CPU seconds, each the least of the reps
+  t <- sapply(seq_len(as.integer(a[4])), function(i) {
+    t0 <- proc.time(); fit(); d <- proc.time() - t0
+    c(d[["elapsed"]], d[["user.self"]] + d[["sys.self"]])
+  })
+  apply(t, 1, min)
+}
+cat(best(function() lme4::lmer(f, data = d, REML = TRUE)), best(function() lmerTest::lmer(f, data = d, REML = TRUE)), "\\n")
+"""
+
+
+def _parity_suite() -> Any:
+    """tests/test_analysis_parity.py as a module: its data sets, reader and lme4 references (one source)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("parity_suite", ROOT / "tests" / "test_analysis_parity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_parity(names: list[str], reps: int) -> None:
+    """Fit time of each lme4 parity model in one process per side, best of ``reps``: bib's
+    model_frame + fit_lmm (without and with Satterthwaite) against lme4::lmer and lmerTest::lmer
+    (which computes what Satterthwaite's df needs at fit time), wall and CPU; process start-up
+    (loading numpy/pandas/bib, or R with lme4) is not in these figures and is printed apart."""
+    suite = _parity_suite()
+    rscript = shutil.which("Rscript")
+    print(f"{'model':24} {'rows':>6}  bib fit / +Satterthwaite (wall, CPU ms)  lme4::lmer / lmerTest::lmer (wall, CPU ms)"
+          "  ratio bib/lme4 (CPU, fit; with inference)")
+    for name in names:
+        ref = suite.reference(name)
+        data = suite.lme4_data(suite.DATA[name])
+        formula = ref["formula"]
+        bib_formula = formula.replace("y ~ service", "y ~ factor(service)") if name == "InstEval" else formula
+        ours = {}
+        for satt in (False, True):
+            wall, cpu = [], []
+            for _ in range(reps):
+                w0, c0 = time.perf_counter(), time.process_time()
+                fit_lmm(model_frame(parse_formula(bib_formula), data), satterthwaite=satt)
+                wall.append(time.perf_counter() - w0)
+                cpu.append(time.process_time() - c0)
+            ours[satt] = (min(wall) * 1e3, min(cpu) * 1e3)
+        line = (f"{name:24} {len(data):>6}  {ours[False][0]:8.1f} {ours[False][1]:8.1f} / {ours[True][0]:8.1f} "
+                f"{ours[True][1]:8.1f}")
+        if rscript is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                csv = Path(tmp) / "d.csv"
+                data.to_csv(csv, index=False)
+                numeric = ",".join(c for c in data.columns if c not in suite.FACTORS)
+                res = subprocess.run([rscript, "-e", PARITY_R, str(csv), formula, numeric, str(reps)],
+                                     capture_output=True, text=True)
+            if res.returncode == 0:
+                w1, c1, w2, c2 = (float(v) * 1e3 for v in res.stdout.split())
+                line += (f"  {w1:8.1f} {c1:8.1f} / {w2:8.1f} {c2:8.1f}  {ours[False][1] / max(c1, 1e-9):5.2f}x;"
+                         f" {ours[True][1] / max(c2, 1e-9):5.2f}x")
+            else:
+                line += f"  lme4 failed: {res.stderr.strip().splitlines()[-1:]}"
+        print(line + f"   [load {_load()}]", flush=True)
+
+
+def bench_startup() -> None:
+    """Wall and CPU time of a bare process that loads the fitting code: python with bib.analysis.mixed,
+    R with lme4 and lmerTest."""
+    for side, argv in (("bib", [sys.executable, "-c", "import bib.analysis.mixed"]),
+                       ("lme4", [shutil.which("Rscript") or "", "-e", "suppressMessages(library(lmerTest))"])):
+        if not argv[0]:
+            continue
+        times, cpus = [], []
+        for _ in range(3):
+            t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run(argv, check=True, capture_output=True)
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            times.append(time.perf_counter() - t0)
+            cpus.append(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime)
+        print(f"start-up, best of 3: {side} {min(times):.2f} s wall, {min(cpus):.2f} s CPU   [load {_load()}]")
 
 
 def main() -> None:
@@ -219,7 +312,14 @@ def main() -> None:
                         help="which fits --scale runs (default both, bib first): e.g. lme4 alone with a long --timeout")
     parser.add_argument("--save-rows", type=Path, metavar="CSV",
                         help="write the rows of the one --scale design to CSV and stop (for tests/fixtures/lme4/make_scale.R)")
+    parser.add_argument("--parity", nargs="*", metavar="MODEL",
+                        help="fit times of lme4's parity models (default: every one but InstEval) against lme4, in process")
+    parser.add_argument("--reps", type=int, default=5, help="--parity: best of this many fits")
     args = parser.parse_args()
+    if args.parity is not None:
+        bench_startup()
+        bench_parity(args.parity or [n for n in _parity_suite().SMALL], args.reps)
+        return
     if args.save_rows:
         if not args.scale or len(args.scale) != 1:
             parser.error("--save-rows takes exactly one --scale design")

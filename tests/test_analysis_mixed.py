@@ -289,7 +289,17 @@ def test_pyhab_side_files_are_skipped_and_named(tmp_path: Path, capsys: pytest.C
      "field model.formula: term ns(age_days, 3): function ns() is not supported (supported: factor(), C(), I(), "
      "poly(), log(), log2(), log10(), exp(), sqrt(), scale(), offset())"),
     ('[model]\nformula = "log_lt ~ outcome + lab + (1 | participant)"',
-     "model.formula: term lab: factor lab has one level (L1); a fixed effect needs at least two"),
+     "task voe: model.formula: term lab: factor lab has one level (L1); a fixed effect needs at least two"),
+    ('[model]\nformula = "log_lt ~ outcome + factor(lab) + (1 | participant)"',
+     "task voe: model.formula: term factor(lab): column lab has one level (L1); a fixed effect needs at least two"),
+    ('[model]\nformula = "log_lt ~ outcome + C(lab, sum) + (1 | participant)"',
+     "field model.formula: term C(lab, ...): C() takes one column (bib uses treatment contrasts, as R's default: "
+     "no contrasts or levels argument)"),
+    ('[model]\nformula = "log_lt ~ outcome + age_days:phase + (1 | participant)"',
+     "task voe: model.formula: term age_days:phase: factor phase has one level (test)"),
+    ('[model]\nformula = "log_lt ~ outcome + phase_n + (1 | participant)"',
+     "task voe: model.formula: term phase_n: predictor phase_n does not vary (every value is 1), so its effect "
+     "cannot be estimated"),
     ('[model]\nformula = "log_lt ~ outcome * I(0 * trial_num) + (1 | participant)"',
      "model.formula: term I(0 * trial_num): predictor I(0 * trial_num) does not vary (every value is 0)"),
     ('[model]\nformula = "log_lt ~ outcome + I(log(missing_col)) + (1 | participant)"',
@@ -297,9 +307,9 @@ def test_pyhab_side_files_are_skipped_and_named(tmp_path: Path, capsys: pytest.C
 ])
 def test_bad_model_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec_text: str,
                                              message: str) -> None:
-    lines = ["participant_id,lab,age_days,task,trial_num,phase,outcome,looking_time_s"]
+    lines = ["participant_id,lab,age_days,task,trial_num,phase,outcome,looking_time_s,phase_n"]
     for p in range(6):
-        lines += [f"p{p},L1,{300 + p},voe,1,test,expected,{4 + p}", f"p{p},L1,{300 + p},voe,2,test,unexpected,{6 + p * 1.1}"]
+        lines += [f"p{p},L1,{300 + p},voe,1,test,expected,{4 + p},1", f"p{p},L1,{300 + p},voe,2,test,unexpected,{6 + p * 1.1},1"]
     data = tmp_path / "lt.csv"
     data.write_text("\n".join(lines) + "\n")
     spec = tmp_path / "spec.toml"

@@ -385,3 +385,19 @@ def test_factor_calls_are_named_as_r_names_them() -> None:
     assert frame.xnames == ["(Intercept)", "factor(recipe)A", "factor(recipe)B", "temp",
                             "factor(recipe)A:temp", "factor(recipe)B:temp"]
     assert [t.group for t in frame.terms] == ["recipe:replicate"]
+
+
+def test_rank_deficient_design_drops_the_column_lme4_drops() -> None:
+    """lme4 drops the column R's qr() pivots last (the later of collinear columns), here
+    temp:factor(recipe)C; dropping another (the intercept) spans the same space but moves the REML
+    criterion. R 4.x, lme4 1.1-31: lmer(angle ~ C(recipe) + as.factor(temp) + temp:factor(recipe) +
+    (1 | replicate), cake): REMLcrit 1653.34187999453, fixef printed to 10 digits below."""
+    fit = lmer("angle ~ C(recipe) + as.factor(temp) + temp:factor(recipe) + (1 | replicate)", lme4_data("cake"))
+    assert fit.warnings == ["fixed-effect model matrix is rank deficient; dropped temp:factor(recipe)C"]
+    assert fit.deviance <= 1653.34187999453 * (1 + 1e-8) and fit.deviance == pytest.approx(1653.34187999453, rel=1e-9)
+    lme4 = {"(Intercept)": 29.452380952389, "C(recipe)B": -3.649206349211, "C(recipe)C": -1.941269841278,
+            "as.factor(temp)185": 1.955555555556, "as.factor(temp)195": 3.4, "as.factor(temp)205": 4.133333333334,
+            "as.factor(temp)215": 7.777777777778, "as.factor(temp)225": 7.266666666668,
+            "temp:factor(recipe)A": -0.002095238095, "temp:factor(recipe)B": 0.008761904762}
+    assert list(fit.coefficients.index) == list(lme4)
+    assert fit.coefficients["estimate"].to_numpy() == pytest.approx(list(lme4.values()), rel=1e-6)

@@ -284,8 +284,11 @@ class _Parser:
                 if tok in ("factor", "C", "as.factor"):
                     self.take("(")
                     column = self.take()
-                    self.take(")")
-                    name = f"{tok}({column})"  # R names the variable as written: factor(x)B, C(x)B
+                    name = f"{tok}({column})"
+                    if self.peek() != ")":
+                        self.fail(f"term {tok}({column}, ...): {tok}() takes one column (bib uses treatment contrasts, "
+                                  "as R's default: no contrasts or levels argument)")
+                    self.take(")")  # R names the variable as written: factor(x)B, C(x)B
                     self.forced[name] = column
                     self.note(name)
                     return [(False, frozenset([name]))]

@@ -184,7 +184,8 @@ def _check_fixed_terms(formula: Formula, variables: dict[str, Variable], where: 
         for v in term:
             var = variables[v]
             if var.is_factor and len(var.levels) < 2:
-                raise BibInputError(f"{where}: term {text}: factor {v} has one level ({var.levels[0]}); "
+                what = f"factor {v}" if formula.column(v) == v else f"column {formula.column(v)}"
+                raise BibInputError(f"{where}: term {text}: {what} has one level ({var.levels[0]}); "
                                     "a fixed effect needs at least two")
             values = var.matrix if var.matrix is not None else None if var.is_factor else var.numeric[:, None]  # type: ignore[index]
             if formula.intercept and values is not None and len(values) > 1 and (np.ptp(values, axis=0) == 0).any():
@@ -222,7 +223,13 @@ def _re_term(r: RandomTerm, variables: dict[str, Variable], n: int, where: str) 
 
 
 def _full_rank(X: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str], list[str]]:
-    """Drop columns that make ``X`` rank deficient (as lme4 does, with a message)."""
+    """Drop the columns that make ``X`` rank deficient, choosing them as lme4 does (with a message).
+
+    lme4's ``chkRank.drop.cols`` drops the columns R's ``qr(X, tol = 1e-7)`` pivots to the end: R's
+    QR (LINPACK ``dqrdc2``, limited pivoting) takes the columns in order and moves one whose part
+    not in the span of the columns kept before it is below 1e-7 of its norm. So the later of two
+    collinear columns goes (``temp:factor(recipe)C`` on cake, not ``(Intercept)``).
+    """
     if X.shape[1] == 0:
         return X, names, []
     norms = np.sqrt((X ** 2).sum(axis=0))
@@ -231,13 +238,20 @@ def _full_rank(X: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str], 
         ev = np.linalg.eigvalsh(Xs.T @ Xs)
         if ev[0] > 1e-10 * ev[-1]:
             return X, names, []
-    _, r, piv = linalg.qr(X, mode="economic", pivoting=True)
-    d = np.abs(np.diag(r))
-    rank = int((d > 1e-7 * d[0]).sum()) if d.size else 0
-    if rank == X.shape[1]:
+    keep: list[int] = []
+    basis = np.zeros((X.shape[0], 0))
+    for j in range(X.shape[1]):
+        r = X[:, j].astype(float)
+        for _ in range(2):  # Gram-Schmidt twice: orthogonal to rounding
+            r = r - basis @ (basis.T @ r)
+        size = float(np.sqrt(r @ r))
+        if norms[j] == 0 or size < 1e-7 * norms[j]:
+            continue
+        keep.append(j)
+        basis = np.column_stack([basis, r / size])
+    if len(keep) == X.shape[1]:
         return X, names, []
-    keep = sorted(piv[:rank])
-    drop = [names[i] for i in sorted(piv[rank:])]
+    drop = [names[i] for i in range(X.shape[1]) if i not in keep]
     return X[:, keep], [names[i] for i in keep], drop
 
 
