@@ -10,6 +10,7 @@ commit). No GPU was available: the CUDA path itself was not run (docs/learned-ob
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import traceback
 from pathlib import Path
@@ -146,7 +147,8 @@ def test_the_scoring_loader_gives_the_inline_surprise(monkeypatch):
     """Scoring through the DataLoader (what CUDA uses; forced here on the CPU with score_workers = 2, each episode
     encoded in a loader process) gives the inline path's surprise to the bit, for symbolic and frame observers
     (frames: each process renders the shared familiarization itself), over several batches; a real DataLoader
-    with 2 processes ran; on CUDA at least 2 are used even when none is asked."""
+    with 2 processes ran; a daemonic process (a dask or Pool worker) encodes inline; on CUDA at least 2 are
+    used even when none is asked."""
     episodes = make_unit("preference", 0, 2) + make_unit("instrumental-no-barrier", 0, 2)[1:]
     made = []
     real = torch.utils.data.DataLoader
@@ -168,6 +170,11 @@ def test_the_scoring_loader_gives_the_inline_surprise(monkeypatch):
             assert len(loaded) == len(episodes) == 3
             for a, b in zip(inline, loaded):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
+    daemon = type("Daemon", (), {"daemon": True})()
+    monkeypatch.setattr(multiprocessing, "current_process", lambda: daemon)
+    for a, b in zip(inline, plain.surprise_many(episodes)):  # a daemonic process may not start any: inline
+        assert np.array_equal(a, b)
+    assert made == []
     assert loader_workers("cuda:0", 0) == GPU_LOADER_WORKERS == 2 and loader_workers("cuda:1", 3) == 3
     assert loader_workers("cpu", 0) == 0 and loader_workers("cpu:0", 1) == 1
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import multiprocessing
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,20 +279,25 @@ class LearnedObserver(BaseObserver):
         trials). With loader processes (on CUDA always, at least :data:`GPU_LOADER_WORKERS`), a torch
         ``DataLoader`` encodes the episodes in those processes, in order, while the main process collates and
         the GPU works; on CUDA each batch is then copied into pinned (page-locked) memory, from which
-        :meth:`step_errors` copies it to the GPU without blocking. The batches are the same either way (a
-        trial rendered once or twice gives the same pictures; :func:`collate` stores it once by its key).
+        :meth:`step_errors` copies it to the GPU without blocking. A daemonic process (a dask or
+        ``multiprocessing.Pool`` worker), which may not start processes, encodes inline. The batches are the
+        same either way (a trial rendered once or twice gives the same pictures; :func:`collate` stores it
+        once by its key).
         """
         size = self.score_batch
+        pin = self.device.startswith("cuda")
         workers = min(loader_workers(self.device, self.score_workers), len(episodes))
+        if multiprocessing.current_process().daemon:
+            workers = 0  # a daemonic process (a dask or multiprocessing.Pool worker) may not start any
         if workers <= 0:
             for start in range(0, len(episodes), size):
                 cache: dict[Any, np.ndarray] = {}
-                yield collate([self.encode(ep, cache) for ep in episodes[start : start + size]])
+                batch = collate([self.encode(ep, cache) for ep in episodes[start : start + size]])
+                yield batch.pin_memory() if pin else batch
             return
         loader = torch.utils.data.DataLoader(_Encoded(self.spec, episodes), batch_size=None, shuffle=False,
                                              num_workers=workers, collate_fn=as_is)
         encoded = iter(loader)
-        pin = self.device.startswith("cuda")
         for start in range(0, len(episodes), size):
             batch = collate([next(encoded) for _ in episodes[start : start + size]])
             yield batch.pin_memory() if pin else batch
