@@ -4,7 +4,8 @@ excess cost of its deviation (cells, the generator's grading; the same scores re
 
 Usage: python baselines/ctrl/figure.py SET SCORES_ROOT EVAL_ROOT OUT_STEM
 SET is bib-ctrl (its manifest has both columns), SCORES_ROOT holds <observer>/results.csv (`bib score
---out` folders) and EVAL_ROOT <observer>/difficulty.json (`bib evaluate --out` folders).
+--out` folders) and EVAL_ROOT <observer>/difficulty.json (`bib evaluate --out` folders); every observer of
+OBSERVERS with a folder in EVAL_ROOT is drawn, in that order.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from matplotlib.figure import Figure
 
 from bib.evaluation import difficulty_json, evaluate_difficulty, find_episodes, read_results
 
-OBSERVERS = ["inverse-planner", "bc-mlp", "bc-rnn", "video-rnn"]
+OBSERVERS = ["inverse-planner", "bc-mlp", "bc-rnn", "video-rnn", "closest-object", "random"]
 AXES = [("evidence", "evidence of the pair under the generator's agent (nats)"),
         ("excess", "excess path cost of the deviation (cells)")]
 
@@ -28,7 +29,7 @@ def main(set_dir: Path, scores: Path, evals: Path, stem: Path) -> None:
     axes = fig.subplots(1, len(AXES), sharey=True)
     for ax, (measure, label) in zip(axes, AXES):
         bins: list[str] = []
-        for name in OBSERVERS:
+        for name in [n for n in OBSERVERS if (evals / n / "difficulty.json").exists()]:
             if measure == "evidence":
                 doc = json.loads((evals / name / "difficulty.json").read_text())
             else:
