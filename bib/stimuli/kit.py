@@ -107,18 +107,21 @@ def _csv(rows: list[list[object]], header: list[str]) -> str:
     return buf.getvalue()
 
 
-def _video(ref: EpisodeRef) -> Path | None:
-    """The episode's video when its set's manifest names one that exists."""
+def _videos(refs: list[EpisodeRef]) -> dict[str, Path]:
+    """``{episode id: its video}`` for the episodes whose set's manifest names a video that exists (each
+    manifest read once)."""
     from bib.stimuli.manifest import read_manifest
 
-    rows = _VIDEOS.setdefault(ref.path.parent.parent, {r["episode_id"]: r["video_path"]
-                                                       for r in read_manifest(ref.path.parent.parent, strict=False)})
-    rel = rows.get(ref.id)
-    path = ref.path.parent.parent / rel if rel else None
-    return path if path is not None and path.is_file() else None
-
-
-_VIDEOS: dict[Path, dict[str, str]] = {}
+    rows: dict[Path, dict[str, str]] = {}
+    out = {}
+    for ref in refs:
+        root = ref.path.parent.parent
+        if root not in rows:
+            rows[root] = {r["episode_id"]: r["video_path"] for r in read_manifest(root, strict=False)}
+        rel = rows[root].get(ref.id)
+        if rel and (root / rel).is_file():
+            out[ref.id] = root / rel
+    return out
 
 
 def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike[str], key: str | os.PathLike[str],
@@ -142,7 +145,8 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
     found = source if isinstance(source, EpisodeSet) else find_episodes(source)
     if not any(r.outcome == "unexpected" and r.pair_id for r in found.refs):
         raise BibInputError(f"{source}: no expected/unexpected pairs (a kit is scored against them)")
-    check_paddable([v for v in (_video(r) for r in found.refs) if v is not None])
+    videos_of = _videos(found.refs)
+    check_paddable(list(videos_of.values()))
     secret = kit_secret(seed)
     ids = {r.id: opaque_id(secret, r.id) for r in found.refs}
     if len(set(ids.values())) != len(ids):  # 64-bit ids: never in practice, but a kit must not merge two
@@ -168,7 +172,7 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
                 (tmp / "bib-json").mkdir(exist_ok=True)
                 (tmp / "bib-json" / f"{view.id}.json").write_text(
                     json.dumps(episode_to_bib(view), separators=(",", ":")) + "\n", encoding="utf-8")
-            video = _video(ref)
+            video = videos_of.get(ref.id)
             if video is not None:
                 (tmp / "videos").mkdir(exist_ok=True)
                 shutil.copyfile(video, tmp / "videos" / f"{view.id}{video.suffix}")
