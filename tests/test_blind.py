@@ -475,3 +475,18 @@ def test_a_kit_refuses_videos_it_cannot_pad_and_pads_with_what_formats_ignore() 
     webm, least = PADDING[".webm"]
     assert least == 9 and webm(9) == b"\xec\x01" + bytes(7) and webm(300)[:9] == b"\xec\x01" + (291).to_bytes(7, "big")
     assert PADDING[".json"][0](3) == b"   " and PADDING[".json"][1] == 0
+
+
+def test_a_kit_reads_each_sets_manifest_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The videos are looked up in one read of the manifest, not one per episode (a full set's manifest takes
+    seconds to read: per episode that was hours)."""
+    import bib.stimuli.manifest as manifest
+    from bib.stimuli.build import build
+    from bib.stimuli.kit import make_kit
+
+    build([("preference", 3), ("efficiency-path", 2)], 1, tmp_path / "set")
+    calls = []
+    real = manifest.read_manifest
+    monkeypatch.setattr(manifest, "read_manifest", lambda *a, **k: calls.append(a) or real(*a, **k))
+    make_kit(tmp_path / "set", tmp_path / "kit", tmp_path / "key.csv", seed=1, progress=False)
+    assert len(calls) == 1 and len(list((tmp_path / "kit" / "episodes").iterdir())) == 10
