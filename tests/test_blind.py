@@ -489,4 +489,5 @@ def test_a_kit_reads_each_sets_manifest_once(tmp_path: Path, monkeypatch: pytest
     real = manifest.read_manifest
     monkeypatch.setattr(manifest, "read_manifest", lambda *a, **k: calls.append(a) or real(*a, **k))
     make_kit(tmp_path / "set", tmp_path / "kit", tmp_path / "key.csv", seed=1, progress=False)
-    assert len(calls) == 1 and len(list((tmp_path / "kit" / "episodes").iterdir())) == 10
+    # once to find the episodes, once for their videos: not once per episode (10 here)
+    assert len(calls) == 2 and len(list((tmp_path / "kit" / "episodes").iterdir())) == 10
