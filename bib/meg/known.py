@@ -24,6 +24,10 @@ from bib.meg.soft import (
 )
 from bib.world.tabular import TabularMDP
 
+BETA_TOL = 1e-10
+""":func:`fit_beta` stops when the next Newton step is below this times ``|beta|``."""
+BETA_PASSES = 200
+"""At most this many backward passes per beta fit."""
 _B_MAX = 1e9  # largest finite |beta| * ptp(U) searched; beyond it the exact limit policy is used
 
 
@@ -78,8 +82,8 @@ def fit_beta(
     weights: np.ndarray,
     *,
     expected: float | None = None,
-    tol: float = 1e-10,
-    max_iter: int = 200,
+    tol: float = BETA_TOL,
+    max_iter: int = BETA_PASSES,
 ) -> BetaFit:
     """Maximise ``L(beta) = sum W log pi_beta`` over ``beta in R u {+-inf}``.
 
@@ -132,7 +136,7 @@ def fit_betas(problems: Sequence[tuple[TabularMDP, np.ndarray, np.ndarray, float
             fits[i] = fit_beta(mdp, u, weights, expected=expected)
             continue
         prepared[i] = (_batch(mdp, u, 0.0)[0], single)
-        searches[i] = _beta_search(mdp, u, weights, expected, 1e-10, 200)
+        searches[i] = _beta_search(mdp, u, weights, expected, BETA_TOL, BETA_PASSES)
         groups.setdefault(mdp.horizon, []).append(i)
     beta = {i: next(search) for i, search in searches.items()}
     for members in groups.values():
