@@ -108,7 +108,7 @@ def main(argv: list[str]) -> None:
     print("|---|" + "---|" * (len(conds) + 2))
     for n, e in report["observers"].items():  # type: ignore[union-attr]
         o, b = e["open"]["conditions"], e["blind"]["conditions"]
-        cells = [f"{o[c]:.1f} -> {b[c]:.1f}" if o[c] != b[c] else f"{o[c]:.1f}" for c in conds]
+        cells = [f"{o[c]:.2f} -> {b[c]:.2f}" if o[c] != b[c] else f"{o[c]:.2f}" for c in conds]
         print(f"| {n} | " + " | ".join(cells) + f" | {e['open']['mean']:.2f} -> {e['blind']['mean']:.2f} | "
               f"{e['episodes_differing']} (max {e['max_abs_difference']:.2g}) |")
 
