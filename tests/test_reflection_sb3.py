@@ -22,7 +22,8 @@ from stable_baselines3.common.buffers import ReplayBuffer  # noqa: E402
 from bib.reflection import environments as E  # noqa: E402
 from bib.reflection.environments import EnvSpec  # noqa: E402
 from bib.reflection.harness import make_agent, measure, run_battery  # noqa: E402
-from bib.reflection.sb3 import SB3Agent, flatten, prefix_key  # noqa: E402
+from bib.reflection.prefix import flatten, prefix_key  # noqa: E402
+from bib.reflection.sb3 import SB3Agent  # noqa: E402
 from bib.reflection.sb3_train import QNet  # noqa: E402
 
 
@@ -89,7 +90,7 @@ def test_actor_critic_update_equals_sb3_learn(kind, tmp_path, monkeypatch):
     reference = _sb3_reference(kind, prefix, 3, 4, seed=5)
     with torch.no_grad():
         expected = reference.policy.get_distribution(torch.arange(4)).distribution.probs.numpy()
-    got = SB3Agent(kind, seed=5).policy(3, 4)._train(list(prefix), 64, b"key", ())
+    got = SB3Agent(kind, seed=5).policy(3, 4).train(list(prefix), 64, b"key", ())
     assert np.abs(np.array(got) - expected).max() < 1e-6
     assert np.abs(expected - 1 / 3).max() > 1e-3  # the update moved the policy: the check has teeth
 
@@ -108,7 +109,7 @@ def test_dqn_update_equals_sb3_learn_with_the_same_minibatches(tmp_path, monkeyp
     with torch.no_grad():
         expected = reference.q_net(torch.arange(4).reshape(-1, 1)).numpy()
     policy = SB3Agent("dqn", seed=5).policy(3, 4)
-    table = policy._train(list(prefix), 64, b"key", ())
+    table = policy.train(list(prefix), 64, b"key", ())
     trainer = policy.template().dqn
     state = policy.checkpoints[b"key"]
     assert state[-1] == 60 and trainer.gradient_steps == 15  # 63 transitions -> 60 steps, one update per 4
@@ -123,10 +124,10 @@ def test_dqn_update_equals_sb3_learn_with_the_same_minibatches(tmp_path, monkeyp
 def test_dqn_resumed_from_the_parent_prefix_equals_training_from_scratch():
     prefix = list(_history(64, 2, 3))
     fresh = SB3Agent("dqn", seed=2).policy(2, 3)
-    fresh._train(prefix, 64, b"k64", ())
+    fresh.train(prefix, 64, b"k64", ())
     resumed = SB3Agent("dqn", seed=2).policy(2, 3)
-    resumed._train(prefix[: 3 * 32 - 1], 32, b"k32", ())
-    resumed._train(prefix, 64, b"k64", (b"k32",))
+    resumed.train(prefix[: 3 * 32 - 1], 32, b"k32", ())
+    resumed.train(prefix, 64, b"k64", (b"k32",))
     assert resumed.template().dqn.gradient_steps == fresh.template().dqn.gradient_steps == 15
     assert np.array_equal(fresh.checkpoints[b"k64"][0], resumed.checkpoints[b"k64"][0])
 

@@ -71,7 +71,7 @@ def test_the_cli_exits_2_on_an_unknown_name(tmp_path, capsys):
     proc = subprocess.run([sys.executable, "-m", "bib.cli", "reflect", "--agent", "nope"], capture_output=True,
                           text=True, cwd=tmp_path)
     assert proc.returncode == 2  # a choice: click refuses it and lists the registry's names
-    for name in ("random", "constant", "naive-learner", "a2c", "dqn", "ppo"):
+    for name in ("random", "constant", "naive-learner", "a2c", "dqn", "ppo", "recurrent-dqn"):
         assert name in proc.stderr
 
 
@@ -143,7 +143,7 @@ def _extension_points() -> dict[str, tuple[Registry, tuple[str, ...]]]:
         "profile agents": (PROFILE, PROFILE_AGENTS),
         "agency agents": (AGENCY_AGENTS, ("optimal", "noisy", "random", "policy-net", "endpoint")),
         "agency suites": (SUITES, ("navigation", "perturbations", "keys")),
-        "reflection agents": (REFLECTION, ("random", "constant", "naive-learner", "a2c", "dqn", "ppo")),
+        "reflection agents": (REFLECTION, ("random", "constant", "naive-learner", "a2c", "dqn", "ppo", "recurrent-dqn")),
         "codecs": (CODECS, ("h264", "vp9", "mp4v")),
         "looking-time importers": (IMPORTERS, ("csv", "pyhab")),
         "BIB JSON namings": (NAMINGS, ("v1.1", "old")),

@@ -45,6 +45,15 @@ for _kind in ("a2c", "dqn", "ppo"):
     AGENTS.register(_kind, _sb3(_kind))
 
 
+def _recurrent_dqn(seed: int) -> Agent:
+    from bib.reflection.drqn import RecurrentDQN
+
+    return RecurrentDQN(seed)
+
+
+AGENTS.register("recurrent-dqn", _recurrent_dqn)
+
+
 def make_agent(name: str, seed: int) -> Agent:
     """Build the named agent for one seed (one run's memo); BibInputError listing the known names otherwise."""
     return AGENTS[name](seed)

@@ -37,16 +37,15 @@ Models are given a logger that writes nothing, so nothing is written outside ``-
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from bib.errors import BibInputError
 from bib.reflection.agents import Agent
-from bib.reflection.policy import Policy, State, Uniforms, join, memo_key, push
+from bib.reflection.policy import Policy, State, Uniforms
+from bib.reflection.prefix import PowerOfTwoPolicy
 
 KINDS = ("a2c", "dqn", "ppo")
 
@@ -84,112 +83,18 @@ def _spaces_env(num_actions: int, num_observations: int) -> Any:
     return Spaces()
 
 
-class _Cat:
-    """Rope node: the symbols of ``left`` then those of ``right``."""
-
-    __slots__ = ("left", "right")
-
-    def __init__(self, left: Any, right: Any) -> None:
-        self.left, self.right = left, right
-
-
-def flatten(rope: Any) -> list[int]:
-    """The symbols of a rope (``None``; ``(prev, r, o)``; ``(prev, a)``; :class:`_Cat`), in order."""
-    out: list[int] = []
-    stack: list[Any] = []
-    node = rope
-    while True:
-        if node is None:
-            if not stack:
-                break
-            node = stack.pop()
-        elif type(node) is _Cat:
-            stack.append(node.left)
-            node = node.right
-        elif len(node) == 3:
-            out.append(node[2])
-            out.append(node[1])
-            node = node[0]
-        else:
-            out.append(node[1])
-            node = node[0]
-    out.reverse()
-    return out
-
-
-def prefix_key(symbols: Sequence[int]) -> bytes:
-    """Model key of a training prefix (the same bytes whichever way the history was built)."""
-    return hashlib.blake2b(np.asarray(symbols, dtype=np.int64).tobytes(), digest_size=16).digest()
-
-
-# state = (hash, length, percepts, keys of the 1-, 2-, 4-, ... percept prefixes (None: not known),
-#          rope of the symbols, last observation)
-
-
-class _SB3Policy(Policy):
+class _SB3Policy(PowerOfTwoPolicy):
     """Incremental view of one SB3 agent for one ``(num_actions, num_observations, options)``."""
 
     def __init__(self, owner: SB3Agent, num_actions: int, num_observations: int, options: dict[str, Any]) -> None:
+        super().__init__(num_actions, num_observations)
         self.owner = owner
-        self.num_actions = num_actions
-        self.num_observations = num_observations
         self.options = options
-        self.memo: dict[int, int] = {}
-        self.tables: dict[bytes, list | None] = {}
         self.checkpoints: OrderedDict[bytes, tuple] = OrderedDict()
         self._template: Any = None
 
-    # -- history states -------------------------------------------------------------------------
-    def empty(self) -> State:
-        return (0, 0, 0, (), None, 0)
-
-    def percept(self, state: State, reward: int, obs: int) -> State:
-        h, length, n, keys, rope, _ = state
-        rope = (rope, int(reward), int(obs))
-        n += 1
-        if n & (n - 1) == 0:  # a power of two: name the new training prefix
-            keys = keys + (prefix_key(flatten(rope)),)
-        return (push(push(h, reward), obs), length + 2, n, keys, rope, int(obs))
-
-    def record(self, state: State, action: int) -> State:
-        h, length, n, keys, rope, last = state
-        return (push(h, action), length + 1, n, keys, (rope, int(action)), last)
-
-    def concat(self, left: State, symbols: Sequence[int], right: State) -> State:
-        if right[1] == 0:
-            return left
-        if left[1] == 0:
-            return right
-        n = left[2] + right[2]
-        known = left[3]
-        keys = known + (None,) * (n.bit_length() - len(known))
-        return (join(left[0], right[0], right[1]), left[1] + right[1], n, keys, _Cat(left[4], right[4]), right[5])
-
-    # -- answers --------------------------------------------------------------------------------
-    def act(self, state: State) -> int:
-        h, length, n, keys, rope, last = state
-        mk = memo_key(h, length)
-        found = self.memo.get(mk)
-        if found is not None:
-            return found
-        if n == 0:
-            return 0
-        level = n.bit_length() - 1
-        k = 1 << level
-        key = keys[level]
-        symbols = None
-        if key is None:
-            symbols = flatten(rope)[: 3 * k - 1]
-            key = prefix_key(symbols)
-        if key in self.tables:
-            table = self.tables[key]
-        else:
-            if symbols is None:
-                symbols = flatten(rope)[: 3 * k - 1]
-            table = self.tables[key] = self._train(symbols, k, key, keys[:level])
-        action = 0 if table is None else _draw(table[last], self.owner.uniforms())
-        self.memo[mk] = action
-        return action
+    def answer(self, model: Any, state: State) -> int:
+        return 0 if model is None else _draw(model[state[5]], self.owner.uniforms())
 
     # -- training -------------------------------------------------------------------------------
     def template(self) -> Any:
@@ -197,7 +102,7 @@ class _SB3Policy(Policy):
             self._template = _Template(self.owner.kind, self.owner.seed, self.num_actions, self.num_observations, self.options)
         return self._template
 
-    def _train(self, symbols: list[int], k: int, key: bytes, ancestors: tuple) -> list | None:
+    def train(self, symbols: list[int], k: int, key: bytes, ancestors: tuple) -> list | None:
         t = self.template()
         rewards = symbols[0::3]
         observations = symbols[1::3]
