@@ -207,10 +207,10 @@ class RecurrentDQN(Agent):
     def __init__(
         self,
         seed: int = 0,
-        lookback: int = 4,
+        lookback: int = 1,
         hidden: int = 16,
         learning_rate: float = 1e-3,
-        gamma: float = 0.9,
+        gamma: float = 0.99,
         batch: int = 16,
         target_every: int = 50,
         epsilon: float = 0.05,
