@@ -188,7 +188,7 @@ def test_extension_point_lookups_and_messages(tmp_path):
         check_spec(AgentSpec("x"))
     with pytest.raises(BibInputError, match=r"^unknown agent 'x'; known: rational, .*, learner \(or package.module:attr\)$"):
         check_profile(ProfileSpec("x"))
-    with pytest.raises(BibInputError, match=r"^unknown agent 'x'; known: random, constant, naive-learner, a2c, dqn, ppo$"):
+    with pytest.raises(BibInputError, match=r"^unknown agent 'x'; known: random, constant, naive-learner, a2c, dqn, ppo, recurrent-dqn$"):
         make_agent("x", 0)
     with pytest.raises(BibInputError, match=r"^unknown codec 'divx'; known: h264, vp9, mp4v$"):
         codec_for("a.avi", "divx")
