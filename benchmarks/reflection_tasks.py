@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def table(args: argparse.Namespace) -> None:
-    from bib.reflection.harness import Cell, format_table, summarise
+    from bib.reflection.harness import PUBLISHED, PUBLISHED_SE_PAPER, Cell, format_table, summarise
 
     with open(args.log) as f:
         records = [json.loads(line) for line in f]
@@ -64,6 +64,14 @@ def table(args: argparse.Namespace) -> None:
                        f"{statistics.fmean(r['cpu_s'] for r in runs):.1f} | "
                        f"{statistics.fmean(r['load'] for r in runs):.0f} |")
     print(format_table(rows))
+    print("\n| Agent | Steps | seeds | Published SE (paper sd/n -> sd/sqrt n) | Diff / combined SE |\n|---|---|---|---|---|")
+    for m in rows:
+        pub, se = PUBLISHED.get((m.label, m.steps)), PUBLISHED_SE_PAPER.get((m.label, m.steps))
+        if pub is None or se is None:
+            continue
+        theirs = se * 10 / 10**0.5
+        z = (m.mean - pub) / (m.stderr**2 + theirs**2) ** 0.5
+        print(f"| {m.label} | {m.steps} | {m.seeds} | {se:.4f} -> {theirs:.4f} | {z:+.2f} |")
     print("\n| agent | steps | seeds | CPU s per task (agent + RC) | load average |\n|---|---|---|---|---|")
     print("\n".join(cpu))
 

@@ -260,6 +260,14 @@ PUBLISHED: dict[tuple[str, int], float] = {
     ("PPO_RC", 500): -0.001384, ("PPO_RC", 1000): -0.003126,
 }  # fmt: skip
 
+#: Table 1's printed "StdErr" of the SB3 rows: sd/seeds over 10 seeds, so sd/sqrt(10) is 3.16 times it.
+#: The PPO 500-step cell printed +-0.0016 beside the RC value (see PUBLISHED); it is used for both.
+PUBLISHED_SE_PAPER: dict[tuple[str, int], float] = {
+    ("A2C", 500): 0.0018, ("A2C", 1000): 0.0009, ("A2C_RC", 500): 0.0022, ("A2C_RC", 1000): 0.0006,
+    ("DQN", 500): 0.0046, ("DQN", 1000): 0.0033, ("DQN_RC", 500): 0.0085, ("DQN_RC", 1000): 0.0059,
+    ("PPO", 500): 0.0016, ("PPO", 1000): 0.0015, ("PPO_RC", 500): 0.0016, ("PPO_RC", 1000): 0.0013,
+}  # fmt: skip
+
 TABLE_AGENTS = ("random", "constant", "naive-learner")
 
 
