@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy import linalg, stats
+from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
 from bib.analysis.formula import (
@@ -64,6 +65,10 @@ DENSE_MAX = 3000
 #: (12,000: 1.1 GB); a sparse LDL' of a filled-in matrix does the dense work without BLAS.
 DENSE_FILL = 0.05
 DENSE_LIMIT = 12_000
+#: Up to this many random effects the whole PLS system is dense (``Lambda'Z'Z Lambda + I`` by one
+#: LAPACK Cholesky): on lme4's small data sets (30-45 random effects) scipy.sparse's per-call
+#: overhead made one deviance evaluation cost 2 ms, the dense system costs tens of microseconds.
+SMALL_DENSE = 200
 
 
 def dense_schur(n: int, nnz: int) -> bool:
@@ -265,6 +270,8 @@ class _State:
     rtr: np.ndarray  # R_X'R_X
     beta: np.ndarray
     r2: float
+    logdet_r: float = 0.0  # log det R_X'R_X
+
 
 
 class SparseCholesky:
@@ -362,6 +369,7 @@ class PLS:
         self.q1, self.k1 = first.q, first.k
         self._sparse = SparseCholesky()
         self.evaluations = 0
+        self._ztz_dense = self.ZtZ.toarray() if self.q <= SMALL_DENSE else None
         # Intercept-only terms (every k = 1): Lambda is diagonal and A's pattern is fixed.
         self.diagonal = all(t.k == 1 for t in frame.terms)
         if self.diagonal:
@@ -386,6 +394,8 @@ class PLS:
     def solve(self, theta: np.ndarray) -> _State:
         """Solve the PLS system at ``theta``: ``log det A``, ``R_X'R_X``, ``beta`` and the penalized RSS."""
         self.evaluations += 1
+        if self._ztz_dense is not None:
+            return self._solve_dense(np.asarray(theta, dtype=float))
         if self.diagonal:
             return self._solve_diagonal(np.asarray(theta, dtype=float))
         lam = self.lam(np.asarray(theta, dtype=float))
@@ -425,6 +435,19 @@ class PLS:
             M = B1.T @ (Dinv @ B1)
         return self._finish(M, logdet)
 
+    def _solve_dense(self, theta: np.ndarray) -> _State:
+        """The PLS system of a small model as dense matrices (see ``SMALL_DENSE``)."""
+        lam = np.zeros((self.q, self.q))
+        lam[self._lr, self._lc] = theta[self._li]
+        A = lam.T @ self._ztz_dense @ lam
+        A.flat[:: self.q + 1] += 1.0
+        L, info = lapack.dpotrf(A, lower=1, clean=0)  # LAPACK directly: scipy's wrappers cost more than q = 36
+        if info != 0:
+            raise np.linalg.LinAlgError("Lambda'Z'Z Lambda + I is not positive definite")
+        B = lam.T @ self.ZtXy
+        W, _ = lapack.dpotrs(L, B, lower=1)
+        return self._finish(B.T @ W, 2.0 * float(np.log(L.diagonal()).sum()))
+
     def _solve_diagonal(self, theta: np.ndarray) -> _State:
         q1 = self.q1
         lam = theta[self._tidx]
@@ -460,13 +483,17 @@ class PLS:
         G = self.XytXy - M
         rtr = G[:p, :p]
         rhs = G[:p, p]
+        logdet_r = 0.0
         if p:
-            cR = linalg.cho_factor(rtr, lower=True, check_finite=False)
-            beta = linalg.cho_solve(cR, rhs, check_finite=False)
+            L, info = lapack.dpotrf(rtr, lower=1, clean=0)
+            if info != 0:
+                raise np.linalg.LinAlgError("R_X'R_X is not positive definite")
+            beta, _ = lapack.dpotrs(L, rhs, lower=1)
+            logdet_r = 2.0 * float(np.log(L.diagonal()).sum())
         else:
             beta = np.zeros(0)
         r2 = float(G[p, p] - rhs @ beta)
-        return _State(logdet, rtr, beta, max(r2, 1e-300))
+        return _State(logdet, rtr, beta, max(r2, 1e-300), logdet_r)
 
     def deviance(self, theta: np.ndarray, reml: bool) -> float:
         """The profiled deviance (``-2 log L`` or the REML criterion) at ``theta``."""
@@ -474,8 +501,7 @@ class PLS:
         n, p = self.n, self.p
         if not reml:
             return s.logdet_a + n * (1.0 + math.log(2.0 * math.pi * s.r2 / n))
-        logdet_r = float(np.linalg.slogdet(s.rtr)[1]) if p else 0.0
-        return s.logdet_a + logdet_r + (n - p) * (1.0 + math.log(2.0 * math.pi * s.r2 / (n - p)))
+        return s.logdet_a + s.logdet_r + (n - p) * (1.0 + math.log(2.0 * math.pi * s.r2 / (n - p)))
 
     def deviance_vp(self, varpar: np.ndarray, reml: bool) -> float:
         """The deviance as a function of ``(theta, sigma)`` (lmerTest's ``devfun_vp``)."""
@@ -484,8 +510,7 @@ class PLS:
         dev = s.logdet_a + s.r2 / sigma2 + self.n * math.log(2 * math.pi * sigma2)
         if not reml:
             return dev
-        logdet_r = float(np.linalg.slogdet(s.rtr)[1]) if self.p else 0.0
-        return dev + logdet_r - self.p * math.log(2 * math.pi * sigma2)
+        return dev + s.logdet_r - self.p * math.log(2 * math.pi * sigma2)
 
     def vcov_vp(self, varpar: np.ndarray) -> np.ndarray:
         """``Var(beta) = sigma^2 (R_X'R_X)^{-1}`` at ``(theta, sigma)``."""
