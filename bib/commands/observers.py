@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def blind(
         episodes: Path = typer.Argument(..., help="The VOE set to hand out: a folder searched recursively for episodes / manifests, or a manifest.csv."),
-        out: Path = out_option("the kit: episodes/<id>.json (blind), kit.csv (episode_id,condition), videos/ when the set has them, bib-json/ with --format bib-json; a new or empty folder"),
+        out: Path = out_option("the kit: episodes/<id>.json (blind), kit.csv (episode_id,condition), videos/ when the set has them (.mp4 or .webm), bib-json/ with --format bib-json, each folder's files padded to one size; a new or empty folder"),
         key: Path = typer.Option(..., "--key", help="Where to write the key (a CSV for `bib evaluate KEY RESULTS`); never inside the kit.", show_default=False),
         fmt: KitFormat = typer.Option(KitFormat.episodes, "--format", help="episodes (blind bib.episode/1 files) or bib-json (also BIB's per-frame JSON)."),
         seed: int = typer.Option(None, "--seed", help="Base seed of a reproducible kit (default: a fresh random secret); the seed tells the key, keep it as secret.", show_default=False),
