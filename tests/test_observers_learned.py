@@ -23,7 +23,7 @@ from bib.observers.encoders import (
     symbolic_states,
 )
 from bib.observers.learned import TrainConfig, read_checkpoint, torch_threads
-from bib.observers.nets import StateEncoder, packed_last
+from bib.observers.nets import StateEncoder, packed_last, padded_last
 from bib.observers.registry import make_observer
 from bib.observers.training import load_config, run_training, split, subset
 from bib.observers.video_rnn import VideoRNNObserver
@@ -210,6 +210,29 @@ def test_packed_last_takes_the_true_last_states_whatever_the_padding():
     assert not torch.allclose(naive, short)
 
 
+def test_padded_last_reads_bibs_padded_position():
+    """context_last = "padded" (BIB's x_lstm[:, -1] after pad_packed_sequence, per episode): the longest trial of
+    an episode gives the output at its last step (forward final, backward after that step alone); every shorter
+    trial of the episode a zero, which is what the true-length reading fixed."""
+    torch.manual_seed(0)
+    rnn = torch.nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    x, lengths, groups = torch.randn(3, 5, 3), torch.tensor([5, 3, 4]), torch.tensor([0, 0, 1])
+    out = padded_last(rnn, x, lengths, groups)
+    assert out.shape == (3, 8) and torch.count_nonzero(out[1]) == 0
+    torch.testing.assert_close(out[0], rnn(x[:1])[0][0, -1])
+    torch.testing.assert_close(out[2], rnn(x[2:3, :4])[0][0, -1])
+    assert not torch.allclose(out[0], packed_last(rnn, x, lengths)[0])  # the backward half differs
+
+
+def test_context_last_is_a_bc_rnn_config_field(episodes):
+    padded, true = tiny(BCRNNObserver, context_last="padded"), tiny(BCRNNObserver)
+    assert true.config.context_last == "true-length"
+    a, b = padded.surprise_many(episodes[:3]), true.surprise_many(episodes[:3])
+    assert all(x.shape == y.shape for x, y in zip(a, b)) and not all(np.array_equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(BibInputError, match="config field 'context_last': expected one of true-length, padded"):
+        tiny(BCRNNObserver, context_last="last")
+
+
 def test_bc_rnn_context_of_an_episode_does_not_depend_on_its_batch(episodes):
     obs = tiny(BCRNNObserver)
     short = min(episodes, key=lambda e: max(t.n_steps for t in e.trials))
@@ -310,6 +333,21 @@ def test_blind_view_leaves_encodings_and_trained_weights_unchanged(labelled, cls
     monkeypatch.setattr(training, "_episode", lambda item: load_episode(item))  # the open episodes, as before
     open_ = trained()
     assert blind.keys() == open_.keys() and all(torch.equal(blind[k], open_[k]) for k in blind)
+
+
+def test_training_log_names_the_epoch_of_the_checkpoint(tmp_path, episodes):
+    """checkpoint.log.json was written before the epoch's improvement was recorded, so after a run whose last epoch
+    was the best it named the epoch before (seen in issue 31's runs: best_epoch 2 beside a lower epoch-3 loss)."""
+    from bib.observers.training import log_path
+
+    out = tmp_path / "ck.pt"
+    report = run_training(tiny(BCRNNObserver), episodes, episodes, TrainConfig(epochs=3, **{**FAST, "lr": 1e-2}), out,
+                          log=lambda _: None)
+    log = json.loads(log_path(out).read_text())
+    losses = [h["val_loss"] for h in report.history]
+    assert report.best_epoch == int(np.argmin(losses)) and report.best_epoch >= 1
+    assert (log["best_epoch"], log["best_val_loss"]) == (report.best_epoch, report.best_val_loss)
+    assert read_checkpoint(out)["config"]["metrics"]["best_epoch"] == report.best_epoch
 
 
 def test_split_is_every_fifth_by_sorted_id_and_subsets_spread_evenly():

@@ -26,9 +26,12 @@ from torch import nn
 from bib.errors import BibInputError
 from bib.observers.encoders import Batch
 from bib.observers.learned import InputConfig, LearnedObserver, register_learned
-from bib.observers.nets import StateEncoder, action_vectors, mlp, packed_last, segment_mean
+from bib.observers.nets import StateEncoder, action_vectors, mlp, packed_last, padded_last, segment_mean
 
 HEADS = ("mse", "nll")
+CONTEXT_LAST = ("true-length", "padded")
+"""How bc-rnn reads each familiarization trial's LSTM: at its true length (ours, the default) or BIB's padded
+last position (:func:`bib.observers.nets.padded_last`: zero for every trial shorter than the episode's longest)."""
 
 
 @dataclass
@@ -41,12 +44,14 @@ class BCConfig(InputConfig):
         policy: hidden sizes of the prediction MLP.
         dropout: dropout of the prediction MLP.
         head: ``mse`` on (dx, dy) or ``nll`` over the 9 actions.
+        context_last: bc-rnn: ``true-length`` (default) or ``padded``, BIB's code's reading (:data:`CONTEXT_LAST`).
     """
 
     context_hidden: int = 32
     policy: list[int] = field(default_factory=lambda: [256, 128, 256])
     dropout: float = 0.2
     head: str = "mse"
+    context_last: str = "true-length"
 
 
 class BCNet(nn.Module):
@@ -56,8 +61,12 @@ class BCNet(nn.Module):
         super().__init__()
         if cfg.head not in HEADS:
             raise BibInputError(f"config field 'head': expected one of {', '.join(HEADS)}, got {cfg.head!r}")
+        if cfg.context_last not in CONTEXT_LAST:
+            raise BibInputError(f"config field 'context_last': expected one of {', '.join(CONTEXT_LAST)}, "
+                                f"got {cfg.context_last!r}")
         self.kind = context
         self.head = cfg.head
+        self.last = cfg.context_last
         self.encoder = StateEncoder(spec, cfg.embed, cfg.symbolic_hidden)
         d_in = cfg.embed + 2
         if context == "mlp":
@@ -76,7 +85,11 @@ class BCNet(nn.Module):
         """The context vector of each episode, ``[B, ctx]``."""
         x = self.trial_inputs(batch, emb)
         if self.kind == "rnn":
-            return segment_mean(packed_last(self.context, x, batch.ctx_lengths), batch.ctx_episode, batch.n_episodes)
+            if self.last == "padded":
+                last = padded_last(self.context, x, batch.ctx_lengths, batch.ctx_episode)
+            else:
+                last = packed_last(self.context, x, batch.ctx_lengths)
+            return segment_mean(last, batch.ctx_episode, batch.n_episodes)
         h = self.context(x)
         mask = (torch.arange(x.shape[1], device=x.device)[None, :] < batch.ctx_lengths[:, None]).to(h.dtype)
         sums = (h * mask[..., None]).sum(dim=1)

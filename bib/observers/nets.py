@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bib.observers.encoders import ACTION_VECTORS, DYNAMIC_CHANNELS, Batch, InputSpec
 
@@ -198,6 +198,26 @@ def packed_last(rnn: nn.LSTM | nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -
     if rnn.bidirectional:
         return torch.cat([h_n[-2], h_n[-1]], dim=1)
     return h_n[-1]
+
+
+def padded_last(rnn: nn.LSTM | nn.GRU, x: torch.Tensor, lengths: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """BIB's BC-RNN readout, kept to reproduce its numbers: ``x_lstm[:, -1]`` after ``pad_packed_sequence`` over
+    the trials of one episode (``groups``: the episode of each sequence).
+
+    The output at the last position of the episode's longest trial: for that trial the forward direction's
+    final output and the backward direction's output after the last step alone; for every shorter trial a
+    padded zero (what BIB's ``tom/models.py`` read; :func:`packed_last` is the fix).
+
+    Returns:
+        ``[T, H * directions]``.
+    """
+    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    out, _ = rnn(packed)
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    n = int(groups.max()) + 1
+    longest = torch.zeros(n, dtype=lengths.dtype, device=lengths.device).scatter_reduce(
+        0, groups, lengths, reduce="amax", include_self=False)
+    return out[torch.arange(len(lengths), device=out.device), (longest[groups] - 1).to(out.device)]
 
 
 def segment_mean(values: torch.Tensor, segments: torch.Tensor, n: int) -> torch.Tensor:

@@ -209,13 +209,13 @@ def run_training(
                 {"epoch": epoch, "train_loss": train_loss, "val_loss": val, "seconds": seconds, "batches": n_batches}
             )
             log(f"epoch {epoch}/{cfg.epochs}: train loss {train_loss:.4f}, validation loss {val:.4f} ({seconds:.1f} s)")
-            if out is not None:
-                write_log(out, report)
             if val < report.best_val_loss:
                 report.best_epoch, report.best_val_loss = epoch, val
                 best_state = copy.deepcopy(net.state_dict())
                 if out is not None:
                     observer.save(out, cfg, _metrics(report))
+            if out is not None:  # after the best epoch is updated, so the log names the checkpoint's epoch
+                write_log(out, report)
     net.load_state_dict(best_state)
     net.eval()
     if out is not None and report.best_epoch == 0:
