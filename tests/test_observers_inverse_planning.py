@@ -233,6 +233,28 @@ def test_a_familiarization_that_stops_on_the_key_means_the_key_is_wanted() -> No
     assert obs.surprise(blocked).max() < 1.0
 
 
+def test_an_object_wanted_with_the_key_is_reached_only_holding_the_key() -> None:
+    """Issue 26's key collectors: the goal "the object with the key" is not reached by arriving on the object
+    without the key (the agent would go on to fetch it), so a walk that stops there is impossible under that
+    goal; holding the key, arriving on the object ends the trial as for any goal. Before this, a direct walk
+    whose moves also led towards the key counted as reaching the collector's goal (2 of the 270 key-collector
+    twins of bib-ctrl whose collecting walk is optimal were called the wrong way round)."""
+    from bib.observers.goal_values import layout_goal_values
+    from bib.observers.inverse_planning import Goal, termination
+
+    lay = instrumental_layout(barriers=frozenset(), lock=None, key=(6, 6))
+    goals = [Goal(HEART, (7, 3), False), Goal(("via-key:" + HEART[0], HEART[1]), (7, 3), False, via_key=True)]
+    stack = np.stack([layout_goal_values([lay])[0][(7, 3)]] * 2)
+    direct = make_trial(lay, line((2, 2), (5, 2), (7, 3)), "A", "test")
+    fetched = make_trial(lay, line((2, 2), (6, 6), (7, 3)), "A", "test")
+    over = make_trial(lay, line((2, 2), (7, 3), (7, 5), (6, 6)), "key", "test")  # over the object, then to the key
+    assert termination(direct, goals, stack)[:, -1].tolist() == [1.0, 0.0]
+    assert termination(fetched, goals, stack)[:, -1].tolist() == [1.0, 1.0]
+    walked_over = termination(over, goals, stack)
+    on_object = over.path.index((7, 3)) - 1
+    assert walked_over[0, on_object] == 0.0 and walked_over[1, on_object] == 1.0  # passing it before the key
+
+
 # ---------------------------------------------------------------- properties
 
 

@@ -70,11 +70,13 @@ not, then goes to the object: ``(VIA_KEY + shape, colour)``)."""
 
 @dataclass(frozen=True)
 class Goal:
-    """A goal hypothesis of one trial: an object (or the key), its identity and its cell."""
+    """A goal hypothesis of one trial: an object (or the key), its identity and its cell; ``via_key``: the
+    object wanted with the key (reached only once the key is held)."""
 
     identity: Identity
     cell: Cell
     is_key: bool
+    via_key: bool = False
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,7 @@ class InversePlanner(BaseObserver):
             stacks[KEY] = values[layout.key]
             if self.via_key > 0:  # every object also "with the key": fetched on the way, needed or not
                 for o in layout.objects:
-                    via = Goal((VIA_KEY + o.shape, o.color), o.cell, False)
+                    via = Goal((VIA_KEY + o.shape, o.color), o.cell, False, via_key=True)
                     goals.append(via)
                     stacks[via.identity] = via_key_values(layout, values[o.cell], values[layout.key])
         goals = [g for g in goals if np.isfinite(stacks[g.identity][NO_KEY, home[1], home[0]])]  # FEASIBILIZE
@@ -268,18 +270,21 @@ def termination(trial: Trial, goals: Sequence[Goal], values: np.ndarray) -> np.n
     a TEST trial may be cut short right after the agent picks up the key when the key is a subgoal
     of its plan (the goal cannot be reached as cheaply without it), as BIB's blocking test is. A
     familiarization trial shows the agent reach its goal, so one that stops on the key says the
-    agent wanted the key. Other arrivals carry no information.
+    agent wanted the key. An object wanted with the key (a ``via_key`` goal) is reached only once the key
+    is held: before the pickup its cell is another object's (walking over it is possible, stopping on it
+    is not). Other arrivals carry no information.
     """
     path = trial.path
     n = len(path) - 1
     layout = trial.layout
     home, key = path[0], layout.key
     ends = {o.cell for o in layout.objects}
+    picked = next((t for t in range(1, n + 1) if path[t] == key), n + 1)  # the step the key is picked up
     out = np.ones((len(goals), n))
     for g, goal in enumerate(goals):
         for t in range(1, n + 1):
             cell, last = path[t], t == n
-            if cell == goal.cell:
+            if cell == goal.cell and (not goal.via_key or t > picked):
                 out[g, t - 1] = float(last)
             elif last and cell in ends:
                 out[g, t - 1] = 0.0
