@@ -212,10 +212,12 @@ def test_background_episodes_read_on_demand(sets):
     seq = read_episodes(sets / "background")
     assert isinstance(seq, BackgroundEpisodes) and len(seq) == 400
     refs = find_episodes(sets / "background").refs
-    # the model is handed each file's blind view, as bib score hands it: an opaque id, no outcome or pair
-    assert seq[3] == seq[3] and [e.id for e in seq[:2]] == [opaque_id(file_secret(r.path), r.id) for r in refs[:2]]
-    assert all(e.outcome == "none" and e.pair_id is None and e.seed == 0 for e in seq[:5])
-    assert [e.test.path for e in seq[:2]] == [load_episode(r.path).test.path for r in refs[:2]]
+    assert seq[3].id == seq[3].id and [e.id for e in seq[:2]] == [r.id for r in refs[:2]]
+    # what bib train hands a model's fit: each file's blind view, as bib score hands it (opaque id, no outcome or pair)
+    blind = BackgroundEpisodes([r.path for r in refs], blind=True)
+    assert blind[3] == blind[3] and [e.id for e in blind[:2]] == [opaque_id(file_secret(r.path), r.id) for r in refs[:2]]
+    assert all(e.outcome == "none" and e.pair_id is None and e.seed == 0 for e in blind[:5])
+    assert [e.test.path for e in blind[:2]] == [load_episode(r.path).test.path for r in refs[:2]]
 
 
 class _System:

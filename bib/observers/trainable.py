@@ -80,21 +80,32 @@ def subset(items: Sequence[Any], n: int) -> list[Any]:
 class BackgroundEpisodes(Sequence[Episode]):
     """The background set as a sequence read from disk on demand (``len``, indexing, iteration), so a
     model's ``fit`` can take several passes without the set being held in memory. Each file is checked
-    against the world rules (as ``bib score`` checks) the first time it is read. The model is handed each
-    episode's blind view (:func:`bib.stimuli.blind.read_blind`), as ``bib score`` hands it the episodes
-    it scores: no outcome, pair or design field, an opaque id."""
+    against the world rules (as ``bib score`` checks) the first time it is read. With ``blind`` (what
+    ``bib train`` hands a model's ``fit``) each item is the episode's blind view
+    (:func:`bib.stimuli.blind.read_blind`): no outcome, pair or design field, an opaque id; without it
+    (:func:`bib.api.read_episodes`, whose episodes are scored and evaluated under their ids) the episode."""
 
-    def __init__(self, paths: Sequence[Path]) -> None:
+    def __init__(self, paths: Sequence[Path], blind: bool = False) -> None:
         self.paths = list(paths)
+        self.blind = blind
         self._checked: set[str] = set()
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def _load(self, i: int) -> Episode:
+        from bib.episode import load_episode
         from bib.stimuli.blind import read_blind
+        from bib.stimuli.check import load_checked
 
-        return read_blind(self.paths[i], self._checked)
+        if self.blind:
+            return read_blind(self.paths[i], self._checked)
+        key = str(self.paths[i])
+        if key in self._checked:
+            return load_episode(self.paths[i])
+        ep = load_checked(self.paths[i])
+        self._checked.add(key)
+        return ep
 
     def __getitem__(self, i: int | slice) -> Any:
         if isinstance(i, slice):
@@ -236,7 +247,7 @@ def train_model(
     place(model, device_for(model, device))
     found = find_episodes(background)
     refs = subset(found.refs, max_episodes)
-    episodes = BackgroundEpisodes([r.path for r in refs])
+    episodes = BackgroundEpisodes([r.path for r in refs], blind=True)
     log(f"{target}: fit on {len(episodes)} background episodes from {background}"
         + (f"; {count_parameters(model)} parameters" if _is_module(model) else ""))
     returned = model.fit(episodes)
