@@ -26,7 +26,6 @@ numpy Generator, so one seed gives one result.
 from __future__ import annotations
 
 import copy
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,7 @@ import numpy as np
 from bib.errors import BibInputError
 from bib.reflection.agents import Agent
 from bib.reflection.policy import Policy, State, Uniforms
-from bib.reflection.prefix import PowerOfTwoPolicy, flatten
+from bib.reflection.prefix import Checkpoints, PowerOfTwoPolicy, flatten
 
 #: Checkpoints kept for resuming (least recently used evicted; eviction costs only time).
 CHECKPOINTS = 256
@@ -89,7 +88,7 @@ class _DRQNPolicy(PowerOfTwoPolicy):
         self.target = _Model(torch, inputs, owner.hidden, num_actions, owner.seed)  # the same initial weights
         self.initial = [p.detach().clone() for p in self.model.parameters()]
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=owner.learning_rate)
-        self.checkpoints: OrderedDict[bytes, tuple] = OrderedDict()
+        self.checkpoints = Checkpoints(CHECKPOINTS)
 
     # -- training -------------------------------------------------------------------------------
     def _windows(self, x: Any, ends: np.ndarray) -> Any:
@@ -112,12 +111,7 @@ class _DRQNPolicy(PowerOfTwoPolicy):
     def train(self, symbols: list[int], k: int, key: bytes, ancestors: tuple) -> Any:
         torch, o = self.torch, self.owner
         transitions = k - 1
-        start = None
-        for ancestor in reversed(ancestors):
-            if ancestor is not None and ancestor in self.checkpoints:
-                start = self.checkpoints[ancestor]
-                self.checkpoints.move_to_end(ancestor)
-                break
+        start = self.checkpoints.latest(ancestors)
         if start is None:
             self._load(self.initial, None, self.initial)
             rng = np.random.default_rng([o.seed, 0xD2])
@@ -158,10 +152,7 @@ class _DRQNPolicy(PowerOfTwoPolicy):
             transitions,
             updates,
         )
-        if None not in ancestors:
-            self.checkpoints[key] = snapshot
-            if len(self.checkpoints) > CHECKPOINTS:
-                self.checkpoints.popitem(last=False)
+        self.checkpoints.keep(key, snapshot, ancestors)
         return _Frozen(snapshot[0])
 
     def answer(self, model: Any, state: State) -> int:

@@ -11,12 +11,46 @@ concatenating cost O(1); a prefix key costs O(K) once, when the history reaches 
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from bib.reflection.policy import Policy, State, join, memo_key, push
+
+
+class Checkpoints:
+    """The training states of power-of-two prefixes, kept to resume training from (a least-recently-used
+    cache of ``capacity`` entries; an evicted one costs only time: training starts further back)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._kept: OrderedDict[bytes, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __getitem__(self, key: bytes) -> Any:
+        return self._kept[key]
+
+    def latest(self, ancestors: Sequence[bytes | None]) -> Any:
+        """The state of the longest kept prefix among ``ancestors`` (shortest first), or None."""
+        for ancestor in reversed(ancestors):
+            if ancestor is not None and ancestor in self._kept:
+                self._kept.move_to_end(ancestor)
+                return self._kept[ancestor]
+        return None
+
+    def keep(self, key: bytes, state: Any, ancestors: Sequence[bytes | None]) -> None:
+        """Keep ``state`` as prefix ``key``'s, if every ancestor is known (only histories built by appending
+        are resumed later)."""
+        if None in ancestors:
+            return
+        self._kept[key] = state
+        if len(self._kept) > self.capacity:
+            self._kept.popitem(last=False)
+
 
 # state = (hash, length, percepts, keys of the 1-, 2-, 4-, ... percept prefixes, rope, last observation)
 

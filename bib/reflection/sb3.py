@@ -37,7 +37,6 @@ Models are given a logger that writes nothing, so nothing is written outside ``-
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -45,7 +44,7 @@ import numpy as np
 from bib.errors import BibInputError
 from bib.reflection.agents import Agent
 from bib.reflection.policy import Policy, State, Uniforms
-from bib.reflection.prefix import PowerOfTwoPolicy
+from bib.reflection.prefix import Checkpoints, PowerOfTwoPolicy
 
 KINDS = ("a2c", "dqn", "ppo")
 
@@ -90,7 +89,7 @@ class _SB3Policy(PowerOfTwoPolicy):
         super().__init__(num_actions, num_observations)
         self.owner = owner
         self.options = options
-        self.checkpoints: OrderedDict[bytes, tuple] = OrderedDict()
+        self.checkpoints = Checkpoints(CHECKPOINTS)
         self._template: Any = None
 
     def answer(self, model: Any, state: State) -> int:
@@ -111,17 +110,8 @@ class _SB3Policy(PowerOfTwoPolicy):
             steps = (k - 1) - (k - 1) % 4
             if steps < 4:
                 return None
-            start = None
-            for ancestor in reversed(ancestors):
-                if ancestor is not None and ancestor in self.checkpoints:
-                    start = self.checkpoints[ancestor]
-                    self.checkpoints.move_to_end(ancestor)
-                    break
-            checkpoint, table = t.train_dqn(observations, actions, rewards, steps, start)
-            if None not in ancestors:  # only histories built by appending are resumed later
-                self.checkpoints[key] = checkpoint
-                if len(self.checkpoints) > CHECKPOINTS:
-                    self.checkpoints.popitem(last=False)
+            checkpoint, table = t.train_dqn(observations, actions, rewards, steps, self.checkpoints.latest(ancestors))
+            self.checkpoints.keep(key, checkpoint, ancestors)
         else:
             transitions = k - 1
             if transitions < (2 if self.owner.kind == "ppo" else 1):
