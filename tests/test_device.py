@@ -36,11 +36,13 @@ os.environ.setdefault("BIB_NO_PROGRESS", "1")
 TINY = {"embed": 16, "symbolic_hidden": 32, "context_hidden": 8, "policy": [32], "dropout": 0.0}
 TINY_VIDEO = {"embed": 16, "symbolic_hidden": 32, "rnn_hidden": 8, "unet_channels": [4, 8]}
 MODELS = {"bc-mlp": (BCMLPObserver, TINY), "bc-rnn": (BCRNNObserver, TINY), "video-rnn": (VideoRNNObserver, TINY_VIDEO)}
-TODAY = {  # sha256 of checkpoint.pt, results.csv, results.steps.parquet at 3d19c64 (see the module docstring)
-    "bc-mlp": ("09c9b6d5d210253ed8bfffdaacacf62eade56469ee5cc5d9c4b8b0daf35716ff",
+TODAY = {  # sha256 of checkpoint.pt, results.csv, results.steps.parquet at 3d19c64 (see the module docstring);
+    # bc-mlp's and bc-rnn's checkpoint.pt since 94f3e12, whose config holds the new model field context_last
+    # ("true-length"): their state_dicts are equal to 3d19c64's tensor for tensor (checked by loading both)
+    "bc-mlp": ("06d7fb88ff00834982480d2b8a8ef2c307f14242035bbb0e2c91bd1d0812e0be",
                "5166653b4b817bae93893c8834d7d861d8955d75ae194d12b5e191e094e98fdf",
                "134dd181fe5526ed1a6631f012782504d59defa0bfaccd76b966e45408c0b7fd"),
-    "bc-rnn": ("1bad0702f6d0c3dd91c49109bbee9f99e3ec1787579cce5bb9ccd050e50875b0",
+    "bc-rnn": ("8563d94ebe2b9354f42a50ef28163af9059ffc3325aa1812766a56b5a2a4fc1b",
                "a710856a2ee10fb57fdeb6bd04570c1b07c347160f3eb607687f6a394a090944",
                "095ec57ac789aeb0f9fd00571440941b436f0dcc98b8bdc0520e751a95c61d80"),
     "video-rnn": ("c886c3e729a740058faf0412d4394ca1acf0bc1b505c53be1388fed81c3852c1",
