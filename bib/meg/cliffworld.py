@@ -38,10 +38,10 @@ KNOWN_REL_TOL, KNOWN_ABS_TOL, UNKNOWN_SDS = 0.05, 0.01, 3.0
 
 
 def cliffworld(
-    width: int = 7,
-    height: int = 4,
-    horizon: int = 40,
-    wind: float = 0.3,
+    width: int = DEFAULT_SETTINGS["width"],
+    height: int = DEFAULT_SETTINGS["height"],
+    horizon: int = DEFAULT_SETTINGS["horizon"],
+    wind: float = DEFAULT_SETTINGS["wind"],
     goal_length: int = 1,
     rew_default: float = -1.0,
     rew_goal: float = 10.0,
@@ -142,7 +142,8 @@ def measure(
 
 
 def run_experiments(
-    width: int = 7, height: int = 4, horizon: int = 40, wind: float = 0.3, *,
+    width: int = DEFAULT_SETTINGS["width"], height: int = DEFAULT_SETTINGS["height"],
+    horizon: int = DEFAULT_SETTINGS["horizon"], wind: float = DEFAULT_SETTINGS["wind"], *,
     epsilons: tuple[float, ...] = EPSILONS, goal_lengths: tuple[int, ...] = GOAL_LENGTHS,
     mlp_restarts: int = 0, seed: int = 0,
 ) -> list[CliffRow]:

@@ -28,9 +28,6 @@ class Checkpoints:
         self.capacity = capacity
         self._kept: OrderedDict[bytes, Any] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self._kept)
-
     def __getitem__(self, key: bytes) -> Any:
         return self._kept[key]
 
