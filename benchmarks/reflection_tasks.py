@@ -6,12 +6,13 @@ the numbers are the same; the log adds the task's CPU and wall seconds and the l
 run that is stopped keeps every finished task.
 
     .venv/bin/python benchmarks/reflection_tasks.py run LOG --agents a2c,dqn,ppo --seeds 10 --workers 2
-    .venv/bin/python benchmarks/reflection_tasks.py table LOG   # rows over the seeds finished so far
+    .venv/bin/python benchmarks/reflection_tasks.py table LOG   # rows over the seeds finished so far (LOG may be .gz)
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import statistics
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> None:
 def table(args: argparse.Namespace) -> None:
     from bib.reflection.harness import PUBLISHED, PUBLISHED_SE_PAPER, Cell, format_table, summarise
 
-    with open(args.log) as f:
+    with (gzip.open(args.log, "rt") if args.log.endswith(".gz") else open(args.log)) as f:
         records = [json.loads(line) for line in f]
     rows, cpu = [], []
     for agent in dict.fromkeys(r["agent"] for r in records):

@@ -2,30 +2,40 @@
 
 The paper reports that "a recurrent DQN agent (implemented in our library as custom_DQN.py)" earns
 rewards converging towards the optimal +0.5 per turn on TemptingButton, for many hyperparameters.
-That file (E0 era of the library, removed as "too poorly understood") was a GRU DQN over a lookback
-window of the history that also used the power-of-two trick of Section 2.1; its experiment ran
-4,000 steps and varied the learning rate and the lookback. The code is not available here, so this
-is the closest agent we can build from that description (no maintained recurrent DQN exists in
-SB3 or sb3-contrib: sb3-contrib's recurrent algorithm is RecurrentPPO):
+That file lived in the library's first era (``src/agents/custom_DQN.py``, later removed as "too
+poorly understood"); its experiment (``src/experiments/TemptingButtonExperiment.py``) ran 4,000 steps
+at the defaults and with the learning rate at 0.05, 0.1, 0.01, 0.001 and the lookback at 1, 3, 5.
+This agent follows that file's design and defaults (our code; the original is read in the public
+repository's history, shared/reference/extended_environments.md):
 
-* the input of percept i is ``(r_i, one-hot o_i, one-hot a_{i-1})`` (zeros before the first
-  action); the Q-values of a history are a linear head on the last GRU state over its last
-  ``lookback`` percepts (zero-padded before the first);
-* the agent answers a history of N percepts with a model trained on its first K percepts, K the
-  largest power of two <= N (Section 2.1), epsilon-greedy (``epsilon``) with memoised draws;
-* training is DQN on the forced replay of the prefix: one gradient step (Adam, Huber loss, batch
-  of ``batch`` random transitions, discount ``gamma``) per transition once ``batch`` transitions
-  exist, a target network copied every ``target_every`` gradient steps. Training is online, so the
-  model of a 2K-prefix resumes its K-prefix's model (the SB3 DQN agent's prefix tree).
+* **Input**: the history as a sequence of scalars ``o_0, a_0, r_1, o_1, a_1, r_2, ..., o_n`` (the
+  first reward dropped), its last ``3 * lookback + 1`` entries, zero-padded on the left; each entry
+  is one input of a 2-layer GRU (``hidden`` 5, dropout 0.2 between the layers while training);
+  the Q-values are a linear head on the ReLU of the last step's output.
+* **Conversion** (Section 2.1): a history of N percepts is answered by a network trained **from
+  scratch** on its first K percepts, K the largest power of two <= N, greedily (argmax Q, no
+  exploration: the agent is a deterministic function of the history).
+* **Training** is DQN replayed over the prefix's K - 1 transitions in order: after each transition
+  joins the replay memory (``capacity`` 10,000), once it holds ``batch`` (128) transitions, one SGD
+  step (learning rate 0.1) on the Huber loss of a minibatch drawn without replacement, target
+  ``r + gamma * max Q_target`` (``gamma`` 0.999), every gradient entry clamped to [-1, 1]; the target
+  network is copied from the network after every ``target_every``-th (100) transition.
 
-Hyperparameters are ours (the paper had "no way of canonically choosing" them); torch is needed
-(the ``rl`` extra). Weights come from a torch Generator seeded by the run seed, minibatches from a
-numpy Generator, so one seed gives one result.
+Why it converges to +0.5 on TemptingButton (docs/reflection.md): the greedy agent never explores,
+so a briefly trained network values the action it took by the rewards that action earned, while the
+action it never took keeps its untrained value, and the raw scalar input barely separates "button"
+from "no button": a pusher (-0.5 a turn) stops pushing, a non-pusher (+0.5) stays. A network trained
+longer (1,024 or 2,048 percepts) can learn the button and take its free reward again (-0.5): in 2 of
+3 seeds at the defaults.
+
+Seeding: the weights and the dropout masks of the network for a prefix come from torch's generator
+seeded by (run seed, the prefix), the minibatches from a numpy Generator seeded the same way, so one
+seed gives one result whatever order the prefixes are trained in. torch is needed (the ``rl`` extra).
 """
 
 from __future__ import annotations
 
-import copy
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,10 +43,7 @@ import numpy as np
 from bib.errors import BibInputError
 from bib.reflection.agents import Agent
 from bib.reflection.policy import Policy, State, Uniforms
-from bib.reflection.prefix import Checkpoints, PowerOfTwoPolicy, flatten
-
-#: Checkpoints kept for resuming (least recently used evicted; eviction costs only time).
-CHECKPOINTS = 256
+from bib.reflection.prefix import PowerOfTwoPolicy, flatten
 
 
 def _torch() -> Any:
@@ -47,33 +54,31 @@ def _torch() -> Any:
     return torch
 
 
-def features(symbols: list[int], num_actions: int, num_observations: int) -> np.ndarray:
-    """Rows ``(r_i, one-hot o_i, one-hot a_{i-1})`` for each percept of a flat history."""
-    n = (len(symbols) + 1) // 3
-    x = np.zeros((n, 1 + num_observations + num_actions), dtype=np.float32)
-    x[:, 0] = symbols[0::3][:n]
-    x[np.arange(n), 1 + np.asarray(symbols[1::3][:n], dtype=np.int64)] = 1.0
-    if n > 1:
-        x[np.arange(1, n), 1 + num_observations + np.asarray(symbols[2::3][: n - 1], dtype=np.int64)] = 1.0
-    return x
+def windows(sequence: np.ndarray, ends: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` entries of ``sequence`` ending at each index of ``ends`` (zeros before its start)."""
+    padded = np.concatenate([np.zeros(width, dtype=np.float32), np.asarray(sequence, dtype=np.float32)])
+    return padded[ends[:, None] + 1 + np.arange(width)[None, :]]
 
 
-class _Model:
-    """GRU + linear head; ``q(windows)`` for a batch of (lookback, features) windows."""
+class _Network:
+    """GRU (scalar inputs) -> ReLU of the last step -> linear Q-values."""
 
-    def __init__(self, torch: Any, inputs: int, hidden: int, actions: int, seed: int) -> None:
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            self.gru = torch.nn.GRU(inputs, hidden, batch_first=True)
-            self.head = torch.nn.Linear(hidden, actions)
-        self.torch = torch
+    def __init__(self, torch: Any, settings: Settings, actions: int) -> None:
+        self.gru = torch.nn.GRU(1, settings.hidden, settings.layers, batch_first=True,
+                                dropout=settings.dropout if settings.layers > 1 else 0.0)
+        self.head = torch.nn.Linear(settings.hidden, actions)
 
     def parameters(self) -> list:
         return list(self.gru.parameters()) + list(self.head.parameters())
 
-    def q(self, windows: Any) -> Any:
-        _, h = self.gru(windows)
-        return self.head(h[-1])
+    def train(self, mode: bool) -> None:
+        self.gru.train(mode)
+        self.head.train(mode)
+
+    def q(self, x: Any) -> Any:
+        """Q-values of a batch of windows ``x`` (batch, width)."""
+        out, _ = self.gru(x[:, :, None])
+        return self.head(out[:, -1].relu())
 
 
 class _DRQNPolicy(PowerOfTwoPolicy):
@@ -83,136 +88,101 @@ class _DRQNPolicy(PowerOfTwoPolicy):
         torch = _torch()
         torch.set_num_threads(1)  # a tiny GRU: more threads only contend (and results stay thread-count free)
         self.torch = torch
-        inputs = 1 + num_observations + num_actions
-        self.model = _Model(torch, inputs, owner.hidden, num_actions, owner.seed)
-        self.target = _Model(torch, inputs, owner.hidden, num_actions, owner.seed)  # the same initial weights
-        self.initial = [p.detach().clone() for p in self.model.parameters()]
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=owner.learning_rate)
-        self.checkpoints = Checkpoints(CHECKPOINTS)
-
-    # -- training -------------------------------------------------------------------------------
-    def _windows(self, x: Any, ends: np.ndarray) -> Any:
-        """Windows of ``lookback`` rows ending at each index of ``ends`` (x has ``lookback`` zero rows first)."""
-        lb = self.owner.lookback
-        idx = ends[:, None] + np.arange(1, lb + 1)[None, :]
-        return x[self.torch.from_numpy(idx)]
-
-    def _load(self, params: list, opt_state: dict | None, target: list) -> None:
-        with self.torch.no_grad():
-            for p, v in zip(self.model.parameters(), params):
-                p.copy_(v)
-            for p, v in zip(self.target.parameters(), target):
-                p.copy_(v)
-        if opt_state is None:
-            self.optimizer.state.clear()
-        else:
-            self.optimizer.load_state_dict(opt_state)
+        self.width = 3 * owner.settings.lookback + 1
 
     def train(self, symbols: list[int], k: int, key: bytes, ancestors: tuple) -> Any:
-        torch, o = self.torch, self.owner
-        transitions = k - 1
-        start = self.checkpoints.latest(ancestors)
-        if start is None:
-            self._load(self.initial, None, self.initial)
-            rng = np.random.default_rng([o.seed, 0xD2])
-            done, updates = 0, 0
-        else:
-            params, opt_state, target, rng_state, done, updates = start
-            self._load(params, opt_state, target)
-            rng = np.random.default_rng()
-            rng.bit_generator.state = rng_state
-        x = torch.from_numpy(features(symbols, self.num_actions, self.num_observations))
-        x = torch.cat([torch.zeros(o.lookback, x.shape[1]), x])
-        actions = torch.tensor(symbols[2::3][:transitions], dtype=torch.long)
-        rewards = torch.tensor(symbols[0::3][1 : transitions + 1], dtype=torch.float32)
-        for t in range(done, transitions):  # transition t (percept t -> t + 1) has arrived
-            if t + 1 < o.batch:
-                continue
-            idx = rng.integers(0, t + 1, size=o.batch)
+        torch, o = self.torch, self.owner.settings
+        owner = self.owner
+        seed = [owner.seed, int.from_bytes(key[:8], "little")]
+        rng = np.random.default_rng(seed + [1])
+        with torch.random.fork_rng():  # the prefix's weights and dropout masks, from its own seed
+            torch.manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+            net = _Network(torch, o, self.num_actions)
+            target = _Network(torch, o, self.num_actions)
             with torch.no_grad():
-                nxt = self.target.q(self._windows(x, idx + 1)).max(dim=1).values
-                goal = rewards[idx] + o.gamma * nxt
-            q = self.model.q(self._windows(x, idx)).gather(1, actions[idx].reshape(-1, 1))[:, 0]
-            loss = torch.nn.functional.smooth_l1_loss(q, goal)
-            self.optimizer.zero_grad()
-            loss.backward()
-            self.optimizer.step()
-            updates += 1
-            o.gradient_steps += 1
-            if updates % o.target_every == 0:
-                with torch.no_grad():
-                    for p, v in zip(self.target.parameters(), self.model.parameters()):
-                        p.copy_(v)
-        o.trainings += 1
-        snapshot = (
-            [p.detach().clone() for p in self.model.parameters()],
-            copy.deepcopy(self.optimizer.state_dict()),
-            [p.detach().clone() for p in self.target.parameters()],
-            rng.bit_generator.state,
-            transitions,
-            updates,
-        )
-        self.checkpoints.keep(key, snapshot, ancestors)
-        return _Frozen(snapshot[0])
+                for p, v in zip(target.parameters(), net.parameters()):
+                    p.copy_(v)
+            target.train(False)
+            net.train(True)
+            optimizer = torch.optim.SGD(net.parameters(), lr=o.learning_rate)
+            seq = np.asarray(symbols[1:], dtype=np.float32)  # o_0, a_0, r_1, ..., o_{k-1}
+            transitions = k - 1
+            states = torch.from_numpy(windows(seq, 3 * np.arange(k), self.width))
+            actions = torch.as_tensor(seq[1 : 3 * transitions : 3], dtype=torch.long)
+            rewards = torch.as_tensor(seq[2 : 3 * transitions : 3])
+            for t in range(transitions):  # transition t (state t -> t + 1) joins the memory
+                size = min(t + 1, o.capacity)
+                if size >= o.batch:
+                    idx = torch.from_numpy(t + 1 - size + rng.choice(size, o.batch, replace=False))
+                    with torch.no_grad():
+                        goal = rewards[idx] + o.gamma * target.q(states[idx + 1]).max(dim=1).values
+                    q = net.q(states[idx]).gather(1, actions[idx, None])[:, 0]
+                    loss = torch.nn.functional.smooth_l1_loss(q, goal)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    for p in net.parameters():
+                        p.grad.clamp_(-o.clip, o.clip)
+                    optimizer.step()
+                    owner.gradient_steps += 1
+                if t % o.target_every == 0:
+                    with torch.no_grad():
+                        for p, v in zip(target.parameters(), net.parameters()):
+                            p.copy_(v)
+        net.train(False)
+        owner.trainings += 1
+        return net
 
     def answer(self, model: Any, state: State) -> int:
         o = self.owner
-        u = o.uniforms()
-        if u < o.epsilon:
+        if o.settings.epsilon and o.uniforms() < o.settings.epsilon:
             return min(int(o.uniforms() * self.num_actions), self.num_actions - 1)
-        tail = flatten(state[4], 3 * o.lookback + 3)
-        m = min(state[2], o.lookback)  # the window's percepts; one more gives its first a_{i-1}
-        rows = features(tail[-(3 * min(state[2], m + 1) - 1) :], self.num_actions, self.num_observations)[-m:]
-        return int(np.argmax(model.q(self, rows)))
+        n = state[2]
+        tail = flatten(state[4], self.width)[-min(self.width, 3 * n - 2) :]  # never the first reward
+        x = windows(np.asarray(tail, dtype=np.float32), np.array([len(tail) - 1]), self.width)
+        with self.torch.no_grad():
+            return int(self.torch.argmax(model.q(self.torch.from_numpy(x))[0]))
 
 
-class _Frozen:
-    """Frozen weights of a trained prefix; answers by loading them into the policy's network."""
+@dataclass(frozen=True)
+class Settings:
+    """custom_DQN.py's defaults (see the module docstring)."""
 
-    def __init__(self, params: list) -> None:
-        self.params = params
+    lookback: int = 10  #: percepts the GRU reads (``3 * lookback + 1`` scalars)
+    hidden: int = 5  #: GRU units per layer
+    layers: int = 2
+    dropout: float = 0.2  #: between the GRU's layers, while training
+    learning_rate: float = 0.1  #: SGD
+    gamma: float = 0.999
+    batch: int = 128
+    target_every: int = 100  #: transitions between copies of the target network
+    capacity: int = 10_000  #: replay memory
+    clip: float = 1.0  #: every gradient entry clamped to [-clip, clip]
+    epsilon: float = 0.0  #: probability of a uniform answer (0: greedy, as the original)
 
-    def q(self, policy: _DRQNPolicy, rows: np.ndarray) -> np.ndarray:
-        torch = policy.torch
-        lb = policy.owner.lookback
-        window = np.zeros((lb, rows.shape[1]), dtype=np.float32)
-        window[lb - len(rows) :] = rows[-lb:]
-        with torch.no_grad():
-            for p, v in zip(policy.model.parameters(), self.params):
-                p.copy_(v)
-            return policy.model.q(torch.from_numpy(window)[None]).numpy()[0]
+    def __post_init__(self) -> None:
+        if min(self.lookback, self.hidden, self.layers, self.batch, self.target_every) < 1 or self.capacity < self.batch:
+            raise BibInputError("recurrent-dqn: lookback, hidden, layers, batch, target_every >= 1 and capacity >= batch")
+        if not (0 <= self.dropout < 1 and 0 <= self.epsilon <= 1 and self.learning_rate > 0 and self.clip > 0
+                and 0 <= self.gamma <= 1):
+            raise BibInputError("recurrent-dqn: 0 <= dropout < 1, 0 <= epsilon <= 1, 0 <= gamma <= 1, "
+                                "learning_rate > 0 and clip > 0")
 
 
 class RecurrentDQN(Agent):
-    """The recurrent DQN of Section 3.2 (see the module docstring for what is ours).
+    """The recurrent DQN of Section 3.2 (custom_DQN.py's design and defaults; see the module docstring).
 
     Args:
-        seed: weights, minibatches and the answers' draws.
-        lookback: percepts the GRU reads.
-        hidden: GRU width.
-        learning_rate, gamma, batch, target_every, epsilon: DQN settings.
+        seed: weights, dropout masks and minibatches (and epsilon's draws, if any).
+        **settings: fields of :class:`Settings`.
     """
 
     name = "recurrent-dqn"
 
-    def __init__(
-        self,
-        seed: int = 0,
-        lookback: int = 1,
-        hidden: int = 16,
-        learning_rate: float = 1e-3,
-        gamma: float = 0.99,
-        batch: int = 16,
-        target_every: int = 50,
-        epsilon: float = 0.05,
-    ) -> None:
+    def __init__(self, seed: int = 0, **settings: Any) -> None:
         super().__init__()
         _torch()
-        if lookback < 1 or hidden < 1 or batch < 1 or target_every < 1 or not 0 <= epsilon <= 1:
-            raise BibInputError("recurrent-dqn: lookback, hidden, batch, target_every >= 1 and 0 <= epsilon <= 1")
         self.seed = int(seed)
-        self.lookback, self.hidden, self.learning_rate = lookback, hidden, learning_rate
-        self.gamma, self.batch, self.target_every, self.epsilon = gamma, batch, target_every, epsilon
+        self.settings = Settings(**settings)
         self.uniforms = Uniforms(np.random.default_rng([self.seed, 0xD2]))
         self.trainings = 0
         self.gradient_steps = 0
