@@ -103,3 +103,22 @@ def test_ctrl_c_exits_130_with_the_resume_note_and_leaves_no_descendant(tmp_path
     assert err.strip().splitlines()[-1] == "bib: interrupted; rerun the same command to resume"
     assert "Traceback" not in err
     assert survivors(kids, 5.0) == []
+
+
+def test_an_interrupt_in_the_writing_loop_stops_the_pool_before_it_reaches_the_cli(tmp_path, monkeypatch):
+    """Ctrl-C landing in `bib generate`'s own loop (writing the manifest), not inside the pool's generator:
+    the pool's processes are gone while the KeyboardInterrupt is still propagating (its traceback holds
+    the generator), not only once it is collected. Before, they outlived the unwind (this test failed);
+    whether that made the Ctrl-C test above time out once in CI under load is not shown."""
+    import bib.stimuli.build as build_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "append_bytes", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        build_module.build([("single-object", 8)], 0, tmp_path / "set", workers=2)
+    assert caught.value.__traceback__ is not None  # the traceback (and its frames) still alive here
+    parents = _ppid_map()  # pool processes are the forkserver's children (it and the resource tracker are ours)
+    workers = [p for p in descendants(os.getpid()) if parents.get(p) != os.getpid() and alive(p)]
+    assert workers == []

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -146,10 +147,11 @@ def score_refs(
     items = (
         (name, ckpt, cfg, device, [(r.id, str(r.path)) for r in refs[i : i + chunk]]) for i in range(0, len(refs), chunk)
     )
-    for results in map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True,
-                               setup=functools.partial(_cached_observer, name, ckpt, cfg, device),
-                               preload=preload):
-        yield from results
+    chunks = map_ordered(_score_chunk, items, workers=workers, scheduler=scheduler, local=True,
+                         setup=functools.partial(_cached_observer, name, ckpt, cfg, device), preload=preload)
+    with closing(chunks):  # Ctrl-C or an error stops the pool during the unwind (see bib.stimuli.build)
+        for results in chunks:
+            yield from results
 
 
 def worker_modules(name: str) -> list[str]:

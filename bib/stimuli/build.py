@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -481,9 +482,12 @@ def build(
         manifest.seek(0, os.SEEK_END)
         built_start = manifest.tell()
         results: Iterator[list[dict[str, object]]] = map_ordered(build_unit, todo(), workers=workers, scheduler=scheduler)
-        for rows in track(results, total=n_todo, description="generating"):
-            append_bytes(manifest, format_rows(rows, header=False).encode("utf-8"), manifest_path)  # whole rows or none
-            built_rows += len(rows)
+        # closing: Ctrl-C or an error in this loop stops the pool during the unwind, not when the
+        # generator (held by the traceback's frames) is collected
+        with closing(results):
+            for rows in track(results, total=n_todo, description="generating"):
+                append_bytes(manifest, format_rows(rows, header=False).encode("utf-8"), manifest_path)  # whole rows or none
+                built_rows += len(rows)
         built_end = manifest.tell()
     runs = [*kept.runs, (built_start, built_end)] if built_end > built_start else kept.runs
     if len(runs) > 1:  # kept units and new ones interleave: list them in unit order
