@@ -116,9 +116,10 @@ def test_an_interrupt_in_the_writing_loop_stops_the_pool_before_it_reaches_the_c
         raise KeyboardInterrupt
 
     monkeypatch.setattr(build_module, "append_bytes", interrupted)
+    before = descendants(os.getpid())  # other tests' processes in this worker are not this test's
     with pytest.raises(KeyboardInterrupt) as caught:
         build_module.build([("single-object", 8)], 0, tmp_path / "set", workers=2)
     assert caught.value.__traceback__ is not None  # the traceback (and its frames) still alive here
     parents = _ppid_map()  # pool processes are the forkserver's children (it and the resource tracker are ours)
-    workers = [p for p in descendants(os.getpid()) if parents.get(p) != os.getpid() and alive(p)]
+    workers = [p for p in descendants(os.getpid()) - before if parents.get(p) != os.getpid() and alive(p)]
     assert workers == []
