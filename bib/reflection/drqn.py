@@ -75,6 +75,13 @@ class _Network:
         self.gru.train(mode)
         self.head.train(mode)
 
+    def copy_from(self, other: _Network) -> None:
+        """Take ``other``'s weights (the target network's update)."""
+        torch = _torch()
+        with torch.no_grad():
+            for p, v in zip(self.parameters(), other.parameters()):
+                p.copy_(v)
+
     def q(self, x: Any) -> Any:
         """Q-values of a batch of windows ``x`` (batch, width)."""
         out, _ = self.gru(x[:, :, None])
@@ -91,17 +98,15 @@ class _DRQNPolicy(PowerOfTwoPolicy):
         self.width = 3 * owner.settings.lookback + 1
 
     def train(self, symbols: list[int], k: int, key: bytes, ancestors: tuple) -> Any:
-        torch, o = self.torch, self.owner.settings
-        owner = self.owner
+        torch, owner = self.torch, self.owner
+        o = owner.settings
         seed = [owner.seed, int.from_bytes(key[:8], "little")]
         rng = np.random.default_rng(seed + [1])
         with torch.random.fork_rng():  # the prefix's weights and dropout masks, from its own seed
             torch.manual_seed(int(np.random.default_rng(seed).integers(2**62)))
             net = _Network(torch, o, self.num_actions)
             target = _Network(torch, o, self.num_actions)
-            with torch.no_grad():
-                for p, v in zip(target.parameters(), net.parameters()):
-                    p.copy_(v)
+            target.copy_from(net)
             target.train(False)
             net.train(True)
             optimizer = torch.optim.SGD(net.parameters(), lr=o.learning_rate)
@@ -125,9 +130,7 @@ class _DRQNPolicy(PowerOfTwoPolicy):
                     optimizer.step()
                     owner.gradient_steps += 1
                 if t % o.target_every == 0:
-                    with torch.no_grad():
-                        for p, v in zip(target.parameters(), net.parameters()):
-                            p.copy_(v)
+                    target.copy_from(net)
         net.train(False)
         owner.trainings += 1
         return net
