@@ -127,27 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, previous)
     if code == 130:
         print(INTERRUPTED, file=sys.stderr)
-        if argv is None:  # the console script (not a caller's in-process main([...]))
-            _exit_within(EXIT_GRACE_S, 130)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-EXIT_GRACE_S = 5.0
-"""Seconds a Ctrl-C'd `bib` may spend in interpreter exit before it exits anyway."""
-
-
-def _exit_within(seconds: float, code: int) -> None:
-    """Exit with ``code`` after ``seconds`` even if interpreter exit has not finished: exit joins the
-    pool's manager thread, which a pool killed by Ctrl-C can hold (tests/test_lifecycle.py timed out in CI)."""
-    import threading
-
-    def force() -> None:
-        sys.stderr.flush()
-        os._exit(code)
-
-    timer = threading.Timer(seconds, force)
-    timer.daemon = True
-    timer.start()
 
 
 if __name__ == "__main__":  # pragma: no cover
