@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -542,3 +543,26 @@ def test_frame_scoring_from_a_fresh_process_on_2_workers_gives_the_same_surprise
     assert sorted(got) == sorted(want)
     for eid, s in want.items():
         assert np.array_equal(np.asarray(got[eid]), s)
+
+
+def test_a_learned_checkpoint_names_its_training_sets_in_the_model_card(tmp_path, episodes):
+    """The results table's ``training_data`` of a built-in learned observer read "?, N episodes" (issue 31's
+    full runs): its checkpoint kept counts, not the set. Now the generated set's name and seed (no path:
+    the checkpoint's bytes do not depend on where the set lies) reach the card and the table cell."""
+    from bib.evaluation import _training_text
+    from bib.observers.scoring import model_card
+
+    bg, spec = tmp_path / "bg", tmp_path / "tiny-background.toml"
+    spec.write_text('name = "tiny-background"\nseed = 7\n[[tasks]]\nid = "single-object"\nn = 10\n')
+    assert cli(["generate", str(spec), "--out", str(bg)]) == 0
+    cfg = tmp_path / "tiny.toml"
+    model = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in TINY.items())
+    cfg.write_text(f'observer = "bc-rnn"\n[model]\n{model}\n[train]\nbatch_size = 4\nloader_workers = 0\n')
+    ckdir = tmp_path / "ck"
+    assert cli(["train", "bc-rnn", str(bg), "--out", str(ckdir), "--config", str(cfg), "--epochs", "1"]) == 0
+    name = tomllib.loads((bg / "spec.toml").read_text())["name"]  # the set's own record of its spec
+    assert name == "tiny-background"
+    metrics = read_checkpoint(ckdir / "checkpoint.pt")["config"]["metrics"]
+    assert metrics["sets"] == [{"name": name, "seed": 7, "limited": False}]
+    card = model_card(make_observer("bc-rnn", ckdir / "checkpoint.pt"), ckdir)
+    assert _training_text(card["training_data"]) == f"{name} seed 7, 10 episodes"

@@ -99,7 +99,7 @@ def model_card(observer: Observer, checkpoint: str | os.PathLike[str] | None = N
     elif isinstance(getattr(observer, "metrics", None), dict) and observer.metrics:  # type: ignore[attr-defined]
         m = observer.metrics  # type: ignore[attr-defined]
         card["training_data"] = {"episodes": int(m.get("n_train", 0)) + int(m.get("n_val", 0)),
-                                 "train": m.get("n_train"), "validation": m.get("n_val")}
+                                 "train": m.get("n_train"), "validation": m.get("n_val"), "sets": m.get("sets")}
         card["seed"] = (getattr(observer, "train_config", None) or {}).get("seed")
     return card
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,10 +147,13 @@ class TrainReport:
             ``batches``), preceded by epoch 0 (the untrained validation loss).
         best_epoch: the epoch whose weights were kept (lowest validation loss).
         best_val_loss: its validation loss.
+        sets: the generated sets the episodes came from (``name``, ``seed``, ``limited`` of each set's
+            ``spec.toml``; no path, so the checkpoint's bytes do not depend on where the set lies).
     """
 
     n_train: int
     n_val: int
+    sets: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, float]] = field(default_factory=list)
     best_epoch: int = 0
     best_val_loss: float = float("inf")
@@ -163,6 +166,7 @@ def run_training(
     cfg: TrainConfig,
     out: str | Path | None = None,
     log: Callable[[str], None] = print,
+    sets: Sequence[Mapping[str, Any]] = (),
 ) -> TrainReport:
     """Train ``observer.net`` in place and keep the weights of the epoch with the lowest validation loss.
 
@@ -170,13 +174,14 @@ def run_training(
     Generator for the run), steps Adam on the mean per-step error of each batch with gradient
     clipping, then measures the validation loss. When ``out`` is given, the best checkpoint so
     far is written there (atomically) after every epoch, so an interrupted run keeps its progress.
-    With no validation items the training loss selects the epoch.
+    With no validation items the training loss selects the epoch. ``sets`` (:attr:`TrainReport.sets`)
+    go into the checkpoint, so its model card names the training data.
     """
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     net = observer.net
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    report = TrainReport(len(train_items), len(val_items))
+    report = TrainReport(len(train_items), len(val_items), [dict(s) for s in sets])
     workers = cfg.loader_workers
     with torch_threads(cfg.threads):
         val0 = mean_loss(observer, val_items or train_items, cfg.batch_size, workers)
@@ -233,6 +238,7 @@ def _metrics(report: TrainReport) -> dict[str, Any]:
     return {
         "n_train": report.n_train,
         "n_val": report.n_val,
+        "sets": report.sets,
         "best_epoch": report.best_epoch,
         "best_val_loss": report.best_val_loss,
         "history": [{k: v for k, v in h.items() if k not in CLOCKED} for h in report.history],
@@ -293,7 +299,8 @@ def train(
         values = {k: v for k, v in vars(train_cfg).items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
         train_cfg = config_from_dict(TrainConfig, values, "train options")
-    refs = subset(find_episodes(background).refs, train_cfg.max_episodes)
+    found = find_episodes(background)
+    refs = subset(found.refs, train_cfg.max_episodes)
     tr, va = split([r.id for r in refs])
     if not tr:
         raise BibInputError(f"{background}: too few episodes to train on ({len(refs)})")
@@ -306,6 +313,7 @@ def train(
         obs.to_device(device)
     log(f"{observer}: {len(tr)} training and {len(val_files)} validation episodes from {background}; "
         f"{sum(p.numel() for p in obs.net.parameters())} parameters")
-    report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log)
+    sets = [{k: s.get(k) for k in ("name", "seed", "limited")} for s in found.sets]
+    report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log, sets=sets)
     log(f"best epoch {report.best_epoch}: validation loss {report.best_val_loss:.4f}")  # the caller names the final path
     return report
