@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        parallel = sys.modules.get("bib.parallel")
+        if parallel is not None:  # pools whose generator a Ctrl-C or an error left suspended in a caller's loop
+            parallel.stop_all()
     if code == 130:
         print(INTERRUPTED, file=sys.stderr)
     sys.exit(code if isinstance(code, int) else 0)

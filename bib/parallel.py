@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -25,6 +26,22 @@ R = TypeVar("R")
 
 
 _PR_SET_PDEATHSIG = 1
+
+_LIVE: weakref.WeakSet[ProcessPoolExecutor] = weakref.WeakSet()
+"""The pools of :func:`map_ordered` generators that have not finished (see :func:`stop_all`)."""
+
+
+def stop_all() -> None:
+    """Stop every pool a :func:`map_ordered` generator still holds: kill its processes, drop its queued tasks.
+
+    A Ctrl-C or an error that lands in the *caller's* loop (not inside the generator) leaves the generator
+    suspended, and its traceback's frames keep it alive until the exception is done with, so its own
+    clean-up runs late (at interpreter exit, after the pool has finished the tasks in flight). The CLI calls
+    this as a command ends, whatever ended it, so every command's pool is stopped at once
+    (``tests/test_parallel.py``).
+    """
+    for pool in list(_LIVE):
+        _stop(pool)
 
 
 def die_with_parent() -> None:
@@ -140,6 +157,7 @@ def map_ordered(
         return
     ctx = _context(preload)
     pool = ProcessPoolExecutor(max_workers=workers - local, mp_context=ctx, initializer=_worker_init, initargs=(setup,))
+    _LIVE.add(pool)
     started: list[Future] = []
     try:
         if local:
@@ -157,6 +175,7 @@ def map_ordered(
         _stop(pool)
     else:
         pool.shutdown()
+    _LIVE.discard(pool)
 
 
 def _start_in_background(pool: ProcessPoolExecutor, ctx: multiprocessing.context.BaseContext, n: int,
@@ -195,6 +214,7 @@ def _wait_for_forkserver(ctx: multiprocessing.context.BaseContext) -> None:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
+    _LIVE.discard(pool)
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:

@@ -35,6 +35,45 @@ def test_an_error_in_this_process_stops_the_pool():
         list(map_ordered(square_and_pid, items(), workers=2, local=True))
 
 
+def slow_pid(x: int) -> int:
+    import time
+
+    time.sleep(0.05)
+    return os.getpid()
+
+
+def test_stop_all_stops_a_pool_whose_generator_an_error_left_suspended_in_the_callers_loop():
+    """The caller's loop raises between two results: the generator (kept by the traceback's frames) has
+    not run its own clean-up, so its pool would go on with the tasks in flight; stop_all kills it now."""
+    from bib.parallel import _LIVE, stop_all
+
+    gen = map_ordered(slow_pid, range(100), workers=3)
+    pids = set()
+    with pytest.raises(KeyboardInterrupt):
+        for pid in gen:
+            pids.add(pid)
+            if len(pids) == 2:
+                raise KeyboardInterrupt
+    (pool,) = list(_LIVE)
+    processes = list(pool._processes.values())
+    assert len(processes) == 3 and all(p.is_alive() for p in processes)
+    stop_all()
+    assert not any(p.is_alive() for p in processes) and list(_LIVE) == []
+    gen.close()  # its own clean-up later finds the pool stopped already
+    assert list(map_ordered(square_and_pid, range(4), workers=2)) and list(_LIVE) == []  # a finished run leaves none
+
+
+def test_the_cli_stops_every_pool_as_a_command_ends(monkeypatch):
+    import bib.cli
+    import bib.parallel
+
+    calls = []
+    monkeypatch.setattr(bib.parallel, "stop_all", lambda: calls.append(1))
+    with pytest.raises(SystemExit):
+        bib.cli.main(["--version"])
+    assert calls == [1]
+
+
 _SETUP_DONE = False
 
 
