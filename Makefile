@@ -19,6 +19,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2
+	$(PY) -m pytest -q -n 0 -m lifecycle tests/test_lifecycle.py
 
 # The documentation site (docs/, mkdocs.yml) with the docs extra; --strict fails on any warning.
 $(VENV)/.docs-installed: $(VENV)/.installed

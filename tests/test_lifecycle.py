@@ -4,6 +4,7 @@ encoding videos in-process, resource tracker); Ctrl-C exits 130 with the resume 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,8 +57,8 @@ def cmdline(pid: int) -> str:
 
 def start_generate(out: Path) -> tuple[subprocess.Popen, set[int]]:
     """Start `bib generate --workers 2 --video` and wait until its workers write videos; return the
-    process and its descendants at that moment."""
-    env = dict(os.environ, BIB_NO_PROGRESS="1")
+    process and its descendants at that moment. PYTHONFAULTHANDLER: a SIGABRT dumps every thread's stack."""
+    env = dict(os.environ, BIB_NO_PROGRESS="1", PYTHONFAULTHANDLER="1")
     proc = subprocess.Popen([BIB, "generate", "--task", "single-object", "--n", "400", "--workers", "2", "--video",
                              "--out", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
@@ -95,13 +96,38 @@ def test_sigkill_of_bib_leaves_no_descendant(tmp_path):
     assert survivors(kids, 5.0) == []
 
 
+def hung(proc: subprocess.Popen) -> str:
+    """Why ``proc`` has not exited: its descendants, its threads' C stacks (gdb, where installed) and every
+    thread's Python stack (faulthandler on SIGABRT); the processes are killed."""
+    tree = {p: cmdline(p)[:80] for p in descendants(proc.pid)}
+    stacks = ""
+    if shutil.which("gdb"):
+        run = subprocess.run(["gdb", "-p", str(proc.pid), "-batch", "-ex", "thread apply all bt 12"],
+                             capture_output=True, text=True, timeout=60)
+        stacks = "\n".join(line for line in run.stdout.splitlines() if line.startswith(("Thread", "#0 ", "#1 ", "#2 ")))
+    os.kill(proc.pid, signal.SIGABRT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    survivors(set(tree), 0.0)
+    return f"descendants: {tree}\nstderr (Python stacks):\n{err[-8000:]}\nC stacks:\n{stacks[-4000:]}"
+
+
 @pytest.mark.skipif(os.environ.get("PYTEST_XDIST_WORKER") is not None,
-                    reason="KNOWN OPEN DEFECT: under pytest-xdist in CI, bib generate did not exit within 60 s of "
-                           "Ctrl-C (3 of 3 CI runs on 2026-11-27, 0 of 10 runs alone); runs with -n 0")
+                    reason="run alone by `make test` after the parallel suite (pytest -n 0 -m lifecycle): under "
+                           "pytest-xdist, in local CI runs beside training jobs, bib generate did not exit within 60 s "
+                           "of Ctrl-C (3 runs on 2026-11-27); not reproduced since (9 of 9 exited under xdist beside "
+                           "training, 3 of them in the full suite), cause not found; a hang fails with every stack")
+@pytest.mark.lifecycle
 def test_ctrl_c_exits_130_with_the_resume_note_and_leaves_no_descendant(tmp_path):
     proc, kids = start_generate(tmp_path / "set")
     os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"bib generate did not exit within 60 s of SIGINT\n{hung(proc)}")
     assert proc.returncode == 130
     assert err.strip().splitlines()[-1] == "bib: interrupted; rerun the same command to resume"
     assert "Traceback" not in err
