@@ -30,22 +30,11 @@ def rewards(agent_name: str, seed: int, steps: int, **options: float) -> list[in
     from bib.reflection import environments as E
     from bib.reflection.drqn import RecurrentDQN
     from bib.reflection.environments import EnvSpec
-    from bib.reflection.harness import make_agent
+    from bib.reflection.harness import make_agent, play
     from bib.reflection.policy import Uniforms
 
     agent = RecurrentDQN(seed, **options) if agent_name == "recurrent-dqn" else make_agent(agent_name, seed)
-    env = EnvSpec(E.TemptingButton).make(agent, Uniforms(np.random.default_rng([seed, 1, 0])))
-    policy = agent.policy(env.num_actions, env.num_observations)
-    r, o = env.start()
-    state = policy.percept(policy.empty(), r, o)
-    out = []
-    for _ in range(steps):
-        action = policy.act(state)
-        state = policy.record(state, action)
-        r, o = env.step(action)
-        out.append(r)
-        state = policy.percept(state, r, o)
-    return out
+    return play(EnvSpec(E.TemptingButton), agent, steps, Uniforms(np.random.default_rng([seed, 1, 0])))[0]
 
 
 #: The settings of the paper's TemptingButtonExperiment.py: (label, options of RecurrentDQN).

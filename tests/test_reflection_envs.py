@@ -261,3 +261,18 @@ def test_determinism_inspectors_see_memoised_and_unmemoised_agents():
     assert -0.5 < cells[0].score < 0.5  # half the recomputations differ
     runtime = run_battery(ConstantAgent(), 5, 0, [EnvSpec(E.PunishSlowAgent), EnvSpec(E.PunishFastAgent)])
     assert [c.score for c in runtime] == [4 / 5, -4 / 5]  # a constant agent is fast
+
+
+@pytest.mark.parametrize("cls", [E.TemptingButton, E.CryingBaby, E.IgnoreActions])
+def test_play_gives_the_rewards_run_environment_scores(cls):
+    """harness.play (one run's rewards, for studies of a run) and run_environment (the battery's score) play
+    the same game: the score is the start percept's reward plus every answered action's, over the steps."""
+    from bib.reflection.harness import play, run_environment
+
+    steps = 40
+    rewards, policy, state = play(EnvSpec(cls), NaiveLearner(), steps, Uniforms(np.random.default_rng(5)))
+    start, _ = EnvSpec(cls).make(NaiveLearner(), Uniforms(np.random.default_rng(5))).start()
+    cell = run_environment(EnvSpec(cls), NaiveLearner(), steps, Uniforms(np.random.default_rng(5)))
+    assert len(rewards) == steps and cell.error is None
+    assert cell.score == pytest.approx((start + sum(rewards[: steps - 1])) / steps, abs=1e-12)
+    assert len(set(rewards)) > 1  # the rewards vary, so an off-by-one turn would show

@@ -90,6 +90,25 @@ def run_environment(spec: EnvSpec, agent: Agent, steps: int, uniforms: Uniforms)
     return Cell(spec.name, total / steps)
 
 
+def play(spec: EnvSpec, agent: Agent, turns: int, uniforms: Uniforms) -> tuple[list[float], Any, Any]:
+    """Run ``agent`` for ``turns`` actions in one environment, every action answered (unlike
+    :func:`run_environment`, which scores; errors propagate). Returns the reward of each action, the
+    policy and its state after the last percept: what a study of one run reads (its learning curve,
+    what its networks answer; ``benchmarks/tempting_button.py``)."""
+    env = spec.make(agent, uniforms)
+    policy = agent.policy(env.num_actions, env.num_observations)
+    r, o = env.start()
+    state = policy.percept(policy.empty(), r, o)
+    rewards = []
+    for _ in range(turns):
+        action = check_action(policy.act(state), env.num_actions, agent.name)
+        state = policy.record(state, action)
+        r, o = env.step(action)
+        rewards.append(r)
+        state = policy.percept(state, r, o)
+    return rewards, policy, state
+
+
 def run_battery(
     agent: Agent, steps: int, seed: int, specs: list[EnvSpec] | None = None, stream: int = 1
 ) -> list[Cell]:

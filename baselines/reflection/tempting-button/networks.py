@@ -22,19 +22,12 @@ def networks(seed: int, steps: int) -> list[str]:
     from bib.reflection import environments as E
     from bib.reflection.drqn import RecurrentDQN, windows
     from bib.reflection.environments import EnvSpec
+    from bib.reflection.harness import play
     from bib.reflection.policy import Uniforms
     from bib.reflection.prefix import flatten, prefix_key
 
     agent = RecurrentDQN(seed)
-    env = EnvSpec(E.TemptingButton).make(agent, Uniforms(np.random.default_rng([seed, 1, 0])))
-    policy = agent.policy(env.num_actions, env.num_observations)
-    r, o = env.start()
-    state = policy.percept(policy.empty(), r, o)
-    for _ in range(steps):
-        action = policy.act(state)
-        state = policy.record(state, action)
-        r, o = env.step(action)
-        state = policy.percept(state, r, o)
+    _, policy, state = play(EnvSpec(E.TemptingButton), agent, steps, Uniforms(np.random.default_rng([seed, 1, 0])))
     symbols = flatten(state[4])
     seq = np.asarray(symbols[1:], dtype=np.float32)
     n = (len(symbols) + 1) // 3
