@@ -1,11 +1,13 @@
 """Pairwise accuracy of the learned observers over training seeds, beside BIB's two tables (issue 31 item 2).
 
-    python baselines/learned/seeds.py NAME/sS=EVALDIR [NAME/sS=EVALDIR ...] [--json OUT.json] [--title TEXT]
+    python baselines/learned/seeds.py NAME/sS=EVALDIR [NAME/sS=EVALDIR ...] [--previous OLD.json] [--json OUT.json] [--title TEXT]
 
 Each EVALDIR is a ``bib evaluate --out`` folder (its ``evaluation.json``) of the model NAME (``bc-mlp``,
 ``bc-rnn``, ``video-rnn``) trained with seed S. Prints, per model, every condition's accuracy per seed,
 the mean and the sample standard deviation over the seeds, BIB's NeurIPS and poster numbers
 (``data/published/voe_anchors.csv``) and how far the mean is from the nearer of the two.
+``--previous`` takes the seeds of an earlier ``--json`` output too (a run given here replaces its seed
+there), so seeds run in different sessions go in one table without their evaluation folders.
 """
 
 from __future__ import annotations
@@ -38,15 +40,23 @@ def accuracies(folder: Path) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="+", help="NAME/sS=EVALDIR")
+    ap.add_argument("runs", nargs="*", help="NAME/sS=EVALDIR")
+    ap.add_argument("--previous", help="an earlier --json output whose seeds are kept")
     ap.add_argument("--json", help="also write every number here")
     ap.add_argument("--title", default="", help="a line printed above the tables")
     args = ap.parse_args(argv)
     runs: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    if args.previous:
+        for model, table in json.loads(Path(args.previous).read_text()).items():
+            for cond, entry in table.items():
+                for seed, value in entry["seeds"].items():
+                    runs[model].setdefault(seed, {})[cond] = value
     for spec in args.runs:
         key, _, folder = spec.partition("=")
         model, _, seed = key.partition("/")
         runs[model][seed] = accuracies(Path(folder))
+    for model in runs:
+        runs[model] = dict(sorted(runs[model].items(), key=lambda kv: int(kv[0].lstrip("s") or 0)))
     anchors = {(r["model"], r["condition"], r["table"]): float(r["accuracy"]) for r in read_anchors(tables=TABLES)}
     out: dict[str, object] = {}
     if args.title:
