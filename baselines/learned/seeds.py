@@ -21,8 +21,8 @@ import numpy as np
 
 from bib.evaluation import order_conditions, read_anchors
 
-PUBLISHED = {"bc-mlp": "BC-MLP", "bc-rnn": "BC-RNN", "video-rnn": "Video-RNN"}
-"""Our observer name -> the model's name in BIB's tables."""
+PUBLISHED = {"bc-mlp": "BC-MLP", "bc-rnn": "BC-RNN", "bc-rnn-padded": "BC-RNN", "video-rnn": "Video-RNN"}
+"""Our observer name (bc-rnn-padded: bc-rnn with `context_last = "padded"`) -> the model's name in BIB's tables."""
 TABLES = ("neurips", "poster")
 
 
