@@ -235,10 +235,10 @@ checkpoint, so the same seed gives the same checkpoint bytes."""
 
 def _metrics(report: TrainReport) -> dict[str, Any]:
     """What the checkpoint's config records of the run: no wall-clock field (:data:`CLOCKED`)."""
-    return {
-        "n_train": report.n_train,
-        "n_val": report.n_val,
-        "sets": report.sets,
+    out: dict[str, Any] = {"n_train": report.n_train, "n_val": report.n_val}
+    if report.sets:  # only episodes of generated sets name one (loose files' checkpoints keep their bytes)
+        out["sets"] = report.sets
+    return out | {
         "best_epoch": report.best_epoch,
         "best_val_loss": report.best_val_loss,
         "history": [{k: v for k, v in h.items() if k not in CLOCKED} for h in report.history],
