@@ -34,7 +34,7 @@ def rewards(agent_name: str, seed: int, steps: int, **options: float) -> list[in
     from bib.reflection.policy import Uniforms
 
     agent = RecurrentDQN(seed, **options) if agent_name == "recurrent-dqn" else make_agent(agent_name, seed)
-    return play(EnvSpec(E.TemptingButton), agent, steps, Uniforms(np.random.default_rng([seed, 1, 0])))[0]
+    return play(EnvSpec(E.TemptingButton), agent, steps, Uniforms(np.random.default_rng([seed, 1, 0]))).rewards
 
 
 #: The settings of the paper's TemptingButtonExperiment.py: (label, options of RecurrentDQN).

@@ -270,9 +270,9 @@ def test_play_gives_the_rewards_run_environment_scores(cls):
     from bib.reflection.harness import play, run_environment
 
     steps = 40
-    rewards, policy, state = play(EnvSpec(cls), NaiveLearner(), steps, Uniforms(np.random.default_rng(5)))
+    run = play(EnvSpec(cls), NaiveLearner(), steps, Uniforms(np.random.default_rng(5)))
     start, _ = EnvSpec(cls).make(NaiveLearner(), Uniforms(np.random.default_rng(5))).start()
     cell = run_environment(EnvSpec(cls), NaiveLearner(), steps, Uniforms(np.random.default_rng(5)))
-    assert len(rewards) == steps and cell.error is None
-    assert cell.score == pytest.approx((start + sum(rewards[: steps - 1])) / steps, abs=1e-12)
-    assert len(set(rewards)) > 1  # the rewards vary, so an off-by-one turn would show
+    assert len(run.rewards) == steps and cell.error is None and run.start == start
+    assert cell.score == pytest.approx((start + sum(run.rewards[: steps - 1])) / steps, abs=1e-12)
+    assert len(set(run.rewards)) > 1  # the rewards vary, so an off-by-one turn would show

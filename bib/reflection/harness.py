@@ -14,7 +14,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -68,37 +68,27 @@ class Cell:
     error: str | None = None
 
 
-def run_environment(spec: EnvSpec, agent: Agent, steps: int, uniforms: Uniforms) -> Cell:
-    """Run ``agent`` for ``steps`` percepts in one environment; agent failures become a failed cell."""
-    env = None
-    try:
-        env = spec.make(agent, uniforms)
-        policy = agent.policy(env.num_actions, env.num_observations)
-        r, o = env.start()
-        total = r
-        state = policy.percept(policy.empty(), r, o)
-        for t in range(steps):
-            action = check_action(policy.act(state), env.num_actions, agent.name)
-            if t == steps - 1:
-                break  # the last action is never rewarded
-            state = policy.record(state, action)
-            r, o = env.step(action)
-            total += r
-            state = policy.percept(state, r, o)
-    except Exception as exc:  # the agent (real or simulated) raised or acted illegally
-        return Cell(spec.name, None, f"{type(exc).__name__}: {exc}")
-    return Cell(spec.name, total / steps)
+class Play(NamedTuple):
+    """One run of an agent in one environment (:func:`play`)."""
+
+    start: float
+    """The reward of the initial percept."""
+    rewards: list[float]
+    """The reward answering each action."""
+    policy: Any
+    state: Any
+    """The policy's state after the last percept."""
+    num_actions: int
 
 
-def play(spec: EnvSpec, agent: Agent, turns: int, uniforms: Uniforms) -> tuple[list[float], Any, Any]:
-    """Run ``agent`` for ``turns`` actions in one environment, every action answered (unlike
-    :func:`run_environment`, which scores; errors propagate). Returns the reward of each action, the
-    policy and its state after the last percept: what a study of one run reads (its learning curve,
-    what its networks answer; ``benchmarks/tempting_button.py``)."""
+def play(spec: EnvSpec, agent: Agent, turns: int, uniforms: Uniforms) -> Play:
+    """Run ``agent`` for ``turns`` actions in one environment, each checked and answered (errors propagate):
+    the one interaction loop, read by :func:`run_environment` (the battery's score) and by studies of one run
+    (its learning curve, what its networks answer; ``benchmarks/tempting_button.py``)."""
     env = spec.make(agent, uniforms)
     policy = agent.policy(env.num_actions, env.num_observations)
-    r, o = env.start()
-    state = policy.percept(policy.empty(), r, o)
+    start, o = env.start()
+    state = policy.percept(policy.empty(), start, o)
     rewards = []
     for _ in range(turns):
         action = check_action(policy.act(state), env.num_actions, agent.name)
@@ -106,7 +96,17 @@ def play(spec: EnvSpec, agent: Agent, turns: int, uniforms: Uniforms) -> tuple[l
         r, o = env.step(action)
         rewards.append(r)
         state = policy.percept(state, r, o)
-    return rewards, policy, state
+    return Play(start, rewards, policy, state, env.num_actions)
+
+
+def run_environment(spec: EnvSpec, agent: Agent, steps: int, uniforms: Uniforms) -> Cell:
+    """Run ``agent`` for ``steps`` percepts in one environment; agent failures become a failed cell."""
+    try:
+        run = play(spec, agent, steps - 1, uniforms)
+        check_action(run.policy.act(run.state), run.num_actions, agent.name)  # the last action is never rewarded
+    except Exception as exc:  # the agent (real or simulated) raised or acted illegally
+        return Cell(spec.name, None, f"{type(exc).__name__}: {exc}")
+    return Cell(spec.name, sum(run.rewards, run.start) / steps)  # summed in turn order, from the start reward
 
 
 def run_battery(

@@ -27,7 +27,8 @@ def networks(seed: int, steps: int) -> list[str]:
     from bib.reflection.prefix import flatten, prefix_key
 
     agent = RecurrentDQN(seed)
-    _, policy, state = play(EnvSpec(E.TemptingButton), agent, steps, Uniforms(np.random.default_rng([seed, 1, 0])))
+    run = play(EnvSpec(E.TemptingButton), agent, steps, Uniforms(np.random.default_rng([seed, 1, 0])))
+    policy, state = run.policy, run.state
     symbols = flatten(state[4])
     seq = np.asarray(symbols[1:], dtype=np.float32)
     n = (len(symbols) + 1) // 3
