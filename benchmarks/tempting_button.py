@@ -73,6 +73,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--plot-only", action="store_true", help="redraw curve.png from the folder's curve.csv")
     args = parser.parse_args()
+    if not args.plot_only and not 0 < args.block <= args.steps:
+        parser.error(f"--block {args.block} must be between 1 and --steps {args.steps} (a curve needs one block)")
     if args.plot_only:
         plot(args.out)
         return

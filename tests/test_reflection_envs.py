@@ -276,3 +276,17 @@ def test_play_gives_the_rewards_run_environment_scores(cls):
     assert len(run.rewards) == steps and cell.error is None and run.start == start
     assert cell.score == pytest.approx((start + sum(run.rewards[: steps - 1])) / steps, abs=1e-12)
     assert len(set(run.rewards)) > 1  # the rewards vary, so an off-by-one turn would show
+
+
+def test_the_tempting_button_benchmark_refuses_a_run_shorter_than_one_block(tmp_path):
+    """benchmarks/tempting_button.py --steps 50 (block 250) drew no curve and crashed in the plot; now one line."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "tempting_button.py"
+    run = subprocess.run([sys.executable, str(script), "--agents", "naive-learner", "--steps", "50", "--seeds", "1",
+                          "--out", str(tmp_path / "tb")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1].endswith("--block 250 must be between 1 and --steps 50 (a curve needs one block)")
+    assert not (tmp_path / "tb").exists()
