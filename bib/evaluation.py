@@ -778,7 +778,8 @@ def _training_text(data: object) -> str:
     """A model card's ``training_data`` in one table cell: the set(s) or path, and the episode count."""
     if not isinstance(data, dict):
         return _blank(data)
-    sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in data.get("sets") or [] if isinstance(s, dict))
+    listed = data.get("sets") if isinstance(data.get("sets"), list) else []  # a card is a model's file: any JSON
+    sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in listed if isinstance(s, dict))
     count = f", {data['episodes']} episodes" if data.get("episodes") is not None else ""
     return f"{sets or data.get('path') or '?'}{count}"
 

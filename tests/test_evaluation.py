@@ -334,3 +334,18 @@ def test_conditions_with_fewer_than_10_pairs_carry_a_warning() -> None:
     text = Evaluation(results).to_markdown()
     assert text.endswith("\n\nWarning: " + doc["warnings"][0])
 
+
+
+def test_a_model_card_with_malformed_sets_is_read_as_naming_none(tmp_path: Path) -> None:
+    """model.json is the model's file (hostile like any input): a ``training_data.sets`` that is not a list
+    made `bib evaluate --table` crash with a TypeError; now the cell names no set."""
+    runner = CliRunner()
+    out, run = tmp_path / "set", tmp_path / "run"
+    assert runner.invoke(app, ["generate", "--task", "preference", "--n", "2", "--seed", "5", "--out", str(out)]).exit_code == 0
+    assert runner.invoke(app, ["score", "closest-object", str(out), "--out", str(run)]).exit_code == 0
+    card = {"name": "closest-object", "parameters": None, "training_data": {"episodes": 3, "sets": 5}, "seed": None}
+    (run / "model.json").write_text(json.dumps(card))
+    table = tmp_path / "table.csv"
+    res = runner.invoke(app, ["evaluate", str(out), str(run), "--table", str(table), "--name", "x"])
+    assert res.exit_code == 0, res.output
+    assert {r["training_data"] for r in csv.DictReader(table.open())} == {"?, 3 episodes"}
