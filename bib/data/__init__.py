@@ -265,7 +265,10 @@ def load(name_or_spec: str | os.PathLike[str] | Any, split: str = "all", phases:
         name_or_spec: a built-in set (``bib-eval``, ``bib-ctrl``, ``bib-background``, ...), a spec TOML
             file, or a :class:`bib.stimuli.spec.StimulusSpec`.
         split: ``all``, ``train`` or ``val`` (:data:`SPLITS`).
-        phases, input, size, conditions: as for :class:`EpisodeDataset`.
+        phases: as for :class:`EpisodeDataset`.
+        input: as for :class:`EpisodeDataset`.
+        size: as for :class:`EpisodeDataset`.
+        conditions: as for :class:`EpisodeDataset`.
         seed: another seed than the spec's.
         limit: at most this many units per task (as ``bib generate --limit``): a small set to try things.
         cache: the cache folder (default :func:`cache_dir`: ``$BIB_DATA_CACHE`` or the user cache).
