@@ -1,6 +1,6 @@
 """Agency speed: the navigation suite (5 sizes x 6 densities x 10 grids x 10 rollouts) for the policy network.
 
-Run: .venv/bin/python benchmarks/agency.py [--grids 10] [--rollouts 10] [--workers 2]
+Run: .venv/bin/python benchmarks/agency.py [--grids 10] [--rollouts 10] [--workers 2] [--smoke]
 
 Prints, for the policy network (batched lockstep rollouts, shipped checkpoint) and for the named
 in-process reference, the planner agent ``optimal`` (same grids, same rollouts, same metrics):
@@ -38,7 +38,10 @@ def main() -> None:
     parser.add_argument("--grids", type=int, default=10, help="grids per size x density cell")
     parser.add_argument("--rollouts", type=int, default=10, help="rollouts per grid")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (1 grid, 1 rollout, 1 worker): CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.grids, args.rollouts, args.workers = 1, 1, 1
     os.environ.setdefault("BIB_NO_PROGRESS", "1")
     print(f"navigation suite: 5 sizes x 6 densities x {args.grids} grids x {args.rollouts} rollouts, "
           f"{args.workers} workers, {os.cpu_count()} CPUs")

@@ -10,6 +10,7 @@ Run: .venv/bin/python benchmarks/analysis.py   (prints figures; asserts nothing)
      .venv/bin/python benchmarks/analysis.py --parity [MODEL ...] [--reps 5]
        (the fit time of lme4's parity models, tests/test_analysis_parity.py, by bib and by lme4 /
        lmerTest, each in process, best of --reps, wall and CPU; process start-up printed apart)
+     .venv/bin/python benchmarks/analysis.py --smoke   (every path once at tiny sizes: seconds)
 
 Everything runs on one core (BLAS threads pinned to 1 before numpy loads). Where Rscript with
 lme4 is installed, the same script times lme4::lmer on the same rows in the same run and prints the
@@ -76,20 +77,20 @@ def mb1_rows() -> pd.DataFrame:
     return d
 
 
-def bench_mb1() -> None:
+def bench_mb1(repeats: int = 3) -> None:
     if not MB1.exists():
         print(f"MB1 benchmark skipped: {MB1} not found")
         return
     rows = mb1_rows()
     formula = parse_formula(PAPER)
     times, fit = [], None
-    for _ in range(3):
+    for _ in range(repeats):
         start = time.perf_counter()
         fit = fit_lmm(model_frame(formula, rows, reference={"method": "singlescreen"}))
         times.append(time.perf_counter() - start)
     assert fit is not None
     ours = min(times)
-    print(f"MB1 paper model, {fit.n_obs} trials: bib (frame + PLS fit + Satterthwaite) best of 3 {ours:.2f} s "
+    print(f"MB1 paper model, {fit.n_obs} trials: bib (frame + PLS fit + Satterthwaite) best of {repeats} {ours:.2f} s "
           f"({fit.evaluations} deviance evaluations), IDS - ADS {fit.coefficients.loc['trial_typeIDS', 'estimate']:.5f}"
           f"   [load {_load()}]")
     rscript = shutil.which("Rscript")
@@ -99,31 +100,31 @@ def bench_mb1() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "mb1.csv"
         rows.to_csv(csv, index=False)
-        script = R_SCRIPT.format(formula=PAPER, reps=3)
+        script = R_SCRIPT.format(formula=PAPER, reps=repeats)
         res = subprocess.run([rscript, "-e", script, str(csv)], capture_output=True, text=True)
     if res.returncode != 0:
         print(f"lme4 reference failed: {res.stderr.strip().splitlines()[-1:]}")
         return
     r_time, r_est = (float(v) for v in res.stdout.split())
-    print(f"reference: lme4::lmer (REML, no Satterthwaite), mean of 3 {r_time:.2f} s, IDS - ADS {r_est:.5f}"
+    print(f"reference: lme4::lmer (REML, no Satterthwaite), mean of {repeats} {r_time:.2f} s, IDS - ADS {r_est:.5f}"
           f"   [load {_load()}]")
     print(f"ratio bib / lme4: {ours / r_time:.2f}x (target <= 5x)")
 
 
-def bench_power() -> None:
+def bench_power(studies_n: int = 1000, engine_n: int = 30) -> None:
     pilot = pilot_task("preference")
     start = time.perf_counter()
-    studies = simulate_studies(pilot, [24], 1000, seed=0, workers=1)
+    studies = simulate_studies(pilot, [24], studies_n, seed=0, workers=1)
     closed = time.perf_counter() - start
-    print(f"power: 1000 studies at N=24, closed form (balanced paired design)   {closed:6.2f} s "
-          f"({1000 / closed:8.0f} studies/s; {int(studies['singular'].sum())} singular)   [load {_load()}]")
-    frames = [study_frame(pilot.draw(np.random.default_rng(s), 24), "log") for s in range(30)]
+    print(f"power: {studies_n} studies at N=24, closed form (balanced paired design)   {closed:6.2f} s "
+          f"({studies_n / closed:8.0f} studies/s; {int(studies['singular'].sum())} singular)   [load {_load()}]")
+    frames = [study_frame(pilot.draw(np.random.default_rng(s), 24), "log") for s in range(engine_n)]
     start = time.perf_counter()
     for frame in frames:
         task_effect(frame, [], 0.05, "bench")
     engine = (time.perf_counter() - start) / len(frames)
     print(f"reference: the same study through the PLS engine (task_effect)  {engine * 1e3:6.1f} ms per study "
-          f"({1 / engine:8.0f} studies/s); speed-up of the closed form {engine * 1000 / closed:.0f}x   [load {_load()}]")
+          f"({1 / engine:8.0f} studies/s); speed-up of the closed form {engine * studies_n / closed:.0f}x   [load {_load()}]")
 
 
 SCALE_R = """
@@ -315,7 +316,16 @@ def main() -> None:
     parser.add_argument("--parity", nargs="*", metavar="MODEL",
                         help="fit times of lme4's parity models (default: every one but InstEval) against lme4, in process")
     parser.add_argument("--reps", type=int, default=5, help="--parity: best of this many fits")
+    parser.add_argument("--smoke", action="store_true",
+                        help="every path once at tiny sizes (MB1 once, 100 power studies, one parity model, a 1,600-row "
+                             "scale design): CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        bench_mb1(repeats=1)
+        bench_power(studies_n=100, engine_n=3)
+        bench_parity(_parity_suite().SMALL[:1], 1)
+        bench_scale(["1600"], 300.0)
+        return
     if args.parity is not None:
         bench_startup()
         bench_parity(args.parity or [n for n in _parity_suite().SMALL], args.reps)

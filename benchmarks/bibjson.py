@@ -3,7 +3,7 @@
 Reads the public recordings in ``../shared/data/bib-real`` (gzip; about 1.9 MB of JSON each),
 decompressed once, and times ``import_file`` (parse + derive goals and paths + the episode's text)
 per episode in this one process, plus plain ``json.loads`` on the same bytes as the reference
-(the importer parses each trial's repeated walls once, so it beats a plain parse). Usage: ``python benchmarks/bibjson.py [--repeat N] [--dir DIR]``. Prints
+(the importer parses each trial's repeated walls once, so it beats a plain parse). Usage: ``python benchmarks/bibjson.py [--repeat N] [--dir DIR] [--smoke]``. Prints
 episodes/s (wall and CPU), the load average and the machine.
 """
 
@@ -27,8 +27,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=DEFAULT, help="folder of BIB recordings (.json or .json.gz)")
     ap.add_argument("--repeat", type=int, default=5, help="passes over the files (best pass is reported)")
+    ap.add_argument("--smoke", action="store_true", help="one pass over 2 recordings: CI's check that the script runs")
     args = ap.parse_args()
-    files = sorted(f for f in args.dir.iterdir() if f.name.endswith((".json", ".json.gz")))
+    if args.smoke:
+        args.repeat = 1
+    files = sorted(f for f in args.dir.iterdir() if f.name.endswith((".json", ".json.gz")))[: 2 if args.smoke else None]
     if not files:
         raise SystemExit(f"{args.dir}: no BIB recordings")
     with tempfile.TemporaryDirectory() as tmp:

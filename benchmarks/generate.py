@@ -1,7 +1,7 @@
 """Benchmark: generate the full bib-eval and bib-ctrl specs without video (2 workers), then a subset with video.
 
 Run: .venv/bin/python benchmarks/generate.py [--limit N] [--video-limit N] [--workers W] [--out DIR] [--only-video]
-     [--cpu-units N] [--baseline DIR]
+     [--cpu-units N] [--baseline DIR] [--smoke]
 
 bib-ctrl (the controlled set: noisy agents, twins, catch pairs, graded difficulty) is built right
 after bib-eval in the same process with the same workers, and the ratio of the two builds' wall and
@@ -355,7 +355,13 @@ def main() -> None:
     parser.add_argument("--only-video", action="store_true", help="print only the video overhead and projection")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree with an older bib package to compare the CPU time against")
+    parser.add_argument("--smoke", action="store_true",
+                        help="1 unit or pair per condition everywhere, 1 repeat: CI's check that the script runs")
     args = parser.parse_args()
+    per_condition_limit = 20
+    if args.smoke:
+        args.limit = args.video_limit = args.overhead_pairs = args.frames_limit = args.repeats = 1
+        args.cpu_units, per_condition_limit = 2, 1
 
     from bib.stimuli.build import build_spec
     from bib.stimuli.spec import load_spec, override
@@ -411,9 +417,9 @@ def main() -> None:
         for task in spec.tasks:
             one = override(spec.model_copy(update={"tasks": [task]}), "bench")
             t0 = time.perf_counter()
-            s = build_spec(one, root / "per-condition" / task.id, workers=1, limit=20, record=False)
+            s = build_spec(one, root / "per-condition" / task.id, workers=1, limit=per_condition_limit, record=False)
             per_condition.append((task.id, s.episodes / (time.perf_counter() - t0)))
-        print("one worker, 20 pairs per condition (no video), wall clock:")
+        print(f"one worker, {per_condition_limit} pairs per condition (no video), wall clock:")
         for task_id, rate in per_condition:
             print(f"  {task_id:30s} {rate:7.1f} episodes/s")
 

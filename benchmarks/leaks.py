@@ -7,7 +7,7 @@ read once), and scores each reader against the key as ``bib evaluate KEY RESULTS
 accuracy % per condition and the audit's verdict per reader (``judge_leak`` over readers x conditions
 cells), the CPU and wall time of both steps and the load average; writes ``OUT/leaks.json``.
 ``bib audit SET`` gives the same readers through ``bib score``'s own blind view.
-Usage: ``python benchmarks/leaks.py SET --out OUT [--seed N]`` (OUT must not hold a kit).
+Usage: ``python benchmarks/leaks.py SET --out OUT [--seed N]`` (OUT must not hold a kit), or ``--smoke``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,10 +31,29 @@ from bib.stimuli.kit import make_kit, read_key
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("set", type=Path, help="the VOE set (a folder with a manifest)")
-    ap.add_argument("--out", type=Path, required=True, help="folder for kit/, key.csv and leaks.json")
+    ap.add_argument("set", type=Path, nargs="?", help="the VOE set (a folder with a manifest)")
+    ap.add_argument("--out", type=Path, help="folder for kit/, key.csv and leaks.json")
     ap.add_argument("--seed", type=int, default=None, help="the kit's seed (default: a random secret)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="bib-ctrl at 1 unit per condition, generated into a temporary folder: CI's check that the script runs")
     args = ap.parse_args()
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as tmp:
+            from bib.stimuli.build import build_spec
+            from bib.stimuli.spec import load_spec
+
+            args.set, args.out = Path(tmp) / "set", Path(tmp) / "out"
+            build_spec(load_spec("bib-ctrl"), args.set, workers=1, limit=1)
+            args.out.mkdir()
+            run(args)
+        return
+    if args.set is None or args.out is None:
+        ap.error("SET and --out are required (or --smoke)")
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Build the kit of ``args.set`` into ``args.out`` and print the readers' accuracies."""
     kit, key = args.out / "kit", args.out / "key.csv"
     c0, w0 = time.process_time(), time.perf_counter()
     make_kit(args.set, kit, key, seed=args.seed, progress=False)

@@ -1,6 +1,6 @@
 """MEG speed: our sparse soft value iteration vs imitation's mce_partition_fh on seals CliffWorld, and MEG timings.
 
-Run: .venv/bin/python benchmarks/meg.py
+Run: .venv/bin/python benchmarks/meg.py [--smoke]
 
 Prints, per CliffWorld size, one soft value iteration pass (beta = 1) of
 ``bib.meg.soft_value_iteration`` against ``imitation.algorithms.mce_irl.mce_partition_fh`` on the
@@ -13,6 +13,7 @@ unknown-utility (tabular) MEG on 7 x 4 / H = 40 (< 1 s). Peak memory via ru_maxr
 
 from __future__ import annotations
 
+import argparse
 import resource
 import time
 
@@ -51,6 +52,11 @@ def best_time(fn, repeats: int, cpu: bool = False) -> tuple[float, object]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help="the two small CliffWorlds, 1 repeat, MEG on 7 x 4: CI's check that the script runs")
+    args = parser.parse_args()
+    sizes = SIZES[:2] if args.smoke else SIZES
     try:
         from imitation.algorithms.mce_irl import mce_partition_fh
         from seals.diagnostics.cliff_world import CliffWorldEnv
@@ -60,10 +66,10 @@ def main() -> None:
               "(pip install -e '.[bench]') to compare. The dense reimplementation below is the reference.")
     print("soft value iteration, one pass (beta = 1), best of N, milliseconds")
     print(f"{'CliffWorld':>16} {'ours':>9} {'imitation':>10} {'ratio':>7} {'dense ref':>10} {'ratio':>7}  max |pi diff|")
-    for width, height, horizon in SIZES:
+    for width, height, horizon in sizes:
         mdp = cliffworld(width, height, horizon)
         T = mdp.dense_transitions()
-        repeats = 3 if width >= 100 else 20
+        repeats = 1 if args.smoke else 3 if width >= 100 else 20
         ours, svi = best_time(lambda: soft_value_iteration(mdp, 1.0), repeats * 5)
         dense, pi_ref = best_time(lambda: dense_mce_partition_fh(T, mdp.utility, horizon), repeats)
         diff = float(np.abs(svi.policy - pi_ref).max())
@@ -77,11 +83,12 @@ def main() -> None:
         print(f"{f'{width}x{height} H={horizon}':>16} {ours * 1e3:9.3f} {imit_s:>10} {ratio_i:>7} {dense * 1e3:10.2f} "
               f"{dense / ours:6.0f}x  {diff:.1e}")
 
-    big = cliffworld(100, 20, 110)
+    w, h, horizon = (7, 4, 40) if args.smoke else (100, 20, 110)
+    big = cliffworld(w, h, horizon)
     pol = epsilon_greedy(big, 0.1)
     t_known, res = best_time(lambda: known_utility_meg(big, pol), 3)
     c_known, _ = best_time(lambda: known_utility_meg(big, pol), 3, cpu=True)
-    print(f"known-utility MEG, exact beta, 100x20 H=110, eps-greedy 0.1: {t_known:.3f} s wall, {c_known:.3f} s CPU "
+    print(f"known-utility MEG, exact beta, {w}x{h} H={horizon}, eps-greedy 0.1: {t_known:.3f} s wall, {c_known:.3f} s CPU "
           f"(target < 0.5 s); MEG {res.meg:.3f}, beta* {res.beta:.4f}, {res.iterations} backward passes")
     small = cliffworld()
     pol = epsilon_greedy(small, 0.1)

@@ -1,6 +1,6 @@
 """Observer scoring throughput (episodes/s) on freshly generated pairs of every registered evaluation condition.
 
-Run: .venv/bin/python benchmarks/observers.py [--pairs N]
+Run: .venv/bin/python benchmarks/observers.py [--pairs N] [--smoke]
 
 Scores the same episode files (read from disk, as `bib score` does) with ``inverse-planner`` on 1
 and 2 worker processes (target: >= 100 episodes/s on 2 cores), against the ``closest-object``
@@ -68,7 +68,10 @@ def time_observer(name: str, refs: list, workers: int, checkpoint: Path | None =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=40, help="pairs per condition (default 40)")
+    parser.add_argument("--smoke", action="store_true", help="1 pair per condition: CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.pairs = 1
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()

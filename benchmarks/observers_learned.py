@@ -1,6 +1,6 @@
 """Learned observers: scoring throughput (episodes/s) and the bc-rnn training-time estimate for the full background set.
 
-Run: .venv/bin/python benchmarks/observers_learned.py [--pairs N] [--frame-pairs N] [--background N]
+Run: .venv/bin/python benchmarks/observers_learned.py [--pairs N] [--frame-pairs N] [--background N] [--smoke]
 
 Scoring: the same episode files as ``benchmarks/observers.py`` (its ``make_set``: ``--pairs`` pairs
 of every registered evaluation condition, read from disk as ``bib score`` does), scored through
@@ -162,13 +162,13 @@ def child_startup(name: str, ckpt: str, folder: str, preload: str) -> None:
     for module in modules:
         importlib.import_module(module)
     t2 = time.perf_counter()
-    scoring._cached_observer(name, ckpt, {})
+    scoring._cached_observer(name, ckpt, {}, "cpu")
     t3 = time.perf_counter()
-    setup = functools.partial(scoring._cached_observer, name, ckpt, {})
+    setup = functools.partial(scoring._cached_observer, name, ckpt, {}, "cpu")
     list(map_ordered(_pid, [0], workers=2, setup=setup, preload=modules))
     t4 = time.perf_counter()
     refs = find_episodes(folder).refs[: scoring.CHUNK]
-    item = (name, ckpt, {}, [(r.id, str(r.path)) for r in refs])
+    item = (name, ckpt, {}, "cpu", [(r.id, str(r.path)) for r in refs])  # _score_chunk's fields (device: the CPU)
     times = []
     for _ in range(2):
         t = time.perf_counter()
@@ -259,7 +259,11 @@ def main() -> None:
     parser.add_argument("--frame-pairs", type=int, default=40,
                         help="pairs per evaluation condition for frame input (default 40)")
     parser.add_argument("--background", type=int, default=150, help="episodes per background task for the epoch timing (default 150)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="1 pair per condition, 2 background episodes per task: CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.pairs, args.frame_pairs, args.background = 1, 1, 2
     bench = _observers_benchmark()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:

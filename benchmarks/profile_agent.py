@@ -1,6 +1,6 @@
 """Benchmark: one built-in agent's whole profile (every instrument, 3 seeds) and the time per instrument.
 
-Run: ``.venv/bin/python benchmarks/profile_agent.py [AGENT ...] [--seeds 3] [--workers 2]`` (default agent:
+Run: ``.venv/bin/python benchmarks/profile_agent.py [AGENT ...] [--seeds 3] [--workers 2] [--smoke]`` (default agent:
 rational; the issue's target is one built-in agent, every instrument, 3 seeds, in < 60 s on 2 cores).
 Prints the load average, the wall time of each profile, the CPU seconds of each instrument summed over
 the worker processes, the extended battery's policy calls (every real and counterfactual question, answered
@@ -119,7 +119,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="the default agent on 1 seed, 1 worker: CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.seeds, args.workers = 1, 1
     os.environ.setdefault("BIB_NO_PROGRESS", "1")
     if args.child:
         return child(args.seed)
@@ -137,6 +140,8 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f}; reference (classic battery, Random, 1 seed, 1000 steps): "
           f"{reference:.2f} s")
     settings = Settings(seeds=tuple(range(args.seeds)))
+    if args.smoke:  # every instrument still runs, on the fewest grids and steps
+        settings = Settings(seeds=(0,), navigation_grids=1, key_grids=1, rollouts=1, classic_steps=100)
     print(f"{'agent':14s} {'wall s':>7s} {'/ref':>6s} " + " ".join(f"{k:>15s}" for k in INSTRUMENTS)
           + "   battery: steps / policy calls (cached) / agent queries (uncached)")
     for name in args.agents:

@@ -1,6 +1,6 @@
 """Benchmark: time per Table 1 row (both lengths, 10 seeds) and steps/s, against the V1 timings.
 
-Run: ``.venv/bin/python benchmarks/reflection.py [--seeds 10] [--workers 2] [--agents a2c,dqn,ppo]``.
+Run: ``.venv/bin/python benchmarks/reflection.py [--seeds 10] [--workers 2] [--agents a2c,dqn,ppo] [--smoke]``.
 The reference is the first library version's measured time for one seed over the 50 environments
 (the issue's figures, pure Python, quadratic/cubic); ours is measured here in the same process.
 With ``--agents a2c,dqn,ppo`` it times the Stable-Baselines3 rows (target: the whole table, both
@@ -31,15 +31,20 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--agents", default="random,constant,naive-learner")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the random agent, 500 steps, 1 seed, 1 worker: CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.agents, args.seeds, args.workers = "random", 1, 1
     agents = args.agents.split(",")
+    lengths = (500,) if args.smoke else (500, 1000)
     target = 1800 if set(agents) & {"a2c", "dqn", "ppo"} else 60
 
     print("per row, one process, one seed (seed 0), 50 environments:")
     print(f"{'row':22s} {'steps':>5s} {'seconds':>8s} {'cpu s':>8s} {'env-steps/s':>12s} {'V1 s':>6s} {'speed-up':>8s}")
     for agent in agents:
         for rc in (False, True):
-            for steps in (500, 1000):
+            for steps in lengths:
                 t, c = time.perf_counter(), time.process_time()
                 run_task(Task(agent, 0, steps, plain=not rc, reality_check=rc))
                 dt, cpu = time.perf_counter() - t, time.process_time() - c

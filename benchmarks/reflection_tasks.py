@@ -7,6 +7,7 @@ run that is stopped keeps every finished task.
 
     .venv/bin/python benchmarks/reflection_tasks.py run LOG --agents a2c,dqn,ppo --seeds 10 --workers 2
     .venv/bin/python benchmarks/reflection_tasks.py table LOG   # rows over the seeds finished so far (LOG may be .gz)
+    .venv/bin/python benchmarks/reflection_tasks.py --smoke     # random agent, 500 steps, 1 seed: seconds
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import gzip
 import json
 import os
 import statistics
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
@@ -79,7 +81,9 @@ def table(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="mode", required=True)
+    parser.add_argument("--smoke", action="store_true",
+                        help="run the random agent (500 steps, 1 seed) into a temporary log and tabulate it: CI's check")
+    sub = parser.add_subparsers(dest="mode")
     r = sub.add_parser("run")
     r.add_argument("log")
     r.add_argument("--agents", default="a2c,dqn,ppo")
@@ -90,11 +94,18 @@ def main() -> None:
     t = sub.add_parser("table")
     t.add_argument("log")
     args = parser.parse_args()
-    if args.mode == "run":
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "log.jsonl")
+            run(argparse.Namespace(log=log, agents="random", steps=[500], seeds=1, seed=0, workers=1))
+            table(argparse.Namespace(log=log))
+    elif args.mode == "run":
         args.steps = args.steps or [500, 1000]
         run(args)
-    else:
+    elif args.mode == "table":
         table(args)
+    else:
+        parser.error("a mode (run or table) or --smoke is required")
 
 
 if __name__ == "__main__":

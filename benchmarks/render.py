@@ -6,7 +6,7 @@ of episodes (``--presets``, ``--crfs``; ``--only-table`` stops there).
 
 References run in the same process: a naive renderer that redraws every sprite with pygame for
 each frame (what the cached numpy renderer replaces) and OpenCV's MP4V writer (the fallback
-codec). Usage: ``python benchmarks/render.py [--episodes N]``. Single process (one core).
+codec). Usage: ``python benchmarks/render.py [--episodes N] [--smoke]``. Single process (one core).
 """
 
 from __future__ import annotations
@@ -105,7 +105,10 @@ def main() -> None:
     ap.add_argument("--presets", default="ultrafast,superfast,veryfast,faster,fast,medium")
     ap.add_argument("--crfs", default="18,23,28")
     ap.add_argument("--only-table", action="store_true", help="print only the encoder table")
+    ap.add_argument("--smoke", action="store_true", help="2 episodes, one preset and CRF: CI's check that the script runs")
     args = ap.parse_args()
+    if args.smoke:
+        args.episodes, args.presets, args.crfs = 2, "ultrafast", "23"
     encoder_table(args.presets.split(","), [int(c) for c in args.crfs.split(",")])
     if args.only_table:
         return

@@ -13,7 +13,7 @@ headless Chromium, and how closely the experiment's recorded looks follow real k
    scheduled wall-clock times; the looking times the page records are compared with the schedule
    (target: within 40 ms) and with PyHab's rule applied to the page's own recorded key times.
 
-Usage: ``python benchmarks/report.py [--workers 2] [--keep DIR]``. Needs Chromium for parts 2-3.
+Usage: ``python benchmarks/report.py [--workers 2] [--keep DIR] [--smoke]``. Needs Chromium for parts 2-3.
 """
 
 from __future__ import annotations
@@ -32,18 +32,19 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("BIB_NO_PROGRESS", "1")
 
 SPEC = """\
-name = "bench-200"
+name = "bench-{total}"
 seed = 0
 [[tasks]]
 id = "preference"
-n = 100
+n = {n}
 [[tasks]]
 id = "efficiency-path"
-n = 100
+n = {n}
 """
 
 
-def make_set(folder: Path) -> Path:
+def make_set(folder: Path, n: int = 100) -> Path:
+    """A set of ``n`` preference and ``n`` efficiency-path pairs whose videos link one rendered video."""
     from bib.episode import load_episode
     from bib.render.video import render_episode
     from bib.stimuli.build import build_spec
@@ -51,7 +52,7 @@ def make_set(folder: Path) -> Path:
     from bib.stimuli.spec import load_spec
 
     spec = folder / "bench.toml"
-    spec.write_text(SPEC, encoding="utf-8")
+    spec.write_text(SPEC.format(total=2 * n, n=n), encoding="utf-8")
     root = folder / "set"
     build_spec(load_spec(spec), root, video=False, workers=2)
     rows = read_manifest(root)
@@ -97,7 +98,7 @@ def bench_pages(site: Path) -> dict[str, float]:
     return times
 
 
-def bench_experiment(root_folder: Path) -> dict[str, float]:
+def bench_experiment(root_folder: Path, n_trials: int = 20) -> dict[str, float]:
     from browser_sets import build_tiny_set  # tests/browser_sets.py
 
     from bib.experiment import Criteria, build_experiment
@@ -120,7 +121,7 @@ def bench_experiment(root_folder: Path) -> dict[str, float]:
             driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": kind, "key": " ", "code": "Space",
                                                               "windowsVirtualKeyCode": 32, "text": " " if kind == "keyDown" else ""})
 
-        for _ in range(20):
+        for _ in range(n_trials):
             time.sleep(0.3)
             start = time.monotonic()
             key("keyDown")
@@ -129,6 +130,9 @@ def bench_experiment(root_folder: Path) -> dict[str, float]:
                 key("keyDown" if kind == "on" else "keyUp")
             while driver.execute_script("return window.bibExperiment.state()") == "trial":
                 time.sleep(0.05)
+        if n_trials < 20:  # end the session early (the experimenter's end key) so that its files are saved
+            driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyDown", "key": "y", "code": "KeyY",
+                                                              "windowsVirtualKeyCode": 89, "text": "y"})
         for _ in range(100):
             if (downloads / "tiny-study_bench_looks.csv").is_file():
                 break
@@ -152,14 +156,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--keep", type=Path, default=None, help="keep the set and site here")
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 + 2 pairs, 2 experiment trials: CI's check that the script runs")
     args = parser.parse_args()
+    pairs, n_trials = (2, 2) if args.smoke else (100, 20)
     folder = args.keep or Path(tempfile.mkdtemp(prefix="bib-bench-report-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")
-    root = folder / "set" if (folder / "set" / "manifest.csv").is_file() else make_set(folder)
+    root = folder / "set" if (folder / "set" / "manifest.csv").is_file() else make_set(folder, pairs)
     build = bench_build(root, folder / "site", args.workers)
-    print("build (200 pairs, 400 linked videos, 400 contact sheets): "
+    print(f"build ({2 * pairs} pairs, {4 * pairs} linked videos, {4 * pairs} contact sheets): "
           + ", ".join(f"{k} {v:.2f}" for k, v in build.items()) + f"; load average {os.getloadavg()[0]:.1f}")
     from bib.report import browser
 
@@ -171,7 +178,7 @@ def main() -> None:
     print(f"page load: {len(pages)} pages, max {pages[worst]:.3f} s ({worst}), "
           f"median {sorted(pages.values())[len(pages) // 2]:.3f} s; load average {os.getloadavg()[0]:.1f}")
     exp_folder = Path(tempfile.mkdtemp(prefix="bib-bench-experiment-"))
-    timing = bench_experiment(exp_folder)
+    timing = bench_experiment(exp_folder, n_trials)
     print("experiment, real clock, keys via DevTools: " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items())
           + f"; load average {os.getloadavg()[0]:.1f}")
     if args.keep is None:

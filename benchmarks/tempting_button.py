@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,11 +71,25 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, help="recurrent-dqn's (default: the agent's, 0.1)")
     parser.add_argument("--lookback", type=int, help="recurrent-dqn's (default: the agent's, 10)")
     parser.add_argument("--agents", default="recurrent-dqn,dqn")
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="the folder for curve.csv and curve.png (required but with --smoke)")
     parser.add_argument("--plot-only", action="store_true", help="redraw curve.png from the folder's curve.csv")
+    parser.add_argument("--smoke", action="store_true",
+                        help="200 steps, 1 seed, blocks of 100, into a temporary folder: CI's check that the script runs")
     args = parser.parse_args()
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as tmp:
+            args.steps, args.seeds, args.block, args.out = 200, 1, 100, Path(tmp)
+            run(args)
+        return
+    if args.out is None:
+        parser.error("--out is required")
     if not args.plot_only and not 0 < args.block <= args.steps:
         parser.error(f"--block {args.block} must be between 1 and --steps {args.steps} (a curve needs one block)")
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Run the settings of ``args`` and write curve.csv and curve.png into ``args.out``."""
     if args.plot_only:
         plot(args.out)
         return
