@@ -34,6 +34,7 @@ well and labelled as such.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,9 +106,17 @@ class ReTerm:
         return self.k * (self.k + 1) // 2
 
 
+#: What to do with a row that has a missing value in a variable of the model (R's ``na.action``).
+NA_ACTIONS = ("omit", "fail")
+
+
 @dataclass
 class ModelFrame:
-    """The numbers a fit needs: response, fixed-effects matrix, random-effects terms."""
+    """The numbers a fit needs: response, fixed-effects matrix, random-effects terms.
+
+    ``variables`` are the data variables the design was built from (factor levels, numeric columns), and
+    ``na_omitted`` the labels of the data's rows left out for a missing value (``na_action="omit"``).
+    """
 
     formula: Formula
     y: np.ndarray
@@ -115,6 +124,10 @@ class ModelFrame:
     xnames: list[str]
     terms: list[ReTerm]
     dropped: list[str] = field(default_factory=list)
+    variables: dict[str, Variable] = field(default_factory=dict)
+    na_omitted: list[Any] = field(default_factory=list)
+    #: The offsets' sum per row (already subtracted from ``y``), or ``None``.
+    offset: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -139,18 +152,65 @@ def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], 
     return out
 
 
+def _columns_of(expr: str, data: pd.DataFrame) -> list[str]:
+    """The data's columns an expression of a function term names (its identifiers that are columns)."""
+    names = set(re.findall(r"[A-Za-z_.][A-Za-z0-9_.]*", expr))
+    return [c for c in data.columns if str(c) in names]
+
+
+def missing_rows(formula: Formula, data: pd.DataFrame) -> pd.Series:
+    """Per row of ``data``, whether a variable of the model is missing there (R's ``NA``: ``None``, ``NaN``,
+    ``pd.NA``, ``NaT``) in a column of :func:`missing_columns`: what ``model.frame``'s ``na.omit`` drops."""
+    columns = missing_columns(formula, data)
+    if not columns:
+        return pd.Series(False, index=data.index)
+    return data[columns].isna().any(axis=1)
+
+
+def missing_columns(formula: Formula, data: pd.DataFrame) -> list[str]:
+    """The data's columns a model reads: the response, every predictor and grouping column, and the columns
+    named inside function terms and offsets."""
+    calls = dict(formula.calls)
+    cols = [formula.response]
+    for name in formula.variables[1:]:
+        cols += _columns_of(calls[name], data) if name in calls else [formula.column(name)]
+    for _, expr in formula.offsets:
+        cols += _columns_of(expr, data)
+    return [c for c in dict.fromkeys(cols) if c in data.columns]
+
+
 def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, str] | None = None,
-                where: str = "model.formula") -> ModelFrame:
+                where: str = "model.formula", na_action: str = "omit") -> ModelFrame:
     """Build ``y``, ``X`` and the random-effects terms of ``formula`` on ``data``.
 
+    Rows with a missing value (``NaN``, ``None``, ``pd.NA``) in any variable of the model are left out
+    (``na_action="omit"``, lme4's default ``na.omit``; their labels are in ``na_omitted``) or refused
+    (``"fail"``, R's ``na.fail``). A missing value never becomes a factor level.
+
     Raises:
-        BibInputError: a column the formula names is missing, a value is missing or not finite, a
-            grouping factor has one level (or as many as there are rows), or a random slope does
-            not vary within any level of its group.
+        BibInputError: a column the formula names is missing, no rows are left, a value is missing
+            (``na_action="fail"``) or not finite, a grouping factor has one level (or as many as there are
+            rows), or a random slope does not vary within any level of its group.
     """
     reference = reference or {}
+    if na_action not in NA_ACTIONS:
+        raise BibInputError(f"{where}: na_action must be one of {', '.join(NA_ACTIONS)}, got {na_action!r}")
     if formula.response not in data.columns:
         raise BibInputError(f"{where}: response column {formula.response} is not in the data")
+    if len(data) == 0:
+        raise BibInputError(f"{where}: the data have no rows")
+    missing = missing_rows(formula, data)
+    omitted: list[Any] = []
+    if missing.any():
+        if na_action == "fail":
+            cols = [c for c in missing_columns(formula, data) if data[c].isna().any()]
+            first = data.index[missing.to_numpy()][0]
+            raise BibInputError(f"{where}: {int(missing.sum())} rows have missing values (in {', '.join(map(str, cols))}; "
+                                f"first at row {first}); na_action=\"omit\" leaves them out as lme4 does")
+        omitted = list(data.index[missing.to_numpy()])
+        data = data.loc[~missing.to_numpy()]
+        if len(data) == 0:
+            raise BibInputError(f"{where}: no rows are left after leaving out the {len(omitted)} rows with missing values")
     y = pd.to_numeric(data[formula.response], errors="coerce").to_numpy(dtype=float)
     if formula.response_fn == "log":
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -158,8 +218,11 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     if not np.isfinite(y).all():
         raise BibInputError(f"{where}: response {formula.lhs_text} is missing or not finite in "
                             f"{int((~np.isfinite(y)).sum())} rows")
+    y_offset = None
     for text, expr in formula.offsets:  # lme4 fits y - offset: the same estimates and criterion
-        y = y - call_variable(text, expr, data, where).matrix[:, 0]  # type: ignore[index]
+        value = call_variable(text, expr, data, where).matrix[:, 0]  # type: ignore[index]
+        y = y - value
+        y_offset = value if y_offset is None else y_offset + value
     variables = _variables(formula, data, reference, where)
     for name, var in variables.items():
         if var.matrix is None and not var.is_factor and not np.isfinite(var.numeric).all():  # type: ignore[arg-type]
@@ -177,7 +240,7 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     for t in terms:
         placed.append(ReTerm(t.text, t.group, t.columns, t.levels, t.codes, t.values, offset))
         offset += t.q
-    return ModelFrame(formula, y, X, xnames, placed, dropped)
+    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset)
 
 
 def _check_fixed_terms(formula: Formula, variables: dict[str, Variable], where: str) -> None:
@@ -330,13 +393,7 @@ class PLS:
         n, p = frame.X.shape
         self.n, self.p = n, p
         self.q = sum(t.q for t in frame.terms)
-        rows, cols, vals = [], [], []
-        for t in frame.terms:
-            for j in range(t.k):
-                rows.append(np.arange(n))
-                cols.append(t.offset + t.codes * t.k + j)
-                vals.append(t.values[:, j])
-        Z = sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, self.q))
+        Z = self.z_matrix()
         self.ZtZ = (Z.T @ Z).tocsc()
         self.ZtXy = np.asarray(Z.T @ np.column_stack([frame.X, frame.y]))
         Xy = np.column_stack([frame.X, frame.y])
@@ -382,6 +439,16 @@ class PLS:
             n2 = self.q - q1
             nnz = n2 if n2 <= DENSE_MAX else (abs(c22) + abs(self._c21) @ abs(self._c21).T).nnz
             self._c22 = c22.toarray() if dense_schur(n2, nnz) else c22.tocsc()
+
+    def z_matrix(self) -> sp.csc_matrix:
+        """The random-effects model matrix ``Z`` (``n x q``; not kept: rebuilt on each call)."""
+        rows, cols, vals = [], [], []
+        for t in self.frame.terms:
+            for j in range(t.k):
+                rows.append(np.arange(self.n))
+                cols.append(t.offset + t.codes * t.k + j)
+                vals.append(t.values[:, j])
+        return sp.csc_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.n, self.q))
 
     def theta_start(self) -> np.ndarray:
         """lme4's start: 1 on the diagonals, 0 off them (in ``theta_scale`` units)."""
@@ -557,6 +624,8 @@ class LmmFit:
     seconds: float
     evaluations: int
     random_terms: list[dict[str, Any]] = field(default_factory=list)
+    #: Labels of the data's rows left out for a missing value (``na_action="omit"``).
+    na_omitted: list[Any] = field(default_factory=list)
     _pls: PLS | None = field(default=None, repr=False)
     _vp: np.ndarray | None = field(default=None, repr=False)
     _A: np.ndarray | None = field(default=None, repr=False)
@@ -571,6 +640,75 @@ class LmmFit:
     def loglik(self) -> float:
         """lme4's ``logLik``: minus half the REML criterion (REML) or of the deviance (ML)."""
         return -0.5 * self.deviance
+
+    @property
+    def n_params(self) -> int:
+        """lme4's ``npar`` (the ``df`` of ``logLik``): fixed effects, covariance parameters and the residual SD."""
+        return len(self.coefficients) + len(self.theta) + 1
+
+    @property
+    def aic(self) -> float:
+        """lme4's ``AIC``: ``-2 logLik + 2 npar`` (of the REML criterion for a REML fit, as lme4)."""
+        return -2.0 * self.loglik + 2.0 * self.n_params
+
+    @property
+    def bic(self) -> float:
+        """lme4's ``BIC``: ``-2 logLik + log(n) npar``."""
+        return -2.0 * self.loglik + math.log(self.n_obs) * self.n_params
+
+    @property
+    def frame(self) -> ModelFrame:
+        """The model frame the fit was made on (response, design, random terms, variables)."""
+        if self._pls is None:
+            raise ValueError("this fit keeps no model frame (it was read back from JSON)")
+        return self._pls.frame
+
+    def refit(self, *, reml: bool) -> LmmFit:
+        """The same model on the same rows fitted by REML or ML (``self`` when it already is)."""
+        if reml == self.reml:
+            return self
+        return fit_lmm(self.frame, reml=reml, alpha=self.alpha, satterthwaite=self._jac is not None)
+
+    def ranef(self) -> dict[str, pd.DataFrame]:
+        """lme4's ``ranef``: the conditional modes per grouping factor (:func:`bib.analysis.effects.ranef`)."""
+        from bib.analysis.effects import ranef
+
+        return ranef(self)
+
+    def fitted(self) -> np.ndarray:
+        """lme4's ``fitted``: ``X beta + Z b`` (plus any offset), one value per observation."""
+        from bib.analysis.effects import fitted
+
+        return fitted(self)
+
+    def residuals(self) -> np.ndarray:
+        """lme4's ``residuals`` (response residuals): the observed minus the fitted values."""
+        from bib.analysis.effects import residuals
+
+        return residuals(self)
+
+    def predict(self, newdata: pd.DataFrame | None = None, *, re: bool = True,
+                allow_new_levels: bool = False) -> np.ndarray:
+        """lme4's ``predict``: with the random effects (``re=True``, ``re.form = NULL``) or the fixed
+        effects alone (``re=False``, ``re.form = NA``), on the fitted rows or on ``newdata``
+        (:func:`bib.analysis.effects.predict`)."""
+        from bib.analysis.effects import predict
+
+        return predict(self, newdata, re=re, allow_new_levels=allow_new_levels)
+
+    def plot_residuals(self) -> Any:
+        """Residuals against fitted values, their normal QQ plot, and a QQ plot of each random effect's
+        conditional modes: a matplotlib ``Figure`` (:func:`bib.analysis.effects.plot_residuals`)."""
+        from bib.analysis.effects import plot_residuals
+
+        return plot_residuals(self)
+
+    def anova(self, type: int = 3) -> Any:  # noqa: A002 (lmerTest's argument name)
+        """lmerTest's ``anova(fit, type=)``: an F test per fixed term, Satterthwaite's denominator df
+        (:func:`bib.analysis.anova.f_tests`)."""
+        from bib.analysis.anova import f_tests
+
+        return f_tests(self, type=type)
 
     def contrast(self, weights: dict[str, float], alpha: float | None = None) -> dict[str, float]:
         """Estimate, SE, Satterthwaite df, t, p, Wald-z p and interval of ``sum(w * beta)``."""
@@ -598,6 +736,10 @@ class LmmFit:
             "n_obs": self.n_obs,
             "n_groups": self.n_groups,
             "random_terms": [dict(t) for t in self.random_terms],
+            "n_params": self.n_params,
+            "aic": self.aic,
+            "bic": self.bic,
+            "na_omitted": len(self.na_omitted),
             "converged": self.converged,
             "singular": self.singular,
             "warnings": list(self.warnings),
@@ -645,6 +787,8 @@ class LmmFit:
             lines.append(" " + " ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))).rstrip())
         groups = "; ".join(f"{g}, {n}" for g, n in self.n_groups.items())
         lines.append(f"Number of obs: {self.n_obs}, groups:  {groups}")
+        if self.na_omitted:
+            lines.append(f"({len(self.na_omitted)} observations deleted due to missingness)")
         table = [["", "Estimate", "Std. Error", "df", "t value", "Pr(>|t|)"]]
         for k, r in self.coefficients.iterrows():
             table.append([str(k), _g4(r["estimate"]), _g4(r["se"]), _g4(r["df"]), f"{r['t']:.3f}", _p_r(r["p"])])
@@ -816,6 +960,7 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
         evaluations=pls.evaluations,
         random_terms=[{"term": t.text, "group": t.group, "n_groups": t.n_levels, "columns": list(t.columns)}
                       for t in frame.terms],
+        na_omitted=list(frame.na_omitted),
         _pls=pls,
         _vp=vp,
         _A=A,
@@ -824,7 +969,7 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
 
 
 def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, reference: dict[str, str] | None = None,
-         alpha: float = 0.05, where: str = "formula") -> LmmFit:
+         alpha: float = 0.05, where: str = "formula", na_action: str = "omit") -> LmmFit:
     """Fit a linear mixed model as ``lme4::lmer`` with lmerTest's inference.
 
     Example::
@@ -841,10 +986,12 @@ def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, refer
         reference: reference level per factor (default: the first level, sorted).
         alpha: for the intervals in ``coefficients``.
         where: names the formula in error messages.
+        na_action: ``"omit"`` (lme4's default) leaves out the rows with a missing value in a variable of
+            the model (their labels in ``na_omitted``, their count in ``summary()``); ``"fail"`` refuses them.
 
     Raises:
         BibInputError: a bad formula or column, a grouping factor with one level, a slope with no
             variance, or a deviance that cannot be evaluated anywhere: one line naming the term.
     """
     f = parse_formula(formula, where) if isinstance(formula, str) else formula
-    return fit_lmm(model_frame(f, data, reference=reference, where=where), reml=reml, alpha=alpha)
+    return fit_lmm(model_frame(f, data, reference=reference, where=where, na_action=na_action), reml=reml, alpha=alpha)

@@ -1,0 +1,212 @@
+"""A psychologist's lme4 / lmerTest tools (issue 41) against R: missing data as lme4's na.omit, likelihood-ratio
+tests (anova(m0, m1)), AIC / BIC, lmerTest's type III and type I F tests (Satterthwaite), ranef, fitted,
+residuals and predict. Reference numbers: tests/fixtures/lme4/tools.json, written by
+tests/fixtures/lme4/make_tools.R (lme4 1.1-31, lmerTest 3.1-3)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bib.analysis import lmer
+from bib.analysis.anova import anova
+from bib.errors import BibInputError
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "lme4"
+REF = json.loads((FIX / "tools.json").read_text())
+
+
+def read(name: str, **factors: type) -> pd.DataFrame:
+    return pd.read_csv(FIX / f"{name}.csv", dtype={k: str for k in factors})
+
+
+@pytest.fixture(scope="module")
+def sleep() -> pd.DataFrame:
+    return read("sleepstudy", Subject=str)
+
+
+@pytest.fixture(scope="module")
+def cake() -> pd.DataFrame:
+    return read("cake", replicate=str, recipe=str)
+
+
+def value(v: object) -> float:
+    return math.nan if v in ({}, None) else float(v)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ missing data
+
+
+def test_rows_with_a_missing_value_are_left_out_as_lme4_does():
+    ref = REF["na"]
+    data = read("sleepstudy_na", Subject=str)  # NA in Reaction (3 rows), Days (2), Subject (1)
+    fit = lmer(ref["formula"], data)
+    assert fit.n_obs == ref["n_obs"] == 174
+    assert [i + 1 for i in fit.na_omitted] == ref["dropped"]  # R's row numbers are 1-based
+    assert "nan" not in fit.frame.variables["Subject"].levels  # a missing value is never a level
+    assert fit.deviance == pytest.approx(ref["reml_criterion"], rel=1e-8)
+    for r in ref["fixed"]:
+        row = fit.coefficients.loc[r["term"]]
+        assert row["estimate"] == pytest.approx(r["estimate"], rel=1e-4)
+        assert row["se"] == pytest.approx(r["se"], rel=1e-3)  # the parity suite's tolerances
+    assert "(6 observations deleted due to missingness)" in fit.summary()
+    assert fit.to_json()["na_omitted"] == 6
+
+
+def test_na_action_fail_refuses_missing_values_in_one_line():
+    data = read("sleepstudy_na", Subject=str)
+    with pytest.raises(BibInputError) as err:
+        lmer(REF["na"]["formula"], data, na_action="fail")
+    assert str(err.value) == ('formula: 6 rows have missing values (in Reaction, Days, Subject; first at row 2); '
+                              'na_action="omit" leaves them out as lme4 does')
+    with pytest.raises(BibInputError, match="na_action must be one of omit, fail"):
+        lmer(REF["na"]["formula"], data, na_action="drop")
+
+
+def test_a_missing_value_in_a_column_the_model_does_not_use_keeps_the_row(sleep):
+    data = sleep.assign(note=np.where(np.arange(len(sleep)) % 7 == 0, None, "ok"))
+    assert lmer("Reaction ~ Days + (1 | Subject)", data).n_obs == 180
+
+
+def test_empty_data_and_data_emptied_by_missing_values_are_one_line(sleep):
+    with pytest.raises(BibInputError, match="^formula: the data have no rows$"):
+        lmer("Reaction ~ Days + (1 | Subject)", sleep.iloc[:0])
+    with pytest.raises(BibInputError, match="no rows are left after leaving out the 180 rows with missing values"):
+        lmer("Reaction ~ Days + (1 | Subject)", sleep.assign(Days=np.nan))
+
+
+# ------------------------------------------------------------------ likelihood-ratio tests, AIC, BIC
+
+
+def test_anova_of_two_reml_fits_refits_them_with_ml_and_equals_lme4(sleep):
+    m0 = lmer("Reaction ~ Days + (1 | Subject)", sleep)
+    m1 = lmer("Reaction ~ Days + (Days | Subject)", sleep)
+    got = anova(m1, m0, names=["m1", "m0"])  # given in any order: sorted by their number of parameters
+    assert got.note == "refitting model(s) with ML (instead of REML)"
+    assert list(got.table.index) == ["m0", "m1"]
+    for r in REF["lrt"]["table"]:
+        row = got.table.loc[r["row"]]
+        assert row["npar"] == r["npar"]
+        for c in ("AIC", "BIC", "logLik", "deviance"):
+            assert row[c] == pytest.approx(r[c], rel=1e-8), (r["row"], c)
+        assert row["Chisq"] == pytest.approx(value(r["Chisq"]), rel=1e-6, nan_ok=True)
+        assert row["Df"] == pytest.approx(value(r["Df"]), nan_ok=True)
+        assert row["Pr(>Chisq)"] == pytest.approx(value(r["Pr(>Chisq)"]), rel=1e-5, nan_ok=True)
+    assert "| m1 | 6 |" in got.to_markdown()
+
+
+def test_anova_refuses_fits_it_cannot_compare(sleep):
+    m1 = lmer("Reaction ~ Days + (Days | Subject)", sleep)
+    with pytest.raises(BibInputError, match="give two or more fits"):
+        anova(m1)
+    with pytest.raises(BibInputError, match="same number of observations"):
+        anova(m1, lmer("Reaction ~ Days + (Days | Subject)", sleep.iloc[:170]))
+    with pytest.raises(BibInputError, match="different responses"):
+        anova(m1, lmer("Days ~ Reaction + (1 | Subject)", sleep))
+
+
+@pytest.mark.parametrize("method", ["reml", "ml"])
+def test_aic_bic_and_loglik_equal_lme4(sleep, method):
+    fit = lmer("Reaction ~ Days + (Days | Subject)", sleep, reml=method == "reml")
+    ref = REF["aic"][method]
+    assert fit.aic == pytest.approx(ref["AIC"], rel=1e-8)
+    assert fit.bic == pytest.approx(ref["BIC"], rel=1e-8)
+    assert fit.loglik == pytest.approx(ref["logLik"], rel=1e-8)
+
+
+# ------------------------------------------------------------------ F tests (lmerTest's anova)
+
+
+@pytest.mark.parametrize("case", range(len(REF["ftests"])), ids=[f["formula"] for f in REF["ftests"]])
+@pytest.mark.parametrize("kind", [3, 1])
+def test_f_tests_equal_lmertest(sleep, cake, case, kind):
+    ref = REF["ftests"][case]
+    fit = lmer(ref["formula"], cake if "angle" in ref["formula"] else sleep)
+    got = fit.anova(type=kind).table
+    assert list(got.index) == [r["row"] for r in ref[f"type{kind}"]]
+    for r in ref[f"type{kind}"]:
+        row = got.loc[r["row"]]
+        assert row["NumDF"] == r["NumDF"]
+        assert row["F value"] == pytest.approx(r["F value"], rel=1e-5), r["row"]
+        assert row["Sum Sq"] == pytest.approx(r["Sum Sq"], rel=1e-5), r["row"]
+        assert row["DenDF"] == pytest.approx(r["DenDF"], rel=1e-4), r["row"]
+        assert row["Pr(>F)"] == pytest.approx(r["Pr(>F)"], rel=1e-3), r["row"]
+
+
+def test_a_one_df_f_test_is_the_square_of_the_t_test(sleep):
+    fit = lmer("Reaction ~ Days + (Days | Subject)", sleep)
+    row = fit.anova().table.loc["Days"]
+    coef = fit.coefficients.loc["Days"]
+    assert row["F value"] == pytest.approx(coef["t"] ** 2, rel=1e-12)
+    assert row["DenDF"] == pytest.approx(coef["df"], rel=1e-12)
+    assert row["Pr(>F)"] == pytest.approx(coef["p"], rel=1e-9)
+
+
+def test_f_test_types_are_checked(sleep):
+    fit = lmer("Reaction ~ Days + (1 | Subject)", sleep)
+    with pytest.raises(BibInputError, match="type must be 1 or 3"):
+        fit.anova(type=2)
+    with pytest.raises(BibInputError, match="no fixed term to test"):
+        lmer("Reaction ~ 1 + (1 | Subject)", sleep).anova()
+
+
+# ------------------------------------------------------------------ ranef, fitted, residuals, predict
+
+
+@pytest.fixture(scope="module")
+def slope(sleep):
+    return lmer(REF["ranef"]["formula"], sleep)
+
+
+def test_ranef_equals_lme4(slope):
+    ref = REF["ranef"]
+    got = slope.ranef()
+    assert list(got) == ["Subject"]
+    assert list(got["Subject"].index) == ref["levels"] and list(got["Subject"].columns) == ref["columns"]
+    np.testing.assert_allclose(got["Subject"].to_numpy(), np.array(ref["Subject"]), atol=1e-3)  # modes of 10-40
+
+
+def test_fitted_residuals_and_predictions_equal_lme4(slope, sleep):
+    ref = REF["ranef"]
+    np.testing.assert_allclose(slope.fitted(), ref["fitted"], atol=1e-3)
+    np.testing.assert_allclose(slope.residuals(), ref["residuals"], atol=1e-3)
+    np.testing.assert_allclose(slope.fitted() + slope.residuals(), sleep["Reaction"], rtol=1e-12)
+    rows = sleep.iloc[[i - 1 for i in ref["newdata_rows"]]]
+    np.testing.assert_allclose(slope.predict(rows), ref["predict_re"], atol=1e-3)
+    np.testing.assert_allclose(slope.predict(rows, re=False), ref["predict_fixed"], rtol=1e-9)
+    np.testing.assert_allclose(slope.predict(rows), slope.fitted()[[i - 1 for i in ref["newdata_rows"]]], rtol=1e-12)
+
+
+def test_the_conditional_modes_solve_the_penalized_least_squares_system(slope):
+    """b = Lambda u with (Lambda'Z'Z Lambda + I) u = Lambda'Z'(y - X beta): checked by a dense solve."""
+    from bib.analysis.effects import modes
+
+    pls = slope._pls
+    Z, lam = pls.z_matrix().toarray(), pls.lam(slope.theta).toarray()
+    r = pls.frame.y - pls.frame.X @ slope.coefficients["estimate"].to_numpy()
+    u = np.linalg.solve(lam.T @ Z.T @ Z @ lam + np.eye(pls.q), lam.T @ Z.T @ r)
+    np.testing.assert_allclose(modes(slope), lam @ u, rtol=1e-10, atol=1e-10)
+
+
+def test_predict_refuses_what_it_cannot_predict(slope, sleep):
+    new = sleep.iloc[:2].assign(Subject=["999", "308"])
+    with pytest.raises(BibInputError, match="row 0 has a level of Subject the fit did not see"):
+        slope.predict(new)
+    got = slope.predict(new, allow_new_levels=True)
+    assert got[0] == pytest.approx(slope.predict(new, re=False)[0])  # a new subject: its random effects at 0
+    with pytest.raises(BibInputError, match="column Days .* is not in newdata"):
+        slope.predict(sleep[["Reaction", "Subject"]])
+    fit = lmer("Reaction ~ poly(Days, 2) + (1 | Subject)", sleep)
+    with pytest.raises(BibInputError, match="depends on the fitted data"):
+        fit.predict(sleep.iloc[:3])
+
+
+def test_plot_residuals_draws_one_panel_per_random_coefficient(slope):
+    fig = slope.plot_residuals()
+    assert [ax.get_title() for ax in fig.axes] == ["residuals vs fitted", "QQ: residuals", "QQ: Subject: (Intercept)",
+                                                   "QQ: Subject: Days"]
