@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -210,3 +211,55 @@ def test_plot_residuals_draws_one_panel_per_random_coefficient(slope):
     fig = slope.plot_residuals()
     assert [ax.get_title() for ax in fig.axes] == ["residuals vs fitted", "QQ: residuals", "QQ: Subject: (Intercept)",
                                                    "QQ: Subject: Days"]
+
+
+# ------------------------------------------------------------------ bugs of issue 41 (each failed before)
+
+
+def test_an_unidentifiable_model_is_refused_with_lme4s_message():
+    rng = np.random.default_rng(0)  # ergoStool's design: 9 subjects x 4 types, one observation each
+    d = pd.DataFrame({"Subject": np.repeat([f"s{i}" for i in range(9)], 4), "Type": np.tile(list("ABCD"), 9),
+                      "effort": rng.normal(10, 1, 36)})
+    with pytest.raises(BibInputError) as err:
+        lmer("effort ~ Type + (0 + Type | Subject)", d)
+    assert str(err.value) == ("formula: number of observations (=36) <= number of random effects (=36) for term "
+                              "(0 + Type | Subject); the random-effects parameters and the residual variance (or "
+                              "scale parameter) are probably unidentifiable")
+
+
+def test_a_singular_fit_is_worded_by_its_cause(sleep):
+    from bib.analysis.formula import parse_formula
+    from bib.analysis.mixed import model_frame, singular_causes
+
+    frame = model_frame(parse_formula("Reaction ~ Days + (Days | Subject)"), sleep)
+    zero = np.array([False, False, True])
+    assert singular_causes(frame, np.array([1.0, 0.0, 0.0]), zero) == [
+        "the variance of Days in (1 + Days | Subject) is estimated as 0"]
+    assert singular_causes(frame, np.array([1.0, -0.3, 0.0]), zero) == [
+        "the correlation of Days with (Intercept) in (1 + Days | Subject) is estimated as -1.00"]
+    dye2 = read("Dyestuff2", Batch=str)
+    fit = lmer("Yield ~ 1 + (1 | Batch)", dye2)
+    assert fit.warnings == ["boundary (singular) fit: the variance of (Intercept) in (1 | Batch) is estimated as 0"]
+
+
+def test_the_corr_column_aligns_with_three_random_columns(sleep):
+    rng = np.random.default_rng(3)
+    d = sleep.assign(z=rng.normal(size=len(sleep)))
+    text = lmer("Reaction ~ Days + (1 + Days + z | Subject)", d).summary().splitlines()
+    head = next(i for i, line in enumerate(text) if line.startswith(" Groups"))
+    corr_at = text[head].index("Corr")
+    days, z = text[head + 2][corr_at:], text[head + 3][corr_at:]
+    field = r"[ -][01]\.\d\d"  # each correlation 5 wide, the first under "Corr" (a misaligned column fails)
+    assert re.fullmatch(field, days), days
+    assert re.fullmatch(f"{field} {field}", z), z
+
+
+def test_factor_levels_follow_a_categorical_and_r_sorting():
+    from bib.analysis.formula import sort_levels
+
+    assert sort_levels(["2", "10", "a", "B", "b", "A"]) == ["10", "2", "a", "A", "b", "B"]  # R: sort() / factor()
+    assert sort_levels(["10", "2", "1.5"]) == ["1.5", "2", "10"]  # every level a number: numeric order
+    rng = np.random.default_rng(4)
+    c = pd.Categorical(["lo", "hi", "mid"] * 20, categories=["lo", "mid", "hi"])
+    d = pd.DataFrame({"g": np.repeat([f"g{i}" for i in range(6)], 10), "c": c, "y": rng.normal(size=60)})
+    assert list(lmer("y ~ c + (1 | g)", d).coefficients.index) == ["(Intercept)", "cmid", "chi"]

@@ -427,12 +427,21 @@ class Variable:
         return self.codes is not None
 
 
-def _level_key(v: str) -> tuple:
-    """Sort levels as R does in most locales: numbers numerically, text case-insensitively."""
+def _is_number(v: str) -> bool:
     try:
-        return (0, float(v), "")
+        float(v)
     except ValueError:
-        return (1, 0.0, v.casefold() + "\0" + v)
+        return False
+    return True
+
+
+def sort_levels(levels: list[str]) -> list[str]:
+    """Levels in R's order for ``factor()``: numerically when every level is a number (R's factor of a
+    numeric column), else as R sorts text (ICU collation: case-insensitively, lower case first on a tie, and
+    digits as text, so ``"10"`` before ``"2"`` among words)."""
+    if levels and all(_is_number(v) for v in levels):
+        return sorted(levels, key=lambda v: (float(v), v))
+    return sorted(levels, key=lambda v: (v.casefold(), v.swapcase()))
 
 
 def make_variable(name: str, values: pd.Series, *, factor: bool = False, reference: str | None = None,
@@ -444,6 +453,7 @@ def make_variable(name: str, values: pd.Series, *, factor: bool = False, referen
     """
     if values.dtype.kind in "biuf" and not factor:
         return Variable(name, numeric=values.to_numpy(dtype=float))
+    categories = values.cat.categories if isinstance(values.dtype, pd.CategoricalDtype) else None
     if values.dtype.kind == "b":
         text_arr = np.where(values.to_numpy(dtype=bool), "TRUE", "FALSE")
     else:
@@ -454,10 +464,13 @@ def make_variable(name: str, values: pd.Series, *, factor: bool = False, referen
         num = pd.to_numeric(pd.Series(uniq), errors="coerce")
         if num.notna().all():
             return Variable(name, numeric=num.to_numpy(dtype=float)[inverse])
-    if set(uniq) <= _LOGICAL:
+    if categories is not None:  # a pandas Categorical: its own order, the levels that occur
+        seen = set(uniq)
+        levels = [str(c) for c in categories if str(c) in seen]
+    elif set(uniq) <= _LOGICAL:
         levels = sorted(uniq, key=lambda v: v.upper() == "TRUE")
     else:
-        levels = sorted(uniq, key=_level_key)
+        levels = sort_levels(uniq)
     if reference is not None:
         if reference not in levels:
             raise BibInputError(f"{where}: reference level {reference!r} of {name} is not among its values "
@@ -546,7 +559,8 @@ def group_codes(group: tuple[str, ...], variables: dict[str, Variable]) -> tuple
         labels = [f"{labels[u // len(lv)]}:{lv[u % len(lv)]}" for u in used]
     used, codes = np.unique(codes, return_inverse=True)
     labels = [labels[u] for u in used]
-    order = sorted(range(len(labels)), key=lambda j: _level_key(labels[j]))
+    rank_of = {v: i for i, v in enumerate(sort_levels(list(labels)))}
+    order = sorted(range(len(labels)), key=lambda j: rank_of[labels[j]])
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))
     return rank[codes], [labels[j] for j in order]

@@ -287,6 +287,10 @@ def _re_term(r: RandomTerm, variables: dict[str, Variable], n: int, where: str) 
             var = next(v for t in r.terms for v in t if name.startswith(v))
             raise BibInputError(f"{where}: random term {r.text}: {var} does not vary within any level of "
                                 f"{r.group_name}, so its slope has no variance to estimate")
+    if n <= len(levels) * values.shape[1]:  # lme4's check.nobs.vs.nRE ("stop")
+        raise BibInputError(f"{where}: number of observations (={n}) <= number of random effects "
+                            f"(={len(levels) * values.shape[1]}) for term {r.text}; the random-effects parameters and "
+                            "the residual variance (or scale parameter) are probably unidentifiable")
     return ReTerm(r.text, r.group_name, names, levels, codes, values)
 
 
@@ -777,14 +781,18 @@ class LmmFit:
         for v in self.varcomps:
             group = v.group if (v.group, v.term) != last else ""
             last = (v.group, v.term)
-            rows.append([group, v.name, _g4(v.variance), _g4(v.sd), " ".join(f"{c:.2f}" for c in v.corr)])
-        rows.append(["Residual", "", _g4(self.sigma ** 2), _g4(self.sigma), ""])
+            rows.append([group, v.name, _g4(v.variance), _g4(v.sd), v.corr])
+        rows.append(["Residual", "", _g4(self.sigma ** 2), _g4(self.sigma), ()])
+        width = max((len(f"{c:.2f}") for r in rows[1:] for c in r[4]), default=0)  # R: one width for all of Corr
+        for r in rows[1:]:
+            r[4] = " ".join(f"{c:.2f}".rjust(width) for c in r[4])
         if not any(r[4] for r in rows[1:]):
             rows = [r[:4] for r in rows]
         widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
         lines += ["", "Random effects:"]
-        for r in rows:
-            lines.append(" " + " ".join(c.ljust(w) if j < 2 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths))).rstrip())
+        for r in rows:  # names and the Corr column (one 5-wide sub-column per earlier column) left, numbers right
+            lines.append(" " + " ".join(c.ljust(w) if j in (0, 1, 4) else c.rjust(w)
+                                        for j, (c, w) in enumerate(zip(r, widths))).rstrip())
         groups = "; ".join(f"{g}, {n}" for g, n in self.n_groups.items())
         lines.append(f"Number of obs: {self.n_obs}, groups:  {groups}")
         if self.na_omitted:
@@ -881,6 +889,43 @@ def scale_warning(X: np.ndarray, names: list[str], tol: float = 1e3) -> str | No
     return None
 
 
+def singular_causes(frame: ModelFrame, theta: np.ndarray, at_zero: np.ndarray) -> list[str]:
+    """Why a fit is singular, term by term: a zero diagonal of a relative covariance factor is a variance
+    estimated as 0 when its row of the factor is 0, else the column's random effects are a linear combination
+    of those of the columns before it in the term: a correlation of +-1 with one of them, or with several."""
+    causes, k0 = [], 0
+    for t in frame.terms:
+        T = np.zeros((t.k, t.k))
+        idx = 0
+        for c in range(t.k):
+            for r in range(c, t.k):
+                T[r, c] = theta[k0 + idx]
+                if r == c and at_zero[k0 + idx]:
+                    T[r, c] = 0.0
+                idx += 1
+        zero = [at_zero[k0 + sum(t.k - i for i in range(c))] for c in range(t.k)]
+        for j in range(t.k):
+            if not zero[j]:
+                continue
+            if np.abs(T[j, :j]).max(initial=0.0) < SINGULAR_TOL:
+                causes.append(f"the variance of {t.columns[j]} in {t.text} is estimated as 0")
+            else:
+                cov = T @ T.T
+                sd = np.sqrt(np.diag(cov))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    corr = [cov[j, i] / (sd[j] * sd[i]) for i in range(j)]
+                i = int(np.nanargmax(np.abs(corr)))
+                if abs(corr[i]) > 0.99:
+                    causes.append(f"the correlation of {t.columns[j]} with {t.columns[i]} in {t.text} is estimated as "
+                                  f"{corr[i]:+.2f}")
+                else:
+                    causes.append(f"the random effects of {t.columns[j]} in {t.text} are estimated as a linear "
+                                  f"combination of those of {', '.join(t.columns[:j])} (the term's covariance matrix "
+                                  "is singular)")
+        k0 += t.n_theta
+    return causes
+
+
 def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta0: np.ndarray | None) -> LmmFit:
     if not frame.terms:
         raise BibInputError(f"{frame.formula.text}: a mixed model needs at least one random term")
@@ -901,9 +946,10 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
     n, p = pls.n, pls.p
     sigma = math.sqrt(state.r2 / (n - p if reml else n))
     dev = pls.deviance(theta, reml)
-    singular = bool(((pls.lower == 0.0) & (theta < SINGULAR_TOL * pls.theta_scale)).any())
+    at_zero = (pls.lower == 0.0) & (theta < SINGULAR_TOL * pls.theta_scale)
+    singular = bool(at_zero.any())
     if singular:
-        messages.append("boundary (singular) fit: a variance component is estimated as 0 (theta < 1e-4)")
+        messages.append("boundary (singular) fit: " + "; ".join(singular_causes(frame, theta, at_zero)))
     V = sigma ** 2 * np.linalg.inv(state.rtr) if p else np.zeros((0, 0))
     jac = A = None
     vp = np.append(theta, sigma)
