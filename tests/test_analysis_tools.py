@@ -263,3 +263,38 @@ def test_factor_levels_follow_a_categorical_and_r_sorting():
     c = pd.Categorical(["lo", "hi", "mid"] * 20, categories=["lo", "mid", "hi"])
     d = pd.DataFrame({"g": np.repeat([f"g{i}" for i in range(6)], 10), "c": c, "y": rng.normal(size=60)})
     assert list(lmer("y ~ c + (1 | g)", d).coefficients.index) == ["(Intercept)", "cmid", "chi"]
+
+
+# ------------------------------------------------------------------ emmeans and pairs
+
+
+@pytest.mark.parametrize("case", range(len(REF["emmeans"])),
+                         ids=[f"{e['formula']} ~ {e['specs']}" for e in REF["emmeans"]])
+def test_emmeans_and_pairs_equal_r(cake, case):
+    ref = REF["emmeans"][case]
+    fit = lmer(ref["formula"], cake)
+    got = fit.emmeans(ref["specs"]).table
+    want = pd.DataFrame(ref["emmeans"])
+    labels = [c for c in want.columns if c not in ("emmean", "SE", "df", "lower.CL", "upper.CL")]
+    assert [list(map(str, r)) for r in got[labels].to_numpy()] == [list(map(str, r)) for r in want[labels].to_numpy()]
+    for c, rel in (("emmean", 1e-9), ("SE", 1e-6), ("df", 1e-4), ("lower.CL", 1e-6), ("upper.CL", 1e-6)):
+        np.testing.assert_allclose(got[c], want[c], rtol=rel, err_msg=c)
+    for adjust, rows in ref["pairs"].items():
+        got = fit.pairs(ref["specs"], adjust=adjust).table
+        want = pd.DataFrame(rows)
+        assert list(got["contrast"]) == list(want["contrast"])
+        np.testing.assert_allclose(got["estimate"], want["estimate"], atol=1e-8)
+        for c in ("SE", "lower.CL", "upper.CL"):
+            np.testing.assert_allclose(got[c], want[c], rtol=1e-6, atol=1e-8, err_msg=f"{adjust} {c}")
+        np.testing.assert_allclose(got["df"], want["df"], rtol=1e-4)
+        np.testing.assert_allclose(got["p.value"], want["p.value"], rtol=1e-5, atol=1e-9, err_msg=adjust)
+
+
+def test_emmeans_refuses_what_is_not_a_factor_of_the_model(cake):
+    fit = lmer("angle ~ recipe * temp + (1 | recipe:replicate)", cake)
+    with pytest.raises(BibInputError, match="temp is numeric"):
+        fit.emmeans("temp")
+    with pytest.raises(BibInputError, match="'replicate' is not a fixed-effect variable"):
+        fit.emmeans("replicate")
+    with pytest.raises(BibInputError, match="adjust must be one of tukey, holm, bonferroni, none"):
+        fit.pairs("recipe", adjust="scheffe")

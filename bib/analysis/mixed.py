@@ -707,6 +707,19 @@ class LmmFit:
 
         return plot_residuals(self)
 
+    def emmeans(self, specs: str | list[str], *, level: float = 0.95) -> Any:
+        """emmeans' ``emmeans(fit, specs)``: marginal means with Satterthwaite df (:mod:`bib.analysis.emmeans`)."""
+        from bib.analysis.emmeans import emmeans
+
+        return emmeans(self, specs, level=level)
+
+    def pairs(self, specs: str | list[str], *, adjust: str = "tukey", level: float = 0.95) -> Any:
+        """emmeans' ``pairs(emmeans(fit, specs), adjust=)``: every pairwise contrast of the marginal means
+        (:func:`bib.analysis.emmeans.pairs`)."""
+        from bib.analysis.emmeans import pairs
+
+        return pairs(self, specs, adjust=adjust, level=level)
+
     def anova(self, type: int = 3) -> Any:  # noqa: A002 (lmerTest's argument name)
         """lmerTest's ``anova(fit, type=)``: an F test per fixed term, Satterthwaite's denominator df
         (:func:`bib.analysis.anova.f_tests`)."""
