@@ -233,9 +233,9 @@ def test_a_singular_fit_is_worded_by_its_cause(sleep):
 
     frame = model_frame(parse_formula("Reaction ~ Days + (Days | Subject)"), sleep)
     zero = np.array([False, False, True])
-    assert singular_causes(frame, np.array([1.0, 0.0, 0.0]), zero) == [
+    assert [c.message for c in singular_causes(frame, np.array([1.0, 0.0, 0.0]), zero)] == [
         "the variance of Days in (1 + Days | Subject) is estimated as 0"]
-    assert singular_causes(frame, np.array([1.0, -0.3, 0.0]), zero) == [
+    assert [c.message for c in singular_causes(frame, np.array([1.0, -0.3, 0.0]), zero)] == [
         "the correlation of Days with (Intercept) in (1 + Days | Subject) is estimated as -1.00"]
     dye2 = read("Dyestuff2", Batch=str)
     fit = lmer("Yield ~ 1 + (1 | Batch)", dye2)
@@ -298,3 +298,48 @@ def test_emmeans_refuses_what_is_not_a_factor_of_the_model(cake):
         fit.emmeans("replicate")
     with pytest.raises(BibInputError, match="adjust must be one of tukey, holm, bonferroni, none"):
         fit.pairs("recipe", adjust="scheffe")
+
+
+# ------------------------------------------------------------------ bib analyze's ladder and notes
+
+
+def _correlated_infants(seed: int = 0) -> pd.DataFrame:
+    """24 infants x 8 items whose random intercepts and slopes are perfectly correlated, and real item variance."""
+    rng = np.random.default_rng(seed)
+    p, it = np.repeat(np.arange(24), 8), np.tile(np.arange(8), 24)
+    x = (it % 2).astype(float)
+    u = rng.normal(0, 0.4, 24)
+    y = 2 + 0.3 * x + u[p] + 0.8 * u[p] * x + rng.normal(0, 0.5, 8)[it] + rng.normal(0, 0.3, len(p))
+    return pd.DataFrame({"participant": [f"p{i}" for i in p], "item": [f"i{i}" for i in it], "x": x, "y": y})
+
+
+def test_the_ladder_removes_a_singular_correlation_before_any_term():
+    """The infant term's +1 correlation made the ladder prune (1 | item), whose variance is real."""
+    from bib.analysis.analyze import fit_ladder
+    from bib.analysis.formula import parse_formula
+
+    fit, steps, why = fit_ladder(parse_formula("y ~ x + (1 + x | participant) + (1 | item)"), _correlated_infants(),
+                                 reference={}, prune=None, reml=True, alpha=0.05, where="t")
+    assert steps[0]["action"] == ("removed the correlations of (1 + x | participant) (singular: the correlation of x "
+                                  "with (Intercept) in (1 + x | participant) is estimated as +1.00)")
+    assert fit.formula == "y ~ x + (1 | participant) + (0 + x | participant) + (1 | item)"
+    assert not fit.singular and why == "converged, not singular after pruning"
+    assert fit.n_groups["item"] == 8
+
+
+def test_an_uncentred_covariate_in_an_interaction_gets_a_note():
+    from bib.analysis.analyze import uncentred_notes
+
+    rng = np.random.default_rng(5)
+    d = pd.DataFrame({"participant": np.repeat([f"p{i}" for i in range(20)], 4),
+                      "outcome": np.tile(["expected", "unexpected"], 40),
+                      "age_days": np.repeat(rng.integers(300, 360, 20), 4).astype(float)})
+    d["y"] = 2 + 0.2 * (d.outcome == "unexpected") + rng.normal(0, 0.3, 20).repeat(4) + rng.normal(0, 0.3, 80)
+    fit = lmer("y ~ outcome * age_days + (1 | participant)", d)
+    mean = d["age_days"].mean()
+    assert uncentred_notes(fit) == [
+        f"outcome's effect is reported at age_days = 0: outcome interacts with age_days, which is not centred "
+        f"(mean {mean:.4g}); centre it (e.g. age_days - {mean:.4g}) for the effect at the mean"]
+    d["age_c"] = d["age_days"] - mean
+    assert uncentred_notes(lmer("y ~ outcome * age_c + (1 | participant)", d)) == []
+    assert uncentred_notes(lmer("y ~ outcome + age_days + (1 | participant)", d)) == []  # no interaction: no note

@@ -21,9 +21,9 @@ import pandas as pd
 from scipy import optimize, stats
 
 from bib.analysis.exclusions import REPORT_COLUMNS, ExclusionResult, apply_exclusions
-from bib.analysis.formula import Formula, parse_formula
+from bib.analysis.formula import Formula, RandomTerm, parse_formula, uncorrelated
 from bib.analysis.importers import ImportResult
-from bib.analysis.mixed import LmmFit, format_p, lmer
+from bib.analysis.mixed import LmmFit, SingularCause, fit_singular_causes, format_p, lmer
 from bib.analysis.schema import ROW, rows_text
 from bib.analysis.spec import AnalysisSpec, find_term
 from bib.errors import BibInputError
@@ -125,9 +125,11 @@ def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str
                reml: bool, alpha: float, where: str) -> tuple[LmmFit, list[dict[str, Any]], str]:
     """MB1's "fit, check, prune": fit, and while the fit is singular or its non-convergence is
     confirmed (lme4's check failed again after a restart from the optimum, :mod:`bib.analysis.optimum`)
-    drop the next random term of ``prune`` (default: the formula's random terms from last to first),
-    never the last one. Each pruning step says which of the two it was. Returns the kept fit, every
-    step, and why it was kept."""
+    simplify the random structure, never dropping the last term. Without ``prune``, a singular fit is
+    simplified as lme4 practice does (:func:`_simplify`): first the correlations of a singular term with
+    several columns, then the single-column term whose variance is at the boundary; a fit that does not
+    converge loses the formula's random terms from last to first. With ``prune``, its terms go in its order
+    for both. Each step says what it did and why. Returns the kept fit, every step, and why it was kept."""
     current = list(formula.random)
     order = [formula.random[i] for i in ([find_term(formula.random, e) for e in prune] if prune is not None
                                           else range(len(formula.random) - 1, -1, -1))]
@@ -140,6 +142,10 @@ def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str
         if fit.converged and not fit.singular:
             why = "converged, not singular" + (" after pruning" if len(steps) > 1 else "")
             break
+        simpler = _simplify(current, fit_singular_causes(fit)) if fit.singular and prune is None else None
+        if simpler is not None:
+            current, steps[-1]["action"] = simpler
+            continue
         nxt = next((t for t in order if t in current), None)
         if nxt is None or len(current) == 1:
             problem = "singular" if fit.singular else "not converged (confirmed after a restart)"
@@ -149,6 +155,25 @@ def fit_ladder(formula: Formula, rows: pd.DataFrame, *, reference: dict[str, str
         current.remove(nxt)
     steps[-1]["action"] = "kept"
     return fit, steps, why
+
+
+def _simplify(current: list[RandomTerm], causes: list[SingularCause]) -> tuple[list[RandomTerm], str] | None:
+    """The next simpler random structure for a singular fit, as lme4 practice goes (Bates, Kliegl, Vasishth &
+    Baayen 2015; Matuschek et al. 2017): a singular term with several columns loses its correlations
+    (``(1 + x | g)`` becomes ``(1 | g) + (0 + x | g)``); else the last single-column term whose variance is
+    estimated as 0 is dropped, unless it is the last term left. ``None`` when neither applies."""
+    by_text = {t.text: t for t in current}
+    for cause in causes:
+        t = by_text.get(cause.term)
+        if t is not None and int(t.intercept) + len(t.terms) > 1:
+            i = current.index(t)
+            return (current[:i] + uncorrelated(t.intercept, t.terms, t.group) + current[i + 1:],
+                    f"removed the correlations of {t.text} (singular: {cause.message})")
+    zero = [by_text[c.term] for c in causes if c.kind == "variance" and c.term in by_text]
+    if zero and len(current) > 1:
+        t = max(zero, key=current.index)
+        return [x for x in current if x != t], f"pruned {t.text} (singular)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -203,6 +228,7 @@ def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: 
     if name not in fit.coefficients.index:
         raise BibInputError(f"{label}: field model.formula: no fixed effect {name} (outcome must enter as a main effect)")
     effect = fit.contrast({name: 1.0}, alpha)
+    notes = plan.notes + uncentred_notes(fit)
     o0, o1 = spec.outcomes
     resp = plan.formula.response
     yv = rows[resp].to_numpy(dtype=float)
@@ -239,9 +265,30 @@ def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: 
         "kept_because": why,
         "ladder": steps,
         "model": fit.to_json(),
-        "notes": plan.notes,
-        "warnings": plan.notes + fit.warnings,
+        "notes": notes,
+        "warnings": notes + fit.warnings,
     }
+
+
+def uncentred_notes(fit: LmmFit, effect: str = "outcome") -> list[str]:
+    """A note per numeric covariate that interacts with ``effect`` and is not centred: the effect the table
+    reports is then the effect where that covariate is 0, which may be no infant's value (an age of 0 days)."""
+    frame = fit.frame
+    notes = []
+    for term in frame.formula.terms:
+        if effect not in term or len(term) < 2:
+            continue
+        for v in term:
+            var = frame.variables.get(v)
+            if v == effect or var is None or var.is_factor or var.numeric is None:
+                continue
+            mean, sd = float(np.mean(var.numeric)), float(np.std(var.numeric))
+            if abs(mean) > 0.01 * max(sd, 1e-12):
+                col = frame.formula.column(v)
+                notes.append(f"{effect}'s effect is reported at {col} = 0: {effect} interacts with {col}, which is "
+                             f"not centred (mean {mean:.4g}); centre it (e.g. {col} - {mean:.4g}) for the effect at "
+                             "the mean")
+    return list(dict.fromkeys(notes))
 
 
 def pooled_effect(rows: pd.DataFrame, tasks: list[str], covariates: list[str], alpha: float, label: str, *,

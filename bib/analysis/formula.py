@@ -49,6 +49,15 @@ class RandomTerm:
         return ":".join(self.group)
 
 
+def uncorrelated(intercept: bool, terms: tuple[tuple[str, ...], ...], group: tuple[str, ...]) -> list[RandomTerm]:
+    """lme4's ``(lhs || group)``: one term per column of ``lhs`` (``(1 | g)``, ``(0 + x | g)``), so their
+    random effects are uncorrelated."""
+    gtext = ":".join(group)
+    pieces: list[tuple[bool, tuple[tuple[str, ...], ...]]] = ([(True, ())] if intercept else [])
+    pieces += [(False, (t,)) for t in terms]
+    return [RandomTerm(ts, icpt, group, f"({'1' if icpt else '0 + ' + ':'.join(ts[0])} | {gtext})") for icpt, ts in pieces]
+
+
 @dataclass(frozen=True)
 class Formula:
     """A parsed formula: response, fixed terms (in R's order), intercept, random terms."""
@@ -395,11 +404,7 @@ def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
     for g in group_terms:
         gtext = ":".join(g)
         if double:
-            pieces: list[tuple[bool, tuple[tuple[str, ...], ...]]] = ([(True, ())] if intercept else [])
-            pieces += [(False, (t,)) for t in terms]
-            for icpt, ts in pieces:
-                lhs_text = "1" if icpt else "0 + " + ":".join(ts[0])
-                out.append(RandomTerm(ts, icpt, g, f"({lhs_text} | {gtext})"))
+            out += uncorrelated(intercept, tuple(terms), g)
         else:
             lhs_text = " + ".join((["1"] if intercept else ["0"]) + [":".join(t) for t in terms])
             out.append(RandomTerm(tuple(terms), intercept, g, f"({lhs_text} | {gtext})"))

@@ -902,7 +902,19 @@ def scale_warning(X: np.ndarray, names: list[str], tol: float = 1e3) -> str | No
     return None
 
 
-def singular_causes(frame: ModelFrame, theta: np.ndarray, at_zero: np.ndarray) -> list[str]:
+@dataclass(frozen=True)
+class SingularCause:
+    """Why one column of one random term puts the fit on the boundary: ``kind`` is ``variance`` (estimated as
+    0), ``correlation`` (+-1 with ``other``) or ``combination`` (a linear combination of the earlier columns)."""
+
+    term: str
+    column: str
+    kind: str
+    message: str
+    other: str = ""
+
+
+def singular_causes(frame: ModelFrame, theta: np.ndarray, at_zero: np.ndarray) -> list[SingularCause]:
     """Why a fit is singular, term by term: a zero diagonal of a relative covariance factor is a variance
     estimated as 0 when its row of the factor is 0, else the column's random effects are a linear combination
     of those of the columns before it in the term: a correlation of +-1 with one of them, or with several."""
@@ -920,23 +932,32 @@ def singular_causes(frame: ModelFrame, theta: np.ndarray, at_zero: np.ndarray) -
         for j in range(t.k):
             if not zero[j]:
                 continue
+            name = t.columns[j]
             if np.abs(T[j, :j]).max(initial=0.0) < SINGULAR_TOL:
-                causes.append(f"the variance of {t.columns[j]} in {t.text} is estimated as 0")
+                causes.append(SingularCause(t.text, name, "variance",
+                                            f"the variance of {name} in {t.text} is estimated as 0"))
+                continue
+            cov = T @ T.T
+            sd = np.sqrt(np.diag(cov))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                corr = [cov[j, i] / (sd[j] * sd[i]) for i in range(j)]
+            i = int(np.nanargmax(np.abs(corr)))
+            if abs(corr[i]) > 0.99:
+                causes.append(SingularCause(t.text, name, "correlation", f"the correlation of {name} with "
+                                            f"{t.columns[i]} in {t.text} is estimated as {corr[i]:+.2f}", t.columns[i]))
             else:
-                cov = T @ T.T
-                sd = np.sqrt(np.diag(cov))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    corr = [cov[j, i] / (sd[j] * sd[i]) for i in range(j)]
-                i = int(np.nanargmax(np.abs(corr)))
-                if abs(corr[i]) > 0.99:
-                    causes.append(f"the correlation of {t.columns[j]} with {t.columns[i]} in {t.text} is estimated as "
-                                  f"{corr[i]:+.2f}")
-                else:
-                    causes.append(f"the random effects of {t.columns[j]} in {t.text} are estimated as a linear "
-                                  f"combination of those of {', '.join(t.columns[:j])} (the term's covariance matrix "
-                                  "is singular)")
+                causes.append(SingularCause(t.text, name, "combination", f"the random effects of {name} in {t.text} "
+                                            f"are estimated as a linear combination of those of {', '.join(t.columns[:j])} "
+                                            "(the term's covariance matrix is singular)"))
         k0 += t.n_theta
     return causes
+
+
+def fit_singular_causes(fit: LmmFit) -> list[SingularCause]:
+    """:func:`singular_causes` of a fit (empty when it is not singular)."""
+    lower = fit._pls.lower if fit._pls is not None else np.zeros(0)
+    at_zero = (lower == 0.0) & (fit.theta < SINGULAR_TOL * fit._pls.theta_scale) if fit._pls is not None else lower
+    return singular_causes(fit.frame, fit.theta, at_zero) if at_zero.any() else []
 
 
 def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta0: np.ndarray | None) -> LmmFit:
@@ -962,7 +983,7 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
     at_zero = (pls.lower == 0.0) & (theta < SINGULAR_TOL * pls.theta_scale)
     singular = bool(at_zero.any())
     if singular:
-        messages.append("boundary (singular) fit: " + "; ".join(singular_causes(frame, theta, at_zero)))
+        messages.append("boundary (singular) fit: " + "; ".join(c.message for c in singular_causes(frame, theta, at_zero)))
     V = sigma ** 2 * np.linalg.inv(state.rtr) if p else np.zeros((0, 0))
     jac = A = None
     vp = np.append(theta, sigma)
