@@ -343,3 +343,58 @@ def test_an_uncentred_covariate_in_an_interaction_gets_a_note():
     d["age_c"] = d["age_days"] - mean
     assert uncentred_notes(lmer("y ~ outcome * age_c + (1 | participant)", d)) == []
     assert uncentred_notes(lmer("y ~ outcome + age_days + (1 | participant)", d)) == []  # no interaction: no note
+
+
+# ------------------------------------------------------------------ confint
+
+
+@pytest.mark.parametrize("case", range(len(REF["confint"])),
+                         ids=[f"{c['data']}: {c['formula']}" for c in REF["confint"]])
+def test_wald_and_profile_intervals_equal_lme4(sleep, case):
+    ref = REF["confint"][case]
+    data = sleep if ref["data"] == "sleepstudy" else read(ref["data"], Batch=str)
+    fit = lmer(ref["formula"], data)
+    for method in ("wald", "profile"):
+        got = fit.confint("Wald" if method == "wald" else "profile").table
+        assert list(got.index) == [r["parameter"] for r in ref[method]]
+        # lme4 interpolates a spline through a few points of its profile where bib finds the roots: they agree to
+        # 1e-5 relative on sleepstudy and 1.7e-4 on Dyestuff and the singular Dyestuff2
+        rel = 1e-5 if method == "wald" else 1e-3
+        for r in ref[method]:
+            lo, hi = got.loc[r["parameter"]]
+            assert lo == pytest.approx(value(r["lower"]), rel=rel, abs=1e-6, nan_ok=True), (method, r["parameter"])
+            assert hi == pytest.approx(value(r["upper"]), rel=rel, abs=1e-6, nan_ok=True), (method, r["parameter"])
+
+
+def test_the_bootstrap_is_seeded_and_agrees_with_the_profile(sleep):
+    fit = lmer("Reaction ~ Days + (1 | Subject)", sleep)
+    a = fit.confint("boot", nsim=200, seed=7)
+    assert a.table.equals(fit.confint("boot", nsim=200, seed=7).table)
+    assert not a.table.equals(fit.confint("boot", nsim=200, seed=8).table)
+    assert a.notes == ["parametric bootstrap: 200 refits of 200 simulated responses (seed 7)"]
+    prof = fit.confint("profile").table
+    width = prof.iloc[:, 1] - prof.iloc[:, 0]
+    # percentile ends of 200 draws sit within a fifth of the profile interval's width of its ends
+    assert ((a.table - prof).abs().to_numpy() < 0.2 * width.to_numpy()[:, None]).all()
+
+
+def test_simulated_responses_have_the_fitted_mean_and_variance(sleep):
+    from bib.analysis.intervals import simulate
+
+    fit = lmer("Reaction ~ Days + (1 | Subject)", sleep)
+    rng = np.random.default_rng(0)
+    ys = np.array([simulate(fit, rng) for _ in range(2000)])
+    mean = fit.frame.X @ fit.coefficients["estimate"].to_numpy()
+    total = fit.varcomps[0].variance + fit.sigma ** 2
+    assert np.abs(ys.mean(axis=0) - mean).max() < 5 * math.sqrt(total / 2000)
+    assert ys.var(axis=0).mean() == pytest.approx(total, rel=0.05)
+
+
+def test_confint_refuses_bad_arguments(sleep):
+    fit = lmer("Reaction ~ Days + (1 | Subject)", sleep)
+    with pytest.raises(BibInputError, match="method must be one of Wald, profile, boot"):
+        fit.confint("wald")
+    with pytest.raises(BibInputError, match="level must be between 0 and 1"):
+        fit.confint("Wald", level=95)
+    with pytest.raises(BibInputError, match="nsim must be at least 10"):
+        fit.confint("boot", nsim=3)

@@ -3,7 +3,8 @@
 Modules: ``schema`` (the per-trial table), ``spec`` (analysis specs), ``importers`` (CSV, mapped
 CSV, PyHab), ``exclusions``, ``formula``, ``mixed`` (lme4's PLS), ``optimum`` (BOBYQA and lme4's checks),
 ``lmm`` (statsmodels MixedLM), ``anova`` (likelihood-ratio and F tests), ``effects`` (ranef, fitted,
-residuals, predict), ``emmeans`` (marginal means, pairwise contrasts), ``analyze`` (the VOE analysis),
+residuals, predict), ``emmeans`` (marginal means, pairwise contrasts),
+``intervals`` (confint: Wald, profile, bootstrap), ``analyze`` (the VOE analysis),
 ``compare`` (models vs infants), ``pilot`` (published pilot summaries), ``power``, ``example``
 (the synthetic example data), ``plots``, ``demo``.
 """

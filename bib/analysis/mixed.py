@@ -707,6 +707,13 @@ class LmmFit:
 
         return plot_residuals(self)
 
+    def confint(self, method: str = "profile", *, level: float = 0.95, nsim: int = 500, seed: int = 0) -> Any:
+        """lme4's ``confint(fit, method=)``: Wald, profile or parametric-bootstrap intervals of the variance
+        components and fixed effects (:mod:`bib.analysis.intervals`)."""
+        from bib.analysis.intervals import confint
+
+        return confint(self, method, level=level, nsim=nsim, seed=seed)
+
     def emmeans(self, specs: str | list[str], *, level: float = 0.95) -> Any:
         """emmeans' ``emmeans(fit, specs)``: marginal means with Satterthwaite df (:mod:`bib.analysis.emmeans`)."""
         from bib.analysis.emmeans import emmeans
