@@ -398,3 +398,75 @@ def test_confint_refuses_bad_arguments(sleep):
         fit.confint("Wald", level=95)
     with pytest.raises(BibInputError, match="nsim must be at least 10"):
         fit.confint("boot", nsim=3)
+
+
+# ------------------------------------------------------------------ weights, subset, update, contrasts
+
+
+def test_prior_weights_equal_lme4(sleep):
+    ref = REF["weights"]
+    fit = lmer(ref["formula"], sleep, weights=ref["weights"])
+    assert fit.deviance == pytest.approx(ref["reml_criterion"], rel=1e-8)
+    assert fit.sigma == pytest.approx(ref["sigma"], rel=1e-5)
+    for r in ref["fixed"]:
+        row = fit.coefficients.loc[r["term"]]
+        assert row["estimate"] == pytest.approx(r["estimate"], rel=1e-5)
+        assert row["se"] == pytest.approx(r["se"], rel=1e-4)
+        assert row["df"] == pytest.approx(r["df"], rel=1e-3)  # the parity suite's tolerance (1.1e-4 here)
+    np.testing.assert_allclose(fit.ranef()["Subject"].to_numpy(), np.array(ref["ranef"]), atol=1e-3)
+    np.testing.assert_allclose(fit.fitted(), ref["fitted"], atol=1e-3)
+    by_column = lmer(ref["formula"], sleep.assign(w=ref["weights"]), weights="w")
+    assert by_column.deviance == fit.deviance
+    unit = lmer(ref["formula"], sleep, weights=np.ones(len(sleep)))
+    assert unit.deviance == pytest.approx(lmer(ref["formula"], sleep).deviance, rel=1e-12)
+
+
+def test_bad_weights_and_subsets_are_one_line(sleep):
+    f = "Reaction ~ Days + (1 | Subject)"
+    with pytest.raises(BibInputError, match="weights must be positive and finite .row 0: -1.0."):
+        lmer(f, sleep, weights=np.r_[-1.0, np.ones(179)])
+    with pytest.raises(BibInputError, match="weights has 3 values for 180 rows"):
+        lmer(f, sleep, weights=[1, 2, 3])
+    with pytest.raises(BibInputError, match="weights column nope is not in the data"):
+        lmer(f, sleep, weights="nope")
+    with pytest.raises(BibInputError, match="subset must be one True or False per row"):
+        lmer(f, sleep, subset=[1, 0])
+    assert lmer(f, sleep, weights=np.r_[np.nan, np.ones(179)]).na_omitted == [0]  # a missing weight: left out
+
+
+def test_subset_and_update_are_the_fits_they_stand_for(sleep):
+    m1 = lmer("Reaction ~ Days + (Days | Subject)", sleep)
+    early = (sleep["Days"] < 8).to_numpy()
+    sub = lmer("Reaction ~ Days + (Days | Subject)", sleep, subset=early)
+    assert sub.n_obs == 144 and sub.deviance == lmer("Reaction ~ Days + (Days | Subject)", sleep[early]).deviance
+    assert m1.update(". ~ . - (1 + Days | Subject) + (1 | Subject)").formula == "Reaction ~ Days + (1 | Subject)"
+    assert m1.update(". ~ . - (Days | Subject) + (1 | Subject)").deviance == lmer("Reaction ~ Days + (1 | Subject)", sleep).deviance
+    assert list(m1.update(". ~ . - Days").coefficients.index) == ["(Intercept)"]
+    assert m1.update("log(.) ~ .").formula == "log(Reaction) ~ Days + (1 + Days | Subject)"
+    ml = m1.update(reml=False)
+    assert not ml.reml and ml.deviance == pytest.approx(REF["aic"]["ml"]["logLik"] * -2, rel=1e-8)
+    assert sub.update(reml=False).n_obs == 144  # the subset is kept
+    with pytest.raises(BibInputError, match="unknown argument.* fromage"):
+        m1.update(fromage=1)
+    with pytest.raises(BibInputError, match="cannot remove \\(1 \\| Batch\\)"):
+        m1.update(". ~ . - (1 | Batch)")
+
+
+def test_sum_contrasts_equal_lme4_and_leave_type3_tests_unchanged(cake):
+    ref = REF["sum_contrasts"]
+    fit = lmer(ref["formula"], cake, contrasts={"recipe": "sum"})
+    assert list(fit.coefficients.index) == [r["term"] for r in ref["fixed"]]
+    for r in ref["fixed"]:
+        row = fit.coefficients.loc[r["term"]]
+        assert row["estimate"] == pytest.approx(r["estimate"], rel=1e-6, abs=1e-9)
+        assert row["se"] == pytest.approx(r["se"], rel=1e-4)
+    for kind in (3, 1):
+        got = fit.anova(type=kind).table
+        for r in ref[f"type{kind}"]:
+            assert got.loc[r["row"], "F value"] == pytest.approx(r["F value"], rel=1e-5)
+    treatment = lmer(ref["formula"], cake).anova().table
+    np.testing.assert_allclose(fit.anova().table["F value"], treatment["F value"], rtol=1e-6)
+    with pytest.raises(BibInputError, match="contrasts for recipe must be one of treatment, sum"):
+        lmer(ref["formula"], cake, contrasts={"recipe": "helmert"})
+    with pytest.raises(BibInputError, match="contrasts given for temp, which is not a factor"):
+        lmer("angle ~ recipe * temp + (1 | recipe:replicate)", cake, contrasts={"temp": "sum"})

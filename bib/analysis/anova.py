@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -127,19 +128,21 @@ def anova(*fits: LmmFit, names: list[str] | None = None) -> AnovaTable:
 # F tests of the fixed terms (lmerTest)
 
 
-def _term_columns(fit: LmmFit) -> dict[str, list[int]]:
-    """Per fixed term (R's label, ``a:b``), the columns of the fit's design that belong to it (R's ``assign``;
-    the terms are in R's order, by degree, so a term's coding depends only on the terms before it)."""
+def _term_columns(fit: LmmFit, variables: dict[str, Any] | None = None, names: list[str] | None = None) -> dict[str, list[int]]:
+    """Per fixed term (R's label, ``a:b``), the columns of a design that belong to it (R's ``assign``; the terms
+    are in R's order, by degree, so a term's coding depends only on the terms before it): of the fit's design
+    (columns dropped for rank are not there), or of the design of ``variables`` whose columns are ``names``."""
     frame = fit.frame
     f = frame.formula
     n = len(frame.y)
-    _, names = term_matrix(f.terms, f.intercept, frame.variables, n)
-    position = {name: j for j, name in enumerate(frame.xnames)}  # columns dropped for rank are not there
+    variables = variables if variables is not None else frame.variables
+    _, built = term_matrix(f.terms, f.intercept, variables, n)
+    position = {name: j for j, name in enumerate(names if names is not None else frame.xnames)}
     out: dict[str, list[int]] = {}
     begin = 1 if f.intercept else 0
     for i, term in enumerate(f.terms):
-        end = term_matrix(f.terms[: i + 1], f.intercept, frame.variables, n)[0].shape[1]
-        out[":".join(term)] = [position[c] for c in names[begin:end] if c in position]
+        end = term_matrix(f.terms[: i + 1], f.intercept, variables, n)[0].shape[1]
+        out[":".join(term)] = [position[c] for c in built[begin:end] if c in position]
         begin = end
     return out
 
@@ -159,15 +162,23 @@ def _type1(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
 
 
 def _type3(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
-    """Type 3 contrasts for treatment coding (lmerTest's ``extract_contrasts_type3``)."""
+    """Type 3 contrasts (lmerTest's ``get_contrasts_type3``): computed for treatment coding
+    (``extract_contrasts_type3``) and, where a factor has other contrasts (``sum``), mapped to the fit's coding
+    by ``pinv(X_treatment) X``."""
     frame = fit.frame
     f = frame.formula
     n = len(frame.y)
-    X = frame.X
+    X, xnames = frame.X, frame.xnames
+    coded = any(v.is_factor and v.contrasts != "treatment" for v in frame.variables.values())
+    variables = frame.variables
+    if coded:
+        variables = {k: dc_replace(v, contrasts="treatment") if v.is_factor else v for k, v in variables.items()}
+        X, xnames = term_matrix(f.terms, f.intercept, variables, n)
+        cols = _term_columns(fit, variables, xnames)
     blocks, rd_names = ([np.ones((n, 1))], ["(Intercept)"]) if f.intercept else ([], [])
     rd_cols: dict[str, list[int]] = {}
     for term in f.terms:
-        mat, names = term_matrix((term,), False, frame.variables, n)  # every level of every factor ("~ 0 + term")
+        mat, names = term_matrix((term,), False, variables, n)  # every level of every factor ("~ 0 + term")
         start = sum(b.shape[1] for b in blocks)
         blocks.append(mat)
         rd_names += names
@@ -187,12 +198,14 @@ def _type3(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
         Y, B = L[:, cols[label]], L[:, other]
         coef, *_ = np.linalg.lstsq(B, Y, rcond=None)
         L[:, cols[label]] = _zapsmall(Y - B @ coef)
-    keep = [rd_names.index(name) for name in frame.xnames]
+    keep = [rd_names.index(name) for name in xnames]
     L = L[keep, :]
+    to_fit = _zapsmall(np.linalg.pinv(X) @ frame.X) if coded else None  # lmerTest's map between codings
     out = {}
     for label, c in cols.items():
         Lt = L[:, c].T
-        out[label] = Lt[np.abs(Lt).sum(axis=1) > 1e-8]
+        Lt = Lt[np.abs(Lt).sum(axis=1) > 1e-8]
+        out[label] = Lt @ to_fit if to_fit is not None else Lt
     return out
 
 

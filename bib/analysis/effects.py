@@ -2,7 +2,8 @@
 random effects (``ranef``), fitted values, residuals, predictions on new data, and the residual plots.
 
 The conditional modes are the solution of the penalized least-squares system at the fit's ``theta`` and
-``beta`` (Bates et al. 2015, eq. 11): ``u = (Lambda'Z'Z Lambda + I)^{-1} Lambda'Z'(y - X beta)`` and
+``beta`` (Bates et al. 2015, eq. 11): ``u = (Lambda'Z'W Z Lambda + I)^{-1} Lambda'Z'W (y - X beta)`` (``W``
+the prior weights, or I) and
 ``b = Lambda u``; ``fitted = X beta + Z b`` (plus any offset) and the residuals are ``y - fitted`` (lme4's
 response residuals). ``predict`` on new data builds the fixed-effects design with the fit's factor levels
 and reference levels; a random effect of a level the fit did not see is refused, or taken as 0 with
@@ -41,6 +42,9 @@ def modes(fit: LmmFit) -> np.ndarray:
     lam = pls.lam(np.asarray(fit.theta, dtype=float))
     beta = fit.coefficients["estimate"].to_numpy()
     r = frame.y - frame.X @ beta
+    if frame.weights is not None:  # the weighted system (prior weights)
+        sw = np.sqrt(frame.weights)
+        Z, r = sp.diags(sw) @ Z, r * sw
     ZL = (Z @ lam).tocsc()
     A = (ZL.T @ ZL + sp.identity(pls.q, format="csc")).tocsc()
     u = np.atleast_1d(spsolve(A, ZL.T @ r))

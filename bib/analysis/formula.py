@@ -426,6 +426,9 @@ class Variable:
     #: A function term's columns (``poly(x, 2)`` has two) and their name suffixes (``1``, ``2``).
     matrix: np.ndarray | None = None
     suffixes: list[str] = field(default_factory=list)
+    #: A factor's coding where R codes it by contrasts: ``treatment`` (R's default ``contr.treatment``: a column
+    #: per level but the first) or ``sum`` (``contr.sum``: level j minus the last level, columns named 1, 2, ...).
+    contrasts: str = "treatment"
 
     @property
     def is_factor(self) -> bool:
@@ -514,8 +517,13 @@ def _columns(var: Variable, contrasts: bool) -> tuple[np.ndarray, list[str]]:
         return var.matrix, [f"{var.name}{s}" for s in var.suffixes]
     if not var.is_factor:
         return var.numeric[:, None], [var.name]  # type: ignore[index]
-    first = 1 if contrasts else 0
     n_lev = len(var.levels)
+    if contrasts and var.contrasts == "sum":
+        mat = np.zeros((len(var.codes), n_lev - 1))  # type: ignore[arg-type]
+        for j in range(n_lev - 1):
+            mat[:, j] = (var.codes == j).astype(float) - (var.codes == n_lev - 1)
+        return mat, [f"{var.name}{j + 1}" for j in range(n_lev - 1)]
+    first = 1 if contrasts else 0
     mat = np.zeros((len(var.codes), n_lev - first))  # type: ignore[arg-type]
     for j in range(first, n_lev):
         mat[:, j - first] = var.codes == j

@@ -294,10 +294,13 @@ def profile(fit: LmmFit, level: float) -> pd.DataFrame:
 
 def simulate(fit: LmmFit, rng: np.random.Generator) -> np.ndarray:
     """One response drawn from the fitted model: ``X beta + Z b + e`` with ``b = Lambda u``,
-    ``u ~ N(0, sigma^2 I)``, ``e ~ N(0, sigma^2 I)`` (lme4's ``simulate``), plus any offset."""
+    ``u ~ N(0, sigma^2 I)``, ``e ~ N(0, sigma^2 / w)`` (lme4's ``simulate``; ``y`` as the model frame holds it,
+    any offset already subtracted)."""
     pls, frame = fit._pls, fit.frame
     u = rng.standard_normal(pls.q) * fit.sigma
     e = rng.standard_normal(pls.n) * fit.sigma
+    if frame.weights is not None:
+        e = e / np.sqrt(frame.weights)
     y = frame.X @ fit.coefficients["estimate"].to_numpy() + pls.z_matrix() @ (pls.lam(fit.theta) @ u) + e
     return y
 

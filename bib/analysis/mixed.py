@@ -128,13 +128,20 @@ class ModelFrame:
     na_omitted: list[Any] = field(default_factory=list)
     #: The offsets' sum per row (already subtracted from ``y``), or ``None``.
     offset: np.ndarray | None = None
+    #: Prior weights per row (lme4's ``weights``: the residual variance of a row is ``sigma^2 / w``), or ``None``.
+    weights: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return len(self.y)
 
 
-def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], where: str) -> dict[str, Variable]:
+#: Codings a factor may be given (``lmer(..., contrasts={"recipe": "sum"})``), R's ``contr.treatment`` / ``contr.sum``.
+CONTRASTS = ("treatment", "sum")
+
+
+def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], where: str,
+               contrasts: dict[str, str] | None = None) -> dict[str, Variable]:
     out = {}
     calls = dict(formula.calls)
     for name in formula.variables[1:]:
@@ -149,6 +156,13 @@ def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], 
     for name in reference:
         if not formula.uses(name):
             raise BibInputError(f"{where}: reference level given for {name}, which the formula does not use")
+    for name, coding in (contrasts or {}).items():
+        if coding not in CONTRASTS:
+            raise BibInputError(f"{where}: contrasts for {name} must be one of {', '.join(CONTRASTS)}, got {coding!r}")
+        var = out.get(name) or next((v for k, v in out.items() if formula.column(k) == name), None)
+        if var is None or not var.is_factor:
+            raise BibInputError(f"{where}: contrasts given for {name}, which is not a factor of the formula")
+        var.contrasts = coding
     return out
 
 
@@ -180,12 +194,14 @@ def missing_columns(formula: Formula, data: pd.DataFrame) -> list[str]:
 
 
 def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, str] | None = None,
-                where: str = "model.formula", na_action: str = "omit") -> ModelFrame:
+                where: str = "model.formula", na_action: str = "omit", weights: Any = None,
+                contrasts: dict[str, str] | None = None) -> ModelFrame:
     """Build ``y``, ``X`` and the random-effects terms of ``formula`` on ``data``.
 
-    Rows with a missing value (``NaN``, ``None``, ``pd.NA``) in any variable of the model are left out
-    (``na_action="omit"``, lme4's default ``na.omit``; their labels are in ``na_omitted``) or refused
-    (``"fail"``, R's ``na.fail``). A missing value never becomes a factor level.
+    Rows with a missing value (``NaN``, ``None``, ``pd.NA``) in any variable of the model, or in ``weights``,
+    are left out (``na_action="omit"``, lme4's default ``na.omit``; their labels are in ``na_omitted``) or
+    refused (``"fail"``, R's ``na.fail``). A missing value never becomes a factor level. ``weights`` (a column
+    name or one positive number per row) are lme4's prior weights.
 
     Raises:
         BibInputError: a column the formula names is missing, no rows are left, a value is missing
@@ -199,7 +215,10 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
         raise BibInputError(f"{where}: response column {formula.response} is not in the data")
     if len(data) == 0:
         raise BibInputError(f"{where}: the data have no rows")
+    w_all = _weights(weights, data, where)
     missing = missing_rows(formula, data)
+    if w_all is not None:
+        missing = missing | pd.Series(np.isnan(w_all), index=data.index)
     omitted: list[Any] = []
     if missing.any():
         if na_action == "fail":
@@ -209,6 +228,7 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
                                 f"first at row {first}); na_action=\"omit\" leaves them out as lme4 does")
         omitted = list(data.index[missing.to_numpy()])
         data = data.loc[~missing.to_numpy()]
+        w_all = w_all[~missing.to_numpy()] if w_all is not None else None
         if len(data) == 0:
             raise BibInputError(f"{where}: no rows are left after leaving out the {len(omitted)} rows with missing values")
     y = pd.to_numeric(data[formula.response], errors="coerce").to_numpy(dtype=float)
@@ -223,7 +243,7 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
         value = call_variable(text, expr, data, where).matrix[:, 0]  # type: ignore[index]
         y = y - value
         y_offset = value if y_offset is None else y_offset + value
-    variables = _variables(formula, data, reference, where)
+    variables = _variables(formula, data, reference, where, contrasts)
     for name, var in variables.items():
         if var.matrix is None and not var.is_factor and not np.isfinite(var.numeric).all():  # type: ignore[arg-type]
             raise BibInputError(f"{where}: column {name} has missing or non-numeric values")
@@ -240,7 +260,29 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     for t in terms:
         placed.append(ReTerm(t.text, t.group, t.columns, t.levels, t.codes, t.values, offset))
         offset += t.q
-    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset)
+    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset, w_all)
+
+
+def _weights(weights: Any, data: pd.DataFrame, where: str) -> np.ndarray | None:
+    """Prior weights as floats aligned with ``data`` (NaN where missing), checked: finite where given, positive."""
+    if weights is None:
+        return None
+    if isinstance(weights, str):
+        if weights not in data.columns:
+            raise BibInputError(f"{where}: weights column {weights} is not in the data")
+        values = data[weights]
+    else:
+        values = pd.Series(np.asarray(weights))
+        if len(values) != len(data):
+            raise BibInputError(f"{where}: weights has {len(values)} values for {len(data)} rows")
+    if values.dtype == bool or not (values.dtype.kind in "iuf" or values.isna().all()):
+        raise BibInputError(f"{where}: weights must be numbers, got {values.dtype}")
+    w = values.to_numpy(dtype=float)
+    bad = ~np.isnan(w) & ~(np.isfinite(w) & (w > 0))
+    if bad.any():
+        raise BibInputError(f"{where}: weights must be positive and finite (row {data.index[int(np.flatnonzero(bad)[0])]}: "
+                            f"{float(w[bad][0])!r})")
+    return w
 
 
 def _check_fixed_terms(formula: Formula, variables: dict[str, Variable], where: str) -> None:
@@ -398,9 +440,16 @@ class PLS:
         self.n, self.p = n, p
         self.q = sum(t.q for t in frame.terms)
         Z = self.z_matrix()
-        self.ZtZ = (Z.T @ Z).tocsc()
-        self.ZtXy = np.asarray(Z.T @ np.column_stack([frame.X, frame.y]))
         Xy = np.column_stack([frame.X, frame.y])
+        #: ``-sum(log w)``: what prior weights add to the deviance (0 without weights).
+        self.log_w = 0.0
+        if frame.weights is not None:  # the weighted system: rows of X, y and Z times sqrt(w)
+            sw = np.sqrt(frame.weights)
+            Z = (sp.diags(sw) @ Z).tocsc()
+            Xy = Xy * sw[:, None]
+            self.log_w = -float(np.log(frame.weights).sum())
+        self.ZtZ = (Z.T @ Z).tocsc()
+        self.ZtXy = np.asarray(Z.T @ Xy)
         self.XytXy = Xy.T @ Xy
         # Lambda's pattern: lower-triangular k x k per level, theta in column-major lower-triangle order.
         lr, lc, li, lower, scale = [], [], [], [], []
@@ -571,14 +620,14 @@ class PLS:
         s = self.solve(theta)
         n, p = self.n, self.p
         if not reml:
-            return s.logdet_a + n * (1.0 + math.log(2.0 * math.pi * s.r2 / n))
-        return s.logdet_a + s.logdet_r + (n - p) * (1.0 + math.log(2.0 * math.pi * s.r2 / (n - p)))
+            return s.logdet_a + n * (1.0 + math.log(2.0 * math.pi * s.r2 / n)) + self.log_w
+        return s.logdet_a + s.logdet_r + (n - p) * (1.0 + math.log(2.0 * math.pi * s.r2 / (n - p))) + self.log_w
 
     def deviance_vp(self, varpar: np.ndarray, reml: bool) -> float:
         """The deviance as a function of ``(theta, sigma)`` (lmerTest's ``devfun_vp``)."""
         theta, sigma2 = varpar[:-1], varpar[-1] ** 2
         s = self.solve(theta)
-        dev = s.logdet_a + s.r2 / sigma2 + self.n * math.log(2 * math.pi * sigma2)
+        dev = s.logdet_a + s.r2 / sigma2 + self.n * math.log(2 * math.pi * sigma2) + self.log_w
         if not reml:
             return dev
         return dev + s.logdet_r - self.p * math.log(2 * math.pi * sigma2)
@@ -631,6 +680,8 @@ class LmmFit:
     #: Labels of the data's rows left out for a missing value (``na_action="omit"``).
     na_omitted: list[Any] = field(default_factory=list)
     _pls: PLS | None = field(default=None, repr=False)
+    #: What :func:`lmer` was called with (the data by reference), for :meth:`update`.
+    _call: dict[str, Any] | None = field(default=None, repr=False)
     _vp: np.ndarray | None = field(default=None, repr=False)
     _A: np.ndarray | None = field(default=None, repr=False)
     _jac: list[np.ndarray] | None = field(default=None, repr=False)
@@ -672,6 +723,28 @@ class LmmFit:
         if reml == self.reml:
             return self
         return fit_lmm(self.frame, reml=reml, alpha=self.alpha, satterthwaite=self._jac is not None)
+
+    def update(self, formula: str | None = None, **changes: Any) -> LmmFit:
+        """R's ``update(fit, formula, ...)``: the same call with a new formula and other arguments changed.
+
+        In ``formula``, ``.`` stands for the fit's own side (``". ~ . + age"``, ``". ~ . - Days"``) and
+        ``- (1 | g)`` removes a random term. ``changes`` are :func:`lmer`'s keywords (``reml=False``,
+        ``data=``, ``weights=``, ``subset=``, ``na_action=``).
+
+        Raises:
+            BibInputError: a fit not made by :func:`lmer`, an unknown keyword, or a bad new formula.
+        """
+        if self._call is None:
+            raise BibInputError("update: this fit was not made by bib.analysis.lmer")
+        call = dict(self._call)
+        unknown = set(changes) - (set(call) - {"formula"})
+        if unknown:
+            raise BibInputError(f"update: unknown argument(s) {', '.join(sorted(unknown))} "
+                                f"(lmer's: {', '.join(sorted(set(call) - {'formula'}))})")
+        call.update(changes)
+        old: Formula = call.pop("formula")
+        new = old if formula is None else updated_formula(old, formula, call["where"])
+        return lmer(new, call.pop("data"), **call)
 
     def ranef(self) -> dict[str, pd.DataFrame]:
         """lme4's ``ranef``: the conditional modes per grouping factor (:func:`bib.analysis.effects.ranef`)."""
@@ -1055,8 +1128,32 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
     )
 
 
+def updated_formula(old: Formula, template: str, where: str = "update") -> Formula:
+    """R's ``update.formula``: ``template`` with ``.`` as ``old``'s response (left) or right-hand side (right);
+    a ``- (lhs | group)`` removes that random term."""
+    if "~" not in template:
+        raise BibInputError(f"{where}: a new formula needs '~', got {template!r}")
+    lhs, rhs = (part.strip() for part in template.split("~", 1))
+    dot = re.compile(r"(?<![\w.])\.(?![\w.])")
+    lhs = dot.sub(lambda _: old.lhs_text, lhs)
+    old_rhs = old.text.split("~", 1)[1].strip()
+    rhs = dot.sub(lambda _: old_rhs, rhs)
+    removed: list[str] = []
+    for m in re.finditer(r"-\s*(\([^()]*\|[^()]*\))", rhs):
+        removed += [r.text for r in parse_formula(f"y ~ {m.group(1)}", where).random]
+    rhs = re.sub(r"-\s*\([^()]*\|[^()]*\)", "", rhs)
+    f = parse_formula(f"{lhs} ~ {rhs}", where)
+    if removed:
+        unknown = [r for r in removed if r not in {t.text for t in f.random}]
+        if unknown:
+            raise BibInputError(f"{where}: cannot remove {', '.join(unknown)}: not a random term of {f.text}")
+        f = f.with_random([t for t in f.random if t.text not in removed])
+    return f
+
+
 def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, reference: dict[str, str] | None = None,
-         alpha: float = 0.05, where: str = "formula", na_action: str = "omit") -> LmmFit:
+         alpha: float = 0.05, where: str = "formula", na_action: str = "omit", weights: Any = None,
+         subset: Any = None, contrasts: dict[str, str] | None = None) -> LmmFit:
     """Fit a linear mixed model as ``lme4::lmer`` with lmerTest's inference.
 
     Example::
@@ -1075,10 +1172,32 @@ def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, refer
         where: names the formula in error messages.
         na_action: ``"omit"`` (lme4's default) leaves out the rows with a missing value in a variable of
             the model (their labels in ``na_omitted``, their count in ``summary()``); ``"fail"`` refuses them.
+        weights: lme4's prior weights: a column name or one positive number per row (a row's residual
+            variance is ``sigma^2 / w``).
+        subset: one True or False per row: fit the rows marked True (R's ``subset``, as a boolean mask:
+            formulas and specs are data, never evaluated).
+        contrasts: a factor's coding by name (``{"recipe": "sum"}``: R's ``contr.sum``, columns ``recipe1``,
+            ``recipe2``); the default is R's ``contr.treatment``.
 
     Raises:
         BibInputError: a bad formula or column, a grouping factor with one level, a slope with no
             variance, or a deviance that cannot be evaluated anywhere: one line naming the term.
     """
     f = parse_formula(formula, where) if isinstance(formula, str) else formula
-    return fit_lmm(model_frame(f, data, reference=reference, where=where, na_action=na_action), reml=reml, alpha=alpha)
+    rows, row_weights = data, weights
+    if subset is not None:
+        mask = np.asarray(subset)
+        if mask.dtype != bool or mask.shape != (len(data),):
+            raise BibInputError(f"{where}: subset must be one True or False per row of the data ({len(data)}), "
+                                f"got {mask.dtype} of shape {mask.shape}")
+        rows = data.loc[mask]
+        if weights is not None and not isinstance(weights, str):
+            if len(np.asarray(weights)) != len(data):
+                raise BibInputError(f"{where}: weights has {len(np.asarray(weights))} values for {len(data)} rows")
+            row_weights = np.asarray(weights)[mask]
+    fit = fit_lmm(model_frame(f, rows, reference=reference, where=where, na_action=na_action, weights=row_weights,
+                              contrasts=contrasts), reml=reml, alpha=alpha)
+    fit._call = {"data": data, "reml": reml, "reference": reference, "alpha": alpha, "where": where,
+                 "na_action": na_action, "weights": weights if isinstance(weights, str) or weights is None
+                 else np.asarray(weights), "subset": subset, "contrasts": contrasts, "formula": f}
+    return fit
