@@ -28,7 +28,9 @@ def test_analyze_json_shape_and_plots(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "trial error: fussiness" in reasons and "look shorter than 1 s" in reasons
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
     assert names == ["exclusions.csv", "paired-efficiency-path.png", "paired-efficiency-path.svg", "paired-preference.png",
-                     "paired-preference.svg", "provenance.json", "report.json", "report.md"]
+                     "paired-preference.svg", "provenance.json", "report.json", "report.md",
+                     "residuals-efficiency-path.png", "residuals-efficiency-path.svg", "residuals-preference.png",
+                     "residuals-preference.svg"]
     assert (tmp_path / "a" / "paired-preference.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

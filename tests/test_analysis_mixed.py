@@ -228,7 +228,8 @@ def test_filter_free_task_missing_ids_and_original_lines(tmp_path: Path, capsys:
     assert len(csv_rows) == 5 and csv_rows[-1].startswith("41,s0,my-own-task,3,test,unexpected,1.0,min_look,")
     assert "3  import: missing participant id (empty or NA)" in text
     assert sorted(p.name for p in out.iterdir()) == ["exclusions.csv", "paired-my-own-task.png", "paired-my-own-task.svg",
-                                                    "provenance.json", "report.json", "report.md"]
+                                                    "provenance.json", "report.json", "report.md",
+                                                    "residuals-my-own-task.png", "residuals-my-own-task.svg"]
     # The same job reruns into its folder; another job's folder is refused (docs/cli.md).
     assert _run(capsys, "analyze", str(data), "--spec", str(spec), "--out", str(out))[0] == 0
     code, _, err = _run(capsys, "analyze", str(data), "--out", str(out))

@@ -470,3 +470,22 @@ def test_sum_contrasts_equal_lme4_and_leave_type3_tests_unchanged(cake):
         lmer(ref["formula"], cake, contrasts={"recipe": "helmert"})
     with pytest.raises(BibInputError, match="contrasts given for temp, which is not a factor"):
         lmer("angle ~ recipe * temp + (1 | recipe:replicate)", cake, contrasts={"temp": "sum"})
+
+
+def test_bib_analyze_reports_f_tests_marginal_means_and_residual_plots(tmp_path):
+    from bib.analysis.analyze import analyze
+    from bib.analysis.importers import read_looking_times
+    from bib.analysis.spec import AnalysisSpec
+
+    example = Path(__file__).resolve().parents[1] / "bib" / "resources" / "looking_times" / "example.csv"
+    result = analyze(read_looking_times(example), AnalysisSpec())
+    for task, r in result.report["tasks"].items():
+        (f_row,) = r["anova"]["rows"]
+        assert f_row["row"] == "outcome" and f_row["NumDF"] == 1
+        assert f_row["F value"] == pytest.approx(r["t"] ** 2, rel=1e-10)  # a 1-df F test is the squared t test
+        means = {row["outcome"]: row["emmean"] for row in r["emmeans"]["rows"]}
+        assert means["unexpected"] - means["expected"] == pytest.approx(r["estimate"], rel=1e-9)
+        assert r["pairs"]["rows"][0]["contrast"] == "expected - unexpected"
+    paths = result.write(tmp_path / "out")
+    assert {p.name for p in paths} >= {f"residuals-{t}.png" for t in result.report["tasks"]}
+    assert "type III F test (Satterthwaite): outcome: F(1, " in result.to_markdown()

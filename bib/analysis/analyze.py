@@ -241,6 +241,7 @@ def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: 
     means = rows.groupby("outcome")[resp].mean() if plan.formula.response_fn is None else pd.Series(
         yv, index=rows["outcome"].to_numpy()).groupby(level=0).mean()
     var_participant = next((v.variance for v in fit.varcomps if v.group == "participant" and v.name == "(Intercept)"), 0.0)
+    tests = model_tests(fit, notes)
     return {
         "effect": f"{o1} - {o0}",
         **effect,
@@ -265,9 +266,25 @@ def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: 
         "kept_because": why,
         "ladder": steps,
         "model": fit.to_json(),
+        **tests,
         "notes": notes,
         "warnings": notes + fit.warnings,
+        "_fit": fit,
     }
+
+
+def model_tests(fit: LmmFit, notes: list[str]) -> dict[str, Any]:
+    """What a psychologist reads after the effect (issue 41): lmerTest's type III F tests of every fixed term
+    (Satterthwaite), and emmeans' marginal means of each outcome (on the model's scale) with their pairwise
+    contrast. A part that cannot be computed for this model is left out with a note saying why."""
+    out: dict[str, Any] = {"anova": None, "emmeans": None, "pairs": None}
+    try:
+        out["anova"] = fit.anova(type=3).to_json()
+        out["emmeans"] = fit.emmeans("outcome").to_json()
+        out["pairs"] = fit.pairs("outcome", adjust="tukey").to_json()
+    except BibInputError as exc:
+        notes.append(f"not computed: {exc}")
+    return out
 
 
 def uncentred_notes(fit: LmmFit, effect: str = "outcome") -> list[str]:
@@ -371,6 +388,8 @@ class Analysis(Result):
     exclusions: ExclusionResult
     scale: str = "log"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The kept fit of each task (for the residual plots; not in the report).
+    fits: dict[str, LmmFit] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return self.report
@@ -379,9 +398,10 @@ class Analysis(Result):
         return format_report(self.report)
 
     def write(self, out: str | Path) -> list[Path]:
-        """Write report.json, report.md, exclusions.csv and the per-task plots into ``out``."""
+        """Write report.json, report.md, exclusions.csv and the per-task plots (paired looks, residuals) into ``out``."""
         from bib.analysis.plots import analysis_plots
         from bib.io import atomic_open
+        from bib.results import save_figure
 
         paths = self.save(out)
         path = Path(out) / "exclusions.csv"
@@ -395,6 +415,8 @@ class Analysis(Result):
                     w.writerow([r.get(c, "") if r.get(c) is not None else "" for c in REPORT_COLUMNS] + [stage])
         paths.append(path)
         paths += analysis_plots(self.data, self.report, self.scale, out)
+        for task, fit in self.fits.items():  # residuals vs fitted, QQ of residuals and of each random effect
+            paths += save_figure(fit.plot_residuals(), out, f"residuals-{task}")
         return paths
 
 
@@ -425,11 +447,13 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
     rows = model_rows(excl.kept, tasks, scale, source, spec.outcomes)
     centred = _center(spec, imported.table, rows, tasks, source)
     results: dict[str, Any] = {}
+    fits: dict[str, LmmFit] = {}
     for task in tasks:
         sub = rows[rows["task"] == task]
         if sub["outcome"].nunique() < 2:
             raise BibInputError(f"{source}: task {task}: no participant has both test outcomes after exclusions")
         results[task] = task_effect(sub, spec.covariates, spec.alpha, f"{source}: task {task}", spec=spec, scale=scale)
+        fits[task] = results[task].pop("_fit")
         results[task]["n_excluded"] = excl.n_excluded_participants(task)
     pooled = (pooled_effect(rows, tasks, spec.covariates, spec.alpha, f"{source}: pooled model", spec=spec, scale=scale)
               if len(tasks) > 1 else None)
@@ -457,7 +481,7 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
             "capped": _records(excl.capped),
         },
     }
-    return Analysis(jsonable(report), rows, excl, scale)
+    return Analysis(jsonable(report), rows, excl, scale, fits=fits)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -494,6 +518,15 @@ def format_report(report: dict[str, Any]) -> str:
                      f"({r['n_dz']} participants with both outcomes); {r['n_trials']} trials"
                      + (f", {r['n_items']} items" if r["n_items"] else " (no item ids in the data: items not modelled)"))
         lines.append(f"    model kept: {r['formula']} ({r['kept_because']})")
+        for row in (r.get("anova") or {}).get("rows", []):
+            lines.append(f"    type III F test (Satterthwaite): {row['row']}: F({row['NumDF']:.0f}, {_df(row['DenDF'])}) = "
+                         f"{_fmt(row['F value'], 2)}, p = {format_p(row['Pr(>F)'])}")
+        for row in (r.get("emmeans") or {}).get("rows", []):
+            lines.append(f"    marginal mean (model scale): {row['outcome']}: {_fmt(row['emmean'])} "
+                         f"[{_fmt(row['lower.CL'])}, {_fmt(row['upper.CL'])}], SE {_fmt(row['SE'])}, df {_df(row['df'])}")
+        for row in (r.get("pairs") or {}).get("rows", []):
+            lines.append(f"    pairwise: {row['contrast']}: {_fmt(row['estimate'])}, t({_df(row['df'])}) = "
+                         f"{_fmt(row['t.ratio'], 2)}, p = {format_p(row['p.value'])} (Tukey)")
         for step in r["ladder"][:-1]:
             lines.append(f"    tried: {step['formula']}: {step['action']}")
         lines += [f"    warning: {w}" for w in r["warnings"]]

@@ -172,15 +172,13 @@ def predict(fit: LmmFit, newdata: pd.DataFrame | None = None, *, re: bool = True
 def plot_residuals(fit: LmmFit) -> Any:
     """Residuals against fitted values, a normal QQ plot of the residuals, and one of each random
     coefficient's conditional modes: a matplotlib ``Figure``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     res, fit_values = residuals(fit), fitted(fit)
     effects = [(g, c, df[c].to_numpy()) for g, df in ranef(fit).items() for c in df.columns]
     panels = 2 + len(effects)
-    fig, axes = plt.subplots(1, panels, figsize=(3.2 * panels, 3.0), squeeze=False)
+    fig = Figure(figsize=(3.2 * panels, 3.0))
+    axes = fig.subplots(1, panels, squeeze=False)
     ax = axes[0, 0]
     ax.scatter(fit_values, res, s=8, alpha=0.6)
     ax.axhline(0, color="gray", lw=0.8)
