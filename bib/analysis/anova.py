@@ -12,7 +12,8 @@ each of the ``q`` one-degree contrasts ``P_m' L`` gets Satterthwaite's ``nu_m`` 
 denominator df is ``2 E / (E - q)`` with ``E = sum nu_m / (nu_m - 2)`` (``mean(nu)`` when they are all
 equal, 2 when one is at most 2). ``Sum Sq`` and ``Mean Sq`` are ``F q sigma^2`` and ``F sigma^2``.
 The contrasts: type 1 are the rows of the unit upper-triangular factor of ``X'X`` (its Doolittle
-decomposition) that belong to the term, so each term is adjusted for the terms before it; type 3 are
+decomposition) that belong to the term, so each term is adjusted for the terms before it; type 2 adjust a
+term for every term but those containing it (lmerTest's ``get_contrasts_type2_unfolded``); type 3 are
 lmerTest's ``extract_contrasts_type3`` for treatment coding: the over-parameterised design (every level of
 every factor in each term) projected on the model's design, each term's columns orthogonalised against
 the columns of the terms that contain it (higher-order terms first), the rows of the model's
@@ -161,6 +162,40 @@ def _type1(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
     return {t: U[c, :] for t, c in cols.items() if c}
 
 
+def _containing(fit: LmmFit) -> dict[str, list[str]]:
+    """lmerTest's ``containment``: per term, the terms that contain it."""
+    f = fit.frame.formula
+    numeric = {v for v, var in fit.frame.variables.items() if not var.is_factor}
+    return {":".join(t): [":".join(o) for o in f.terms if _contains(t, o, numeric)] for t in f.terms}
+
+
+def _type2(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
+    """Type 2 contrasts (lmerTest's ``get_contrasts_type2_unfolded``): a term no other term contains gets its
+    marginal contrast (its own coefficients); one that is contained gets the type 1 contrast of the design
+    reordered as [the other columns, the term, the terms containing it], so it is adjusted for every term but
+    those containing it."""
+    X = fit.frame.X
+    p = X.shape[1]
+    containing = _containing(fit)
+    out = {}
+    for term, c in cols.items():
+        if not c:
+            continue
+        if not containing[term]:
+            out[term] = np.eye(p)[c]
+            continue
+        later = c + [j for o in containing[term] for j in cols[o]]
+        order = [j for j in range(p) if j not in later] + later
+        Xn = X[:, order]
+        C = np.linalg.cholesky(Xn.T @ Xn)
+        U = (C / np.diag(C)).T
+        rows = U[[order.index(j) for j in c], :]
+        L = np.zeros((len(c), p))
+        L[:, order] = rows  # back to the columns' own order
+        out[term] = L
+    return out
+
+
 def _type3(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
     """Type 3 contrasts (lmerTest's ``get_contrasts_type3``): computed for treatment coding
     (``extract_contrasts_type3``) and, where a factor has other contrasts (``sum``), mapped to the fit's coding
@@ -248,18 +283,19 @@ def _f_test(fit: LmmFit, L: np.ndarray) -> dict[str, float]:
 
 
 def f_tests(fit: LmmFit, type: int = 3) -> AnovaTable:  # noqa: A002 (lmerTest's argument name)
-    """lmerTest's ``anova(fit, type = 3)`` (or 1): one F test per fixed term, Satterthwaite's df.
+    """lmerTest's ``anova(fit, type = 3)`` (or 1, 2): one F test per fixed term, Satterthwaite's df.
 
     Raises:
-        BibInputError: a type other than 1 or 3, or a fit with no fixed term besides the intercept.
+        BibInputError: a type other than 1, 2 or 3, or a fit with no fixed term besides the intercept.
     """
-    if type not in (1, 3):
-        raise BibInputError(f"anova: type must be 1 or 3, got {type!r} (type 2 is not implemented yet)")
+    if type not in (1, 2, 3):
+        raise BibInputError(f"anova: type must be 1, 2 or 3, got {type!r}")
     cols = _term_columns(fit)
     if not cols:
         raise BibInputError(f"anova: {fit.formula} has no fixed term to test")
-    contrasts = _type1(fit, cols) if type == 1 or len(cols) == 1 else _type3(fit, cols)
+    contrasts = (_type1(fit, cols) if type == 1 or len(cols) == 1 else
+                 _type2(fit, cols) if type == 2 else _type3(fit, cols))
     rows = {t: _f_test(fit, L) for t, L in contrasts.items() if len(L)}
     table = pd.DataFrame.from_dict(rows, orient="index")[F_COLUMNS]
-    roman = {1: "I", 3: "III"}[type]
+    roman = {1: "I", 2: "II", 3: "III"}[type]
     return AnovaTable(table, f"Type {roman} Analysis of Variance Table with Satterthwaite's method", "")

@@ -801,7 +801,7 @@ class LmmFit:
         return pairs(self, specs, adjust=adjust, level=level)
 
     def anova(self, type: int = 3) -> Any:  # noqa: A002 (lmerTest's argument name)
-        """lmerTest's ``anova(fit, type=)``: an F test per fixed term, Satterthwaite's denominator df
+        """lmerTest's ``anova(fit, type=)`` (3, 2 or 1): an F test per fixed term, Satterthwaite's denominator df
         (:func:`bib.analysis.anova.f_tests`)."""
         from bib.analysis.anova import f_tests
 
