@@ -118,3 +118,16 @@ def test_example_reproduces_the_pilot_direction_and_size() -> None:
 def test_example_file_has_its_own_flag_column(tmp_path: Path) -> None:
     header = EXAMPLE.read_text().splitlines()[0].split(",")
     assert header[-1] == "synthetic"
+
+
+def test_a_studys_numbers_do_not_depend_on_how_many_are_simulated() -> None:
+    """Blocks of BLOCK studies share a generator: the first studies of a longer run are the shorter run's, across
+    a block boundary too, and each equals the bare closed form of its block's draws."""
+    p = pilot_task("preference")
+    short = simulate_studies(p, [10], power_mod.BLOCK + 5, seed=9)
+    long = simulate_studies(p, [10], 2 * power_mod.BLOCK + 3, seed=9)
+    assert short.equals(long.iloc[: len(short)])
+    y = power_mod.draw_block(p, 10, 2, None, 9, 1, "log")  # the first two studies of block 1
+    cf = power_mod.paired_closed_form(y)
+    assert long["estimate"].iloc[power_mod.BLOCK: power_mod.BLOCK + 2].tolist() == cf["estimate"].tolist()
+    assert list(long["sim"]) == list(range(2 * power_mod.BLOCK + 3))

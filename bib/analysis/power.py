@@ -17,9 +17,10 @@ and the model is ordinary least squares: ``sigma^2 = (var(d) + var(s))/4``,
 deviance is even in theta). Both are vectorized over the simulated studies; tests check them
 against the PLS engine. Any other design (unbalanced, missing looks, covariates) would go through
 :func:`bib.analysis.analyze.task_effect`; the power simulation only makes balanced paired studies,
-so all of them take the closed form, and the summary counts how many were singular. Simulation ``i`` at
-sample size N is seeded from ``SeedSequence(seed, spawn_key=(N,)).spawn(sims)[i]``, so results do
-not depend on the worker count, the chunking or the list of sample sizes.
+so all of them take the closed form, and the summary counts how many were singular. Studies are drawn
+in blocks of :data:`BLOCK`, block ``k`` at sample size N from ``SeedSequence(seed, spawn_key=(N, k))``,
+all of a block's looks at once, so results do not depend on the worker count, the jobs' size, the list
+of sample sizes or (for the studies both have) the number of simulations.
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ from bib.results import Result, markdown_table
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-CHUNK = 25
+#: Studies drawn from one generator, seeded by ``SeedSequence(seed, spawn_key=(N, block))``: the random
+#: granularity. A study's numbers depend only on the seed, N and its index, never on the sims asked for (a
+#: block's first m studies are the first m of the whole block), the workers or the jobs' size.
+BLOCK = 256
+#: Blocks per job handed to a worker.
+CHUNK = 8
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,9 @@ class _Job:
     effect_s: float | None
     scale: str
     alpha: float
-    seeds: list[np.random.SeedSequence]
+    seed: int
+    first_block: int
+    sims: int  # studies of this job (from first_block * BLOCK)
     test: str = "t"
 
 
@@ -95,9 +103,27 @@ def paired_closed_form(y: np.ndarray) -> dict[str, np.ndarray]:
     return {"estimate": d.mean(axis=1), "se": se, "df": df, "interior": interior}
 
 
-def _run(job: _Job) -> list[tuple[float, float, float, float, int]]:
-    looks = np.stack([job.pilot.draw(np.random.default_rng(ss), job.n, job.effect_s) for ss in job.seeds])
-    cf = paired_closed_form(np.log(looks) if job.scale == "log" else looks)
+def draw_block(pilot: PilotTask, n: int, studies: int, effect_s: float | None, seed: int, block: int,
+               scale: str) -> np.ndarray:
+    """The first ``studies`` (at most :data:`BLOCK`) studies of block ``block`` at sample size ``n``: shape
+    ``(studies, n, 2)``, each infant's (expected, unexpected) look on the model's scale (log seconds or seconds),
+    drawn from the pilot's log-normal model with one generator per block."""
+    mean, cov = pilot.log_model(effect_s)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(n, block)))
+    z = rng.standard_normal((studies, n, 2))
+    log_looks = z @ np.linalg.cholesky(cov).T + mean
+    return log_looks if scale == "log" else np.exp(log_looks)
+
+
+def _run(job: _Job) -> np.ndarray:
+    """One job's studies as rows ``estimate, ci_low, ci_high, p, singular`` (an array)."""
+    parts = []
+    left, block = job.sims, job.first_block
+    while left > 0:
+        m = min(BLOCK, left)
+        parts.append(draw_block(job.pilot, job.n, m, job.effect_s, job.seed, block, job.scale))
+        left, block = left - m, block + 1
+    cf = paired_closed_form(np.concatenate(parts))
     est, se = cf["estimate"], cf["se"]
     if job.test == "t":
         q = stats.t.ppf(1 - job.alpha / 2, cf["df"])
@@ -105,16 +131,15 @@ def _run(job: _Job) -> list[tuple[float, float, float, float, int]]:
     else:
         q = np.full(len(est), stats.norm.ppf(1 - job.alpha / 2))
         p = 2 * stats.norm.sf(np.abs(est / se))
-    return [(float(est[i]), float(est[i] - q[i] * se[i]), float(est[i] + q[i] * se[i]), float(p[i]),
-             int(not cf["interior"][i])) for i in range(len(est))]
+    return np.column_stack([est, est - q * se, est + q * se, p, (~cf["interior"]).astype(float)])
 
 
 def _jobs(pilot: PilotTask, ns: list[int], sims: int, seed: int, effect_s: float | None, scale: str,
           alpha: float, test: str) -> Iterator[_Job]:
+    per_job = CHUNK * BLOCK
     for n in ns:
-        seeds = np.random.SeedSequence(seed, spawn_key=(n,)).spawn(sims)
-        for start in range(0, sims, CHUNK):
-            yield _Job(pilot, n, effect_s, scale, alpha, seeds[start:start + CHUNK], test)
+        for start in range(0, sims, per_job):
+            yield _Job(pilot, n, effect_s, scale, alpha, seed, start // BLOCK, min(per_job, sims - start), test)
 
 
 def simulate_studies(pilot: PilotTask, ns: list[int], sims: int, seed: int, *, effect_s: float | None = None,
@@ -142,11 +167,12 @@ def simulate_studies(pilot: PilotTask, ns: list[int], sims: int, seed: int, *, e
         from bib.progress import track
 
         results = track(results, total=len(jobs), description=f"power {pilot.task}")
-    rows = []
-    for job, chunk in zip(jobs, results, strict=True):
-        rows += [(job.n, *r) for r in chunk]
-    df = pd.DataFrame(rows, columns=["n", "estimate", "ci_low", "ci_high", "p", "singular"])
-    df.insert(1, "sim", df.groupby("n").cumcount())
+    values = np.concatenate(list(results)) if jobs else np.zeros((0, 5))
+    df = pd.DataFrame(values, columns=["estimate", "ci_low", "ci_high", "p", "singular"])
+    df.insert(0, "n", np.concatenate([np.full(job.sims, job.n) for job in jobs]))
+    df.insert(1, "sim", np.concatenate([np.arange(job.first_block * BLOCK, job.first_block * BLOCK + job.sims)
+                                        for job in jobs]))
+    df["singular"] = df["singular"].astype(int)
     return df
 
 
