@@ -489,3 +489,12 @@ def test_bib_analyze_reports_f_tests_marginal_means_and_residual_plots(tmp_path)
     paths = result.write(tmp_path / "out")
     assert {p.name for p in paths} >= {f"residuals-{t}.png" for t in result.report["tasks"]}
     assert "type III F test (Satterthwaite): outcome: F(1, " in result.to_markdown()
+
+
+def test_inference_false_fits_as_lme4_alone(sleep):
+    with_df = lmer("Reaction ~ Days + (Days | Subject)", sleep)
+    bare = lmer("Reaction ~ Days + (Days | Subject)", sleep, inference=False)
+    assert bare.deviance == with_df.deviance and bare._jac is None
+    assert np.isinf(bare.coefficients["df"]).all()
+    assert bare.coefficients["estimate"].equals(with_df.coefficients["estimate"])
+    assert bare.update(inference=True).coefficients["df"].equals(with_df.coefficients["df"])

@@ -1153,7 +1153,7 @@ def updated_formula(old: Formula, template: str, where: str = "update") -> Formu
 
 def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, reference: dict[str, str] | None = None,
          alpha: float = 0.05, where: str = "formula", na_action: str = "omit", weights: Any = None,
-         subset: Any = None, contrasts: dict[str, str] | None = None) -> LmmFit:
+         subset: Any = None, contrasts: dict[str, str] | None = None, inference: bool = True) -> LmmFit:
     """Fit a linear mixed model as ``lme4::lmer`` with lmerTest's inference.
 
     Example::
@@ -1178,6 +1178,9 @@ def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, refer
             formulas and specs are data, never evaluated).
         contrasts: a factor's coding by name (``{"recipe": "sum"}``: R's ``contr.sum``, columns ``recipe1``,
             ``recipe2``); the default is R's ``contr.treatment``.
+        inference: compute lmerTest's Satterthwaite df (default). ``False`` fits as ``lme4::lmer`` alone does
+            (``df`` infinite, p-values and intervals from the normal distribution; F tests and emmeans then
+            have infinite denominator df).
 
     Raises:
         BibInputError: a bad formula or column, a grouping factor with one level, a slope with no
@@ -1196,8 +1199,9 @@ def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, refer
                 raise BibInputError(f"{where}: weights has {len(np.asarray(weights))} values for {len(data)} rows")
             row_weights = np.asarray(weights)[mask]
     fit = fit_lmm(model_frame(f, rows, reference=reference, where=where, na_action=na_action, weights=row_weights,
-                              contrasts=contrasts), reml=reml, alpha=alpha)
+                              contrasts=contrasts), reml=reml, alpha=alpha, satterthwaite=inference)
     fit._call = {"data": data, "reml": reml, "reference": reference, "alpha": alpha, "where": where,
                  "na_action": na_action, "weights": weights if isinstance(weights, str) or weights is None
-                 else np.asarray(weights), "subset": subset, "contrasts": contrasts, "formula": f}
+                 else np.asarray(weights), "subset": subset, "contrasts": contrasts, "inference": inference,
+                 "formula": f}
     return fit
