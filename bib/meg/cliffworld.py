@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 
 EPSILONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 GOAL_LENGTHS = (1, 2, 3, 4)
+#: Readings of the paper's goal region of length k, which "run[s] for either 1, 2, 3 or 4 squares along the top
+#: row and back column" (Section 6): the k rightmost top-row cells (``top-row``, the default and what ``bib meg
+#: cliffworld`` measures), the top-right cell and the k - 1 cells below it (``back-column``), or both
+#: (``top-row-and-back-column``: k cells along each, 2k - 1 in all). baselines/meg/paper_scan.py scans all three.
+GOAL_REGIONS = ("top-row", "back-column", "top-row-and-back-column")
 
 DEFAULT_SETTINGS: dict[str, Any] = {"width": 7, "height": 4, "horizon": 40, "wind": 0.3}
 """``bib meg cliffworld`` without ``--paper``: seals' default CliffWorld (7 x 4) with wind 0.3 and horizon 40."""
@@ -46,6 +51,7 @@ def cliffworld(
     rew_default: float = -1.0,
     rew_goal: float = 10.0,
     rew_cliff: float = -10.0,
+    goal_region: str = "top-row",
 ) -> TabularMDP:
     """CliffWorld with seals' conventions (``seals.diagnostics.cliff_world.CliffWorldEnv``).
 
@@ -53,14 +59,20 @@ def cliffworld(
     ``0 = up-left, 1 = up-right, 2 = down-left, 3 = down-right``; with probability ``wind`` the agent
     lands one extra row up; coordinates are clamped; no terminal states; state-only reward
     ``-1`` below the top row and at the start, ``rew_goal`` on the ``goal_length`` rightmost top-row
-    cells (seals: ``goal_length = 1``), ``rew_cliff`` on the other top-row cells.
+    cells (seals: ``goal_length = 1``), ``rew_cliff`` on the other top-row cells. ``goal_region`` (one of
+    :data:`GOAL_REGIONS`) reads the goal region of length ``goal_length`` along the top row (the default), down the
+    back column from the top-right cell, or both.
     """
     if width < 3 or height < 2:
         raise BibInputError(f"cliffworld: need width >= 3 and height >= 2, got {width} x {height}")
     if not 0.0 <= wind <= 1.0:
         raise BibInputError(f"cliffworld: wind must be in [0, 1], got {wind}")
-    if not 1 <= goal_length <= width - 1:
-        raise BibInputError(f"cliffworld: goal length must be in 1..{width - 1}, got {goal_length}")
+    if goal_region not in GOAL_REGIONS:
+        raise BibInputError(f"cliffworld: unknown goal region {goal_region!r}; known: {', '.join(GOAL_REGIONS)}")
+    longest = {"top-row": width - 1, "back-column": height, "top-row-and-back-column": min(width - 1, height)}
+    if not 1 <= goal_length <= longest[goal_region]:
+        where = "" if goal_region == "top-row" else f" for the goal region {goal_region}"
+        raise BibInputError(f"cliffworld: goal length must be in 1..{longest[goal_region]}, got {goal_length}{where}")
     S = width * height
     T = np.zeros((S, 4, S))
     for row in range(height):
@@ -76,7 +88,10 @@ def cliffworld(
                     T[s, a, r2 * width + c] += wind
     reward = np.full(S, rew_default)
     reward[1:width] = rew_cliff
-    reward[width - goal_length : width] = rew_goal
+    if goal_region != "back-column":
+        reward[width - goal_length : width] = rew_goal
+    if goal_region != "top-row":
+        reward[[row * width + width - 1 for row in range(goal_length)]] = rew_goal
     return TabularMDP(T, reward, horizon)
 
 
