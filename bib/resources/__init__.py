@@ -4,6 +4,8 @@
 - ``baselines/results.csv``: our observers' accuracies, the default table of ``bib leaderboard``.
 - ``published/infant_pilot.csv``: the BIB infant pilot summaries (power analysis, example data).
 - ``published/meg_cliffworld.csv``: the MEG paper's CliffWorld tables (Appendix D.1), for ``bib meg cliffworld --paper``.
+- ``published/reflection_table1_environments.csv``: the extended-environments library's results behind Table 1
+  (every agent, environment, seed and length), for ``bib.reflection.published``.
 - ``looking_times/example.csv``: SYNTHETIC example looking times (the demo's analysis input).
 - ``analysis/infant-pilot.toml``: the analysis spec of the infant pilot (the demo's).
 - ``stimuli/*.toml``: the built-in stimulus specs (``bib generate bib-eval``).
