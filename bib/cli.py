@@ -41,15 +41,22 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+#: ``bib --debug``: an error raised by a model's own code is printed with the model's traceback after its line.
+_DEBUG = {"on": False}
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the bib version and exit."),
+    debug: bool = typer.Option(False, "--debug",
+                               help="When a model's own code raises, print its traceback after the one-line error."),
 ) -> None:
     """Violation-of-expectation benchmark suite: stimuli, observers, MEG, reflection, agency, analysis.
 
     Conventions of every command: docs/cli.md (inputs positional, --out a folder, exit 2 on bad input).
     """
+    _DEBUG["on"] = debug
 
 
 # Each area module defines ``register(app)``; add a line here when an area gains commands.
@@ -97,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     args = sys.argv[1:] if argv is None else list(argv)
     set_command_line(["bib", *args])
+    _DEBUG["on"] = False
     previous = signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGTERM, _terminate)
@@ -106,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
         code = command().main(args=args, prog_name="bib", standalone_mode=False)
     except BibInputError as exc:
         print(f"bib: error: {exc}", file=sys.stderr)
+        if _DEBUG["on"] and getattr(exc, "detail", ""):
+            print(exc.detail, file=sys.stderr, end="")
         sys.exit(2)
     except OSError as exc:  # a full disk where no writer named its file (bib.io.no_space names it where one does)
         from bib.io import no_space

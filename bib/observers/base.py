@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import sys
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from bib.episode import Episode
-from bib.errors import BibInputError
+from bib.errors import BibInputError, ModelError
 from bib.stimuli.blind import blind_episode, episode_secret, shuffled
 
 
@@ -79,8 +82,7 @@ def surprise_of_views(observer: Observer, views: Sequence[Episode], names: Seque
     """
     order = shuffled(views)
     handed = [views[i] for i in order]
-    batched = getattr(observer, "surprise_many", None)
-    got = list(batched(handed)) if callable(batched) else [observer.surprise(ep) for ep in handed]
+    got = _ask(observer, handed, [names[i] for i in order])
     if len(got) != len(views):
         raise BibInputError(f"observer {observer.name!r} returned {len(got)} results for {len(views)} episodes")
     out: list[object] = [None] * len(views)
@@ -88,6 +90,8 @@ def surprise_of_views(observer: Observer, views: Sequence[Episode], names: Seque
         out[i] = got[k]
     checked = []
     for ep, name, s in zip(views, names, out):
+        if callable(getattr(s, "detach", None)):  # a torch tensor, perhaps one that requires grad
+            s = s.detach().cpu().numpy()
         try:
             arr = np.asarray(s, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
@@ -102,3 +106,65 @@ def surprise_of_views(observer: Observer, views: Sequence[Episode], names: Seque
             raise BibInputError(f"observer {observer.name!r} gave a non-finite surprise for episode {name}")
         checked.append(arr)
     return checked
+
+
+@contextmanager
+def scoring_mode(observer: Any) -> Iterator[None]:
+    """How every route scores a torch model: the module in eval mode (dropout off, batch norm's running
+    statistics) under ``torch.inference_mode()``, its own mode restored afterwards. Nothing happens when torch
+    is not imported (a model that does not use torch)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    module = observer if isinstance(observer, torch.nn.Module) else None
+    was_training = module.training if module is not None else False
+    if module is not None:
+        module.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        if module is not None:
+            module.train(was_training)
+
+
+def _failed(observer: Any, exc: Exception, where: str) -> ModelError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return ModelError(f"observer {getattr(observer, 'name', type(observer).__name__)!r} raised "
+                      f"{type(exc).__name__} on {where}" + (f": {first}" if first else "")
+                      + " (bib --debug shows the traceback)", traceback.format_exc())
+
+
+def _ask(observer: Any, handed: Sequence[Episode], names: Sequence[str]) -> list[object]:
+    """The observer's answers for ``handed`` (``names``: their real ids), in scoring mode; the observer's own
+    exception becomes one :class:`~bib.errors.ModelError` naming the episode (the batch's first, from a
+    batched ``surprise_many`` of its own)."""
+    batched = getattr(observer, "surprise_many", None)
+    own_batch = callable(batched) and getattr(type(observer), "surprise_many", None) is not BaseObserver.surprise_many
+    with scoring_mode(observer):
+        if own_batch:
+            try:
+                return list(batched(handed))  # type: ignore[misc]
+            except BibInputError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the model's own code: one line, the traceback kept
+                raise _failed(observer, exc, f"a batch of {len(handed)} episodes (the first: {names[0]})") from exc
+        got: list[object] = []
+        for ep, name in zip(handed, names):
+            try:
+                got.append(observer.surprise(ep))
+            except BibInputError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise _failed(observer, exc, f"episode {name}") from exc
+        return got
+
+
+def weights_mismatch(exc: Exception, limit: int = 600) -> str:
+    """torch's ``load_state_dict`` error in one line: what is missing, unexpected or of another shape (the
+    lines after its "Error(s) in loading state_dict" heading, joined), cut at ``limit`` characters."""
+    lines = [line.strip().rstrip(".").strip() for line in str(exc).splitlines()]
+    details = [line for line in lines[1:] if line] or lines[:1]
+    text = "; ".join(details)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -28,7 +28,7 @@ from torch import nn
 from bib.episode import GRID_MAX, Episode
 from bib.errors import BibInputError
 from bib.io import atomic_write_bytes
-from bib.observers.base import BaseObserver
+from bib.observers.base import BaseObserver, weights_mismatch
 from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
 from bib.registry import Registry
 from bib.vocabulary import LEGACY_VOCABULARY, checkpoint_vocabulary, vocabulary_difference
@@ -391,7 +391,7 @@ def load_observer(path: str | Path, expected: str | None = None) -> LearnedObser
     try:
         obs.net.load_state_dict(ckpt["state_dict"])
     except RuntimeError as exc:
-        raise BibInputError(f"{path}: weights do not fit the {name} model ({str(exc).splitlines()[0]})") from None
+        raise BibInputError(f"{path}: weights do not fit the {name} model ({weights_mismatch(exc)})") from None
     obs.net.eval()
     obs.metrics = dict(cfg.get("metrics") or {})
     obs.train_config = dict(cfg.get("train") or {})

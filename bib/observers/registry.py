@@ -155,4 +155,57 @@ def make_observer(name: str, checkpoint: str | Path | None = None, **config: Any
             raise BibInputError(
                 f"observer {name!r}: unknown option(s) {', '.join(unknown)}; it takes {', '.join(allowed) or 'none'}"
             )
+    for key, value in config.items():
+        if key in params:
+            check_option_type(name, key, value, params[key].annotation)
     return factory(ckpt, **config)
+
+
+#: The scalar annotations an option value is checked against, by the name they are written with.
+_SCALARS: dict[str, tuple[type, ...]] = {"int": (int,), "float": (float, int), "str": (str,), "bool": (bool,),
+                                         "None": (type(None),)}
+
+
+def _accepted(annotation: Any) -> tuple[type, ...] | None:
+    """The types a scalar annotation (``int``, ``float | None``, ``Optional[str]``, or its string form under
+    ``from __future__ import annotations``) accepts; None for any other annotation (not checked)."""
+    import types
+    import typing
+
+    if isinstance(annotation, str):
+        parts = [p.strip() for p in annotation.removeprefix("Optional[").removesuffix("]").split("|")]
+        if annotation.startswith("Optional["):
+            parts.append("None")
+        if not all(p in _SCALARS for p in parts):
+            return None
+        return tuple(t for p in parts for t in _SCALARS[p])
+    if annotation is None or annotation is type(None):
+        return (type(None),)
+    if annotation in (int, float, str, bool):
+        return _SCALARS[annotation.__name__]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        accepted = [_accepted(a) for a in typing.get_args(annotation)]
+        return None if any(a is None for a in accepted) else tuple(t for a in accepted for t in a)  # type: ignore[union-attr]
+    return None
+
+
+def check_option_type(name: str, key: str, value: Any, annotation: Any) -> None:
+    """Refuse an option whose value does not fit its parameter's scalar annotation (``epochs: int`` given
+    ``"one"``); a ``bool`` is not an ``int`` here, an ``int`` is a ``float``. Other annotations are not checked.
+
+    Raises:
+        BibInputError: naming the observer, the option, the value and the annotation.
+    """
+    if annotation is inspect.Parameter.empty:
+        return
+    accepted = _accepted(annotation)
+    if accepted is None:
+        return
+    if isinstance(value, bool) and bool not in accepted:
+        ok = False
+    else:
+        ok = isinstance(value, accepted)
+    if not ok:
+        shown = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+        raise BibInputError(f"observer {name!r}: option {key}={value!r} ({type(value).__name__}) does not fit "
+                            f"its annotation {key}: {shown}")

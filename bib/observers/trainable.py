@@ -29,6 +29,7 @@ import numpy as np
 from bib.episode import Episode
 from bib.errors import BibInputError
 from bib.io import atomic_write_text
+from bib.observers.base import weights_mismatch
 from bib.observers.device import device_for, place
 
 MODEL_CARD = "model.json"
@@ -198,7 +199,7 @@ def restore(target: str, make: Callable[..., Any], folder: Path, options: Mappin
         try:
             model.load_state_dict(state)
         except RuntimeError as exc:
-            raise BibInputError(f"{folder}: weights do not fit {attr} ({str(exc).splitlines()[0]})") from None
+            raise BibInputError(f"{folder}: weights do not fit {attr} ({weights_mismatch(exc)})") from None
         model.eval()
         return model
     loader = inspect.getattr_static(make, "load", None) if inspect.isclass(make) else None
@@ -211,10 +212,29 @@ def restore(target: str, make: Callable[..., Any], folder: Path, options: Mappin
     return model if returned is None else returned
 
 
+def prepare_folder(folder: str | os.PathLike[str]) -> Path:
+    """The folder a trained model is saved into: created (with its parents) when missing, refused when it is a
+    file or a folder that holds anything, so that nothing is trained that cannot be saved.
+
+    Raises:
+        BibInputError: a file, a folder with files in it, or a folder that cannot be created.
+    """
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise BibInputError(f"{path}: is a file; give a folder to save the trained model into")
+    if path.is_dir() and any(path.iterdir()):
+        raise BibInputError(f"{path}: already holds files; give a new or empty folder to save the trained model into")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BibInputError(f"{path}: cannot create the folder ({exc.strerror or exc})") from None
+    return path
+
+
 def train_model(
     target: str,
     background: str | os.PathLike[str],
-    folder: Path,
+    folder: str | os.PathLike[str],
     *,
     options: Mapping[str, Any] | None = None,
     seed: int = 0,
@@ -233,9 +253,31 @@ def train_model(
     model is the one saved. A ``torch.nn.Module`` is moved to ``device`` (``auto``, ``cpu``, ``cuda[:N]``,
     ``mps``: :func:`bib.observers.device.device_for`) before ``fit``; its weights are saved from the CPU.
 
+    ``folder`` (a ``str`` or a path) is created when it does not exist and refused when it is not an empty
+    folder, before anything is trained.
+
     Returns:
         The model card written (:data:`MODEL_CARD`).
+
+    Raises:
+        BibInputError: what is refused before ``fit`` (above), or a model that cannot be saved after it.
     """
+    created = not Path(folder).exists()
+    path = prepare_folder(folder)
+    try:
+        return _train_into(target, background, path, options=options, seed=seed, max_episodes=max_episodes, log=log,
+                           device=device)
+    except BaseException:
+        if created:  # leave nothing behind that the call made
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *, options: Mapping[str, Any] | None,
+                seed: int, max_episodes: int, log: Callable[[str], None], device: str) -> dict[str, Any]:
+    """:func:`train_model` into a folder that exists and is empty."""
     from bib.observers.registry import OBSERVERS, make_observer
     from bib.stimuli.sets import find_episodes
 
