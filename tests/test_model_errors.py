@@ -220,3 +220,29 @@ def test_a_surprise_that_requires_grad_is_read(here: Path, sets: Path) -> None:
     ep = load_episode(find_episodes(sets / "set").refs[0].path)
     scores = bib.score(Grad(), [ep])
     assert np.array_equal(scores.steps[ep.id], np.arange(ep.test.n_steps, dtype=float))
+
+
+def test_an_exception_in_fit_is_one_line_naming_the_model(here: Path, sets: Path, capsys) -> None:
+    (here / "fails.py").write_text(textwrap.dedent('''
+        import torch
+
+        class FailsToFit(torch.nn.Module):
+            name = "fails"
+
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(2, 2)
+
+            def fit(self, background_episodes):
+                raise RuntimeError("no GPU memory left, say")
+
+            def surprise(self, episode):
+                return [0.0] * episode.test.n_steps
+    '''))
+    assert run("train", "fails:FailsToFit", str(sets / "background"), "--out", str(here / "f")) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("bib: error: observer 'fails:FailsToFit' raised RuntimeError in fit: no GPU memory left, say "
+                        "(bib --debug shows the traceback)\n") and "Traceback" not in err
+    assert not (here / "f").exists()
+    assert run("--debug", "train", "fails:FailsToFit", str(sets / "background"), "--out", str(here / "f")) == 2
+    assert 'raise RuntimeError("no GPU memory left, say")' in capsys.readouterr().err

@@ -20,6 +20,7 @@ import json
 import os
 import random
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bib.episode import Episode
-from bib.errors import BibInputError
+from bib.errors import BibInputError, ModelError
 from bib.io import atomic_write_text
 from bib.observers.base import weights_mismatch
 from bib.observers.device import device_for, place
@@ -292,7 +293,14 @@ def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *
     episodes = BackgroundEpisodes([r.path for r in refs], blind=True)
     log(f"{target}: fit on {len(episodes)} background episodes from {background}"
         + (f"; {count_parameters(model)} parameters" if _is_module(model) else ""))
-    returned = model.fit(episodes)
+    try:
+        returned = model.fit(episodes)
+    except BibInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the model's own code: one line, its traceback kept for --debug
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelError(f"observer {target!r} raised {type(exc).__name__} in fit" + (f": {first}" if first else "")
+                         + " (bib --debug shows the traceback)", traceback.format_exc()) from exc
     trained = model if returned is None or returned is model else returned
     if trained is not model and not (_is_module(trained) or callable(getattr(trained, "save", None))):
         raise BibInputError(f"observer {target!r}: fit returned a {type(trained).__name__}, which bib train "
