@@ -1,12 +1,15 @@
-"""The in-process API for model builders: :func:`score` a model on episodes and :func:`evaluate` its scores.
+"""The in-process API for model builders: :func:`train` a model, :func:`score` it on episodes and :func:`evaluate`
+its scores.
 
-Both take objects as well as names and paths and need no files: a model instance or a registered name /
+They take objects as well as names and paths, and score and evaluate need no files: a model instance or a registered name /
 ``package.module:Class``, episodes in memory or a set on disk. They run the same library code as ``bib score``
 and ``bib evaluate`` (:mod:`bib.observers.scoring`, :mod:`bib.evaluation`), so the numbers are the CLI's::
 
     import bib
 
-    scores = bib.score(MyModel(), "out/tiny")        # or bib.score("my_model:MyModel", episodes, checkpoint=...)
+    model = MyModel()
+    bib.train(model, "out/background", "out/my-model")  # bib train: fit on the blind view, saved into the folder
+    scores = bib.score(model, "out/tiny")            # or bib.score("my_model:MyModel", episodes, checkpoint=...)
     result = bib.evaluate("out/tiny", scores)          # an Evaluation: to_json(), to_markdown(), plot(), save()
 """
 
@@ -285,9 +288,112 @@ def check_matching(found: EpisodeSet, surprise: Mapping[str, float]) -> None:
         raise BibInputError(f"the scores of {len(bad)} episode(s) are not finite, e.g. {bad[0]}")
 
 
+@dataclass(frozen=True)
+class Trained:
+    """What :func:`train` wrote: the model's name, the folder, and its model card (a user's model) or the
+    checkpoint's training metrics (a learned observer). ``str()`` is the line ``bib train`` prints."""
+
+    name: str
+    folder: Path
+    files: str
+    card: dict[str, Any]
+
+    def __str__(self) -> str:
+        if self.files.startswith("checkpoint"):
+            return f"{self.name}: checkpoint written to {self.folder / self.files}"
+        return f"{self.name}: trained model written to {self.folder} ({self.files})"
+
+
+def train(
+    model: str | Any,
+    background: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    config: str | os.PathLike[str] | None = None,
+    epochs: int | None = None,
+    max_episodes: int | None = None,
+    seed: int | None = None,
+    device: str = "auto",
+    force: bool = False,
+    log: Any = None,
+    options: Mapping[str, Any] | None = None,
+    **more_options: Any,
+) -> Trained:
+    """Train a model on a background set into the folder ``out``: what ``bib train`` does, from Python.
+
+    Args:
+        model: a learned observer's name (``bc-mlp``, ``bc-rnn``, ``video-rnn``), your ``package.module:Class``,
+            or an instance of your class (trained as it is; its class must be importable to restore it).
+        background: the background set (a folder or a manifest.csv).
+        out: the output folder (``str`` or path): checked before any work (a file, another job's output or a
+            folder that cannot be written is refused), written atomically with ``provenance.json`` when training
+            ends; rerunning the same job replaces it, ``force`` replaces another's.
+        config: a learned observer's TOML config (``--config``).
+        epochs: a learned observer's epochs override (``--epochs``).
+        max_episodes: use N episodes spread evenly over the id-sorted set (0 = all).
+        seed: a learned observer's ``[train] seed`` override; your class: the seed of ``random``, numpy and torch
+            (default 0).
+        device: ``auto``, ``cpu``, ``cuda[:N]`` or ``mps`` (``--device``).
+        log: where progress lines go (default: stderr).
+        options: your class's constructor options (``--option KEY=VALUE``), checked against its annotations; one
+            named like a keyword of ``train`` (``epochs``, ``seed``, ...) goes here.
+        **more_options: more constructor options, as keywords.
+
+    The model's ``fit`` gets the episodes' blind view (opaque ids, no outcome), as ``bib train`` hands it.
+
+    Raises:
+        BibInputError: what ``bib train`` refuses (an untrainable name, options for a learned observer, a bad
+            device or folder), before any training; a model's own exception in ``fit`` as one line
+            (:class:`~bib.errors.ModelError`).
+    """
+    import sys
+
+    from bib.io import OutputFolder
+    from bib.observers.device import check_device, resolve_device
+    from bib.observers.registry import trainable
+    from bib.observers.trainable import CHECKPOINT, MODEL_CARD, SAVED, WEIGHTS
+
+    say = log if log is not None else (lambda line: print(line, file=sys.stderr))
+    options = {**dict(options or {}), **more_options}
+    instance = None if isinstance(model, str) else model
+    if instance is not None:
+        if options:
+            raise BibInputError("options build a model from its class; an instance is already built, give it alone")
+        name = f"{type(instance).__module__}:{type(instance).__qualname__}"
+    else:
+        name = trainable(model)
+    user = ":" in name
+    if user and (config is not None or epochs is not None):
+        raise BibInputError("--config and --epochs configure the built-in learned observers; "
+                            "give your own class its settings with --option KEY=VALUE")
+    if not user and options:
+        raise BibInputError(f"--option is for your own package.module:Class; configure {name} with --config")
+    dev = check_device(device) if user else resolve_device(device)  # a learned observer: resolved before any work
+    overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed}
+    job = {"command": "train", "observer": name, "background": Path(background), "config": config,
+           "overrides": overrides, **({"options": options} if options else {})}
+    folder = OutputFolder(out, job, force=force)
+    if user:
+        from bib.observers.trainable import train_model
+
+        with folder as tmp:
+            card = train_model(name, background, tmp, options=options, seed=seed or 0, max_episodes=max_episodes or 0,
+                               log=say, device=dev, model=instance)
+        files = f"{MODEL_CARD} and {WEIGHTS if card['saved'] == 'state_dict' else SAVED + '/'}"
+        return Trained(str(card["name"]), Path(out), files, card)
+    from bib.observers.training import train as run
+
+    with folder as tmp:
+        report = run(name, background, tmp / CHECKPOINT, config, overrides, log=say, device=dev)
+    return Trained(name, Path(out), CHECKPOINT, {"best_epoch": report.best_epoch,
+                                                 "best_val_loss": report.best_val_loss,
+                                                 "n_train": report.n_train, "n_val": report.n_val})
+
+
 def read_episodes(path: str | os.PathLike[str]) -> Sequence[Episode]:
-    """The episodes of a set on disk as a sequence read on demand (what ``bib train`` hands a model's ``fit``:
-    :class:`bib.observers.trainable.BackgroundEpisodes`, in id order, each file checked when first read)."""
+    """The episodes of a set on disk as they are (ids, outcomes and design fields included), as a sequence read on
+    demand (:class:`bib.observers.trainable.BackgroundEpisodes`, in id order, each file checked when first read).
+    Not what ``bib train`` hands a model's ``fit``: that is their blind view (:func:`train`)."""
     from bib.observers.trainable import BackgroundEpisodes
 
     return BackgroundEpisodes([r.path for r in find_episodes(path).refs])

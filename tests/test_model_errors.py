@@ -5,6 +5,7 @@ annotations, and the model's own exception naming the model and the episode (``b
 
 from __future__ import annotations
 
+import json
 import os
 import textwrap
 from pathlib import Path
@@ -246,3 +247,75 @@ def test_an_exception_in_fit_is_one_line_naming_the_model(here: Path, sets: Path
     assert not (here / "f").exists()
     assert run("--debug", "train", "fails:FailsToFit", str(sets / "background"), "--out", str(here / "f")) == 2
     assert 'raise RuntimeError("no GPU memory left, say")' in capsys.readouterr().err
+
+
+SEEN = textwrap.dedent('''
+    import json
+    import pathlib
+
+    import torch
+
+    class Seen(torch.nn.Module):
+        """Records what its fit is handed: ids and outcomes."""
+
+        name = "seen"
+
+        def __init__(self, scale: float = 1.0):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.tensor(float(scale)))
+
+        def fit(self, background_episodes):
+            seen = [[ep.id, ep.outcome] for ep in background_episodes]
+            pathlib.Path("seen.json").write_text(json.dumps(seen))
+
+        def surprise(self, episode):
+            return [float(self.scale)] * episode.test.n_steps
+''')
+
+
+def test_bib_train_is_bib_train_from_python(here: Path, sets: Path, capsys) -> None:
+    (here / "seen.py").write_text(SEEN)
+    real = {r.id for r in find_episodes(sets / "background").refs}
+    assert run("train", "seen:Seen", str(sets / "background"), "--out", "cli", "--option", "scale=2") == 0
+    printed = capsys.readouterr().out
+    cli_seen = (here / "seen.json").read_text()
+    trained = bib.train("seen:Seen", str(sets / "background"), "api", scale=2)  # a str folder, made here
+    assert str(trained) + "\n" == printed.replace("cli", "api")
+    assert (here / "seen.json").read_text() == cli_seen  # the same blind view: opaque ids, no outcome
+    seen = json.loads(cli_seen)
+    assert len(seen) == len(real) and not {i for i, _ in seen} & real and {o for _, o in seen} == {"none"}
+    assert (here / "api" / "weights.pt").read_bytes() == (here / "cli" / "weights.pt").read_bytes()
+    api_card, cli_card = (json.loads((here / d / "model.json").read_text()) for d in ("api", "cli"))
+    assert api_card == cli_card and api_card["options"] == {"scale": 2}
+    assert json.loads((here / "api" / "provenance.json").read_text())["job"]["observer"] == "seen:Seen"
+    # an instance: trained as it is, restored by its class
+    from seen import Seen
+
+    assert str(bib.train(Seen(3.0), sets / "background", here / "inst")) == (
+        f"seen: trained model written to {here / 'inst'} (model.json and weights.pt)")
+    assert bib.score("seen:Seen", sets / "set", checkpoint=here / "inst").surprise() == {
+        k: 3.0 for k in bib.score(Seen(3.0), sets / "set").surprise()}
+
+
+def test_bib_train_refuses_before_fit(here: Path, sets: Path) -> None:
+    (here / "seen.py").write_text(SEEN)
+    (here / "afile").write_text("x")
+    for call, message in (
+        (lambda: bib.train("seen:Seen", sets / "background", here / "afile"), "exists and is a file"),
+        (lambda: bib.train("random", sets / "background", here / "o"), "'random' is not a learned observer"),
+        (lambda: bib.train("bc-mlp", sets / "background", here / "o", scale=2), "--option is for your own"),
+        (lambda: bib.train("seen:Seen", sets / "background", here / "o", epochs=2), "--config and --epochs"),
+        (lambda: bib.train("seen:Seen", sets / "background", here / "o", scale="big"), r"scale='big' \(str\)"),
+    ):
+        with pytest.raises(BibInputError, match=message):
+            call()
+    assert not (here / "seen.json").exists() and not (here / "o").exists()
+
+
+def test_bib_train_a_learned_observer_gives_the_clis_checkpoint(here: Path, sets: Path, capsys) -> None:
+    assert run("train", "bc-mlp", str(sets / "background"), "--out", "cli", "--epochs", "1", "--device", "cpu") == 0
+    printed = capsys.readouterr().out
+    trained = bib.train("bc-mlp", sets / "background", "api", epochs=1, device="cpu", log=lambda _: None)
+    assert str(trained) == "bc-mlp: checkpoint written to api/checkpoint.pt" and printed.startswith("bc-mlp: checkpoint")
+    assert (here / "api" / "checkpoint.pt").read_bytes() == (here / "cli" / "checkpoint.pt").read_bytes()
+    assert trained.card["n_train"] + trained.card["n_val"] == 6

@@ -265,7 +265,7 @@ def test_cli_choices_come_from_the_registries():
     assert _choices(["export"], "--naming") == list(points["BIB JSON namings"][0])
     assert _choices(["import"], "--naming") == ["auto", *points["BIB JSON namings"][0]]
     # bib train takes a learned observer's name or a package.module:Class (issue 29), checked by trainable()
-    from bib.commands.train import trainable
+    from bib.observers.registry import trainable
 
     assert [trainable(n) for n in observer_names(learned=True)] == ["bc-mlp", "bc-rnn", "video-rnn"]
     with pytest.raises(BibInputError, match="bib train trains bc-mlp, bc-rnn, video-rnn or your own package.module:Class"):

@@ -7,22 +7,9 @@ from pathlib import Path
 import typer
 
 from bib.commands._common import DEVICE, FORCE, out_option
-from bib.errors import BibInputError
-from bib.observers import OBSERVERS, observer_names
-
-CHECKPOINT = "checkpoint.pt"
-"""The checkpoint inside a `bib train` folder of a learned observer (`bib score --checkpoint` takes the folder or
-this file)."""
-
-
-def trainable(name: str) -> str:
-    """``name`` when ``bib train`` can train it (a learned observer or a ``package.module:Class``); else a one-line
-    BibInputError naming what it trains."""
-    if ":" in name or (name in OBSERVERS and OBSERVERS[name].learned):
-        return name
-    learned = ", ".join(observer_names(learned=True))
-    what = "is not a learned observer" if name in OBSERVERS else "is not a registered observer"
-    raise BibInputError(f"observer {name!r} {what}; bib train trains {learned} or your own package.module:Class")
+from bib.observers import observer_names
+from bib.observers.registry import trainable
+from bib.observers.trainable import CHECKPOINT  # the file name's one source
 
 
 def register(app: typer.Typer) -> None:
@@ -49,36 +36,10 @@ def register(app: typer.Typer) -> None:
         state_dict (a torch.nn.Module) or its own save(folder); `bib score CLASS SET --checkpoint DIR`
         restores it.
         """
-        from bib.io import OutputFolder
+        from bib.api import train as run
         from bib.observers.scoring import parse_options
 
-        observer = trainable(name)
-        user = ":" in observer
-        options = parse_options(option)
-        if user and (config is not None or epochs is not None):
-            raise BibInputError("--config and --epochs configure the built-in learned observers; "
-                                "give your own class its settings with --option KEY=VALUE")
-        if not user and options:
-            raise BibInputError(f"--option is for your own package.module:Class; configure {observer} with --config")
-        from bib.observers.device import check_device, resolve_device
-
-        dev = check_device(device) if user else resolve_device(device)  # a learned observer: resolved before any work
-        overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed}
-        job = {"command": "train", "observer": observer, "background": background, "config": config,
-               "overrides": overrides, **({"options": options} if options else {})}
-        folder = OutputFolder(out, job, force=force)
-        log = lambda line: typer.echo(line, err=True)  # noqa: E731
-        if user:
-            from bib.observers.trainable import MODEL_CARD, SAVED, WEIGHTS, train_model
-
-            with folder as tmp:
-                card = train_model(observer, background, tmp, options=options, seed=seed or 0,
-                                   max_episodes=max_episodes or 0, log=log, device=dev)
-            typer.echo(f"{card['name']}: trained model written to {out} ({MODEL_CARD} and "
-                       f"{WEIGHTS if card['saved'] == 'state_dict' else SAVED + '/'})")
-            return
-        from bib.observers.training import train as run
-
-        with folder as tmp:
-            run(observer, background, tmp / CHECKPOINT, config, overrides, log=log, device=dev)
-        typer.echo(f"{observer}: checkpoint written to {out / CHECKPOINT}")
+        trained = run(trainable(name), background, out, config=config, epochs=epochs, max_episodes=max_episodes,
+                      seed=seed, device=device, force=force, log=lambda line: typer.echo(line, err=True),
+                      options=parse_options(option))
+        typer.echo(str(trained))

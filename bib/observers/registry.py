@@ -121,6 +121,16 @@ def observer_names(learned: bool | None = None) -> list[str]:
     return [n for n, s in OBSERVERS.items() if learned is None or s.learned == learned]
 
 
+def trainable(name: str) -> str:
+    """``name`` when ``bib train`` can train it (a learned observer or a ``package.module:Class``); else a one-line
+    BibInputError naming what it trains."""
+    if ":" in name or (name in OBSERVERS and OBSERVERS[name].learned):
+        return name
+    learned = ", ".join(observer_names(learned=True))
+    what = "is not a learned observer" if name in OBSERVERS else "is not a registered observer"
+    raise BibInputError(f"observer {name!r} {what}; bib train trains {learned} or your own package.module:Class")
+
+
 def get_observer_spec(name: str) -> ObserverSpec:
     """``OBSERVERS[name]``: the spec registered as ``name``, or a user's ``package.module:Class``;
     BibInputError listing the known names otherwise."""

@@ -41,6 +41,9 @@ SAVED = "saved"
 """The folder a model's own ``save(folder)`` writes into, inside a ``bib train`` folder."""
 FORMAT = "bib.model/1"
 """``format`` of :data:`MODEL_CARD`."""
+CHECKPOINT = "checkpoint.pt"
+"""The checkpoint inside a ``bib train`` folder of a learned observer (``bib score --checkpoint`` takes the folder
+or this file)."""
 
 
 def is_model_folder(path: str | os.PathLike[str] | None) -> bool:
@@ -242,6 +245,7 @@ def train_model(
     max_episodes: int = 0,
     log: Callable[[str], None] = print,
     device: str = "auto",
+    model: Any = None,
 ) -> dict[str, Any]:
     """Train a user's model ``package.module:Class`` on the background set and save it into ``folder``.
 
@@ -255,7 +259,8 @@ def train_model(
     ``mps``: :func:`bib.observers.device.device_for`) before ``fit``; its weights are saved from the CPU.
 
     ``folder`` (a ``str`` or a path) is created when it does not exist and refused when it is not an empty
-    folder, before anything is trained.
+    folder, before anything is trained. ``model``: an instance already built (of the class ``target`` names; no
+    ``options`` then) to train instead of building one.
 
     Returns:
         The model card written (:data:`MODEL_CARD`).
@@ -267,7 +272,7 @@ def train_model(
     path = prepare_folder(folder)
     try:
         return _train_into(target, background, path, options=options, seed=seed, max_episodes=max_episodes, log=log,
-                           device=device)
+                           device=device, model=model)
     except BaseException:
         if created:  # leave nothing behind that the call made
             import shutil
@@ -277,15 +282,22 @@ def train_model(
 
 
 def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *, options: Mapping[str, Any] | None,
-                seed: int, max_episodes: int, log: Callable[[str], None], device: str) -> dict[str, Any]:
+                seed: int, max_episodes: int, log: Callable[[str], None], device: str, model: Any = None
+                ) -> dict[str, Any]:
     """:func:`train_model` into a folder that exists and is empty."""
     from bib.observers.registry import OBSERVERS, make_observer
     from bib.stimuli.sets import find_episodes
 
-    OBSERVERS[target].resolve()  # imports the user's module (and torch, if it uses it) before seeding
     opts = dict(options or {})
-    seed_everything(seed)
-    model = make_observer(target, None, **opts)
+    if model is not None:
+        if opts:
+            raise BibInputError(f"observer {target!r}: options build a model from its class; "
+                                "an instance is already built, give it alone")
+        seed_everything(seed)
+    else:
+        OBSERVERS[target].resolve()  # imports the user's module (and torch, if it uses it) before seeding
+        seed_everything(seed)
+        model = make_observer(target, None, **opts)
     check_trainable(target, model)
     place(model, device_for(model, device))
     found = find_episodes(background)
