@@ -26,7 +26,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_dataset_items_are_the_encoders_states(made: Path) -> None:
-    ds = EpisodeDataset(made)
+    ds = EpisodeDataset(made, open=True)
     files = sorted((made / "episodes").glob("*.json"))
     assert len(ds) == len(files) == 2 * 2 + 2
     for i in range(len(ds)):
@@ -42,7 +42,7 @@ def test_dataset_items_are_the_encoders_states(made: Path) -> None:
 
 
 def test_frames_at_any_size_and_one_phase(made: Path) -> None:
-    ds = EpisodeDataset(made, input="frames", size=24, phases=["test"], conditions=["single-object"])
+    ds = EpisodeDataset(made, input="frames", size=24, phases=["test"], conditions=["single-object"], open=True)
     assert len(ds) == 2
     item = ds[0]
     assert set(item) == {"id", "condition", "test_states", "test_actions", "test_lengths"}
@@ -156,7 +156,7 @@ def test_load_generates_into_a_cache_keyed_by_spec_and_seed_and_reuses_it(tmp_pa
     train = load("bib-ctrl", split="train", limit=1, phases=["test"], cache=tmp_path / "cache")
     val = load("bib-ctrl", split="val", limit=1, phases=["test"], cache=tmp_path / "cache")
     ids = sorted(r.id for r in again.refs)
-    assert [r.id for r in val.refs] == ids[4::5] and len(train) + len(val) == len(again)
+    assert sorted(r.id for r in val.refs) == ids[4::5] and len(train) + len(val) == len(again)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -170,3 +170,37 @@ def test_load_refuses_bad_options_before_building(tmp_path: Path, kwargs: dict, 
     with pytest.raises(BibInputError, match="not a built-in spec"):
         load("no-such-set", cache=tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_items_are_blind_unless_open_is_asked_for(made: Path) -> None:
+    from bib.evaluation import find_episodes
+    from bib.stimuli.blind import load_blind
+
+    real = [r.id for r in find_episodes(made).refs]
+    assert real == sorted(real) and any(i.endswith("-expected") for i in real)
+    opened = EpisodeDataset(made, open=True)
+    assert [it["id"] for it in opened] == real and opened.key == {i: i for i in real}
+    blind = EpisodeDataset(made)
+    ids = [it["id"] for it in blind]
+    assert not set(ids) & set(real) and all(i.startswith("e") and len(i) == 17 for i in ids)
+    assert blind.key == {it["id"]: r.id for it, r in zip(blind, blind.refs)} and sorted(blind.key.values()) == real
+    for it, ref in zip(blind, blind.refs):  # the id bib score hands a model for the same file
+        assert it["id"] == load_blind(ref.path, ref.id).id
+        twin = opened[real.index(ref.id)]
+        assert it["condition"] == twin["condition"]
+        assert all(torch.equal(it[k], twin[k]) for k in it if k not in ("id", "condition"))
+    order0 = [r.id for r in blind.refs]
+    assert sorted(order0) == real and order0 != real  # a permutation drawn from the seed, not id order
+    assert [r.id for r in EpisodeDataset(made, seed=0).refs] == order0
+    assert [r.id for r in EpisodeDataset(made, seed=1).refs] != order0
+    assert [int(i) for i in np.random.default_rng(0).permutation(len(real))] == [real.index(i) for i in order0]
+
+
+def test_streams_are_blind_unless_open_is_asked_for(made: Path) -> None:
+    blind = {it["id"] for it in EpisodeDataset(made)}
+    on_disk = [it["id"] for it in EpisodeStream(made)]
+    generated = [it["id"] for it in EpisodeStream.generate(dict(UNITS), seed=5)]
+    assert set(on_disk) == set(generated) == blind
+    assert [it["id"] for it in EpisodeStream(made, open=True)] == sorted(EpisodeDataset(made, open=True).key)
+    assert [it["id"] for it in EpisodeStream.generate(dict(UNITS), seed=5, open=True)][:2] == [
+        "preference-000000-expected", "preference-000000-unexpected"]

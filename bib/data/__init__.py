@@ -14,9 +14,13 @@ last state of a trial ``stay``) and ``<phase>_lengths`` (int64 ``[trials]``: sta
 States are ``symbolic`` grids (the learned observers' channels, :data:`CHANNELS`) or ``frames``
 rendered on the fly at ``size x size`` pixels (RGB in [0, 1]).
 
-Items are encoded from each episode's blind view (:mod:`bib.stimuli.blind`, issue 26): they carry no
-outcome, pair or design field. ``id`` is the episode's id in its set, so results can be written
-under it; in a submission kit (``bib blind``) it is opaque, so score a model you did not write on a kit.
+Items are blind by default (:mod:`bib.stimuli.blind`, issues 26 and 42): encoded from each episode's blind
+view (no outcome, pair or design field), ``id`` an opaque id (the one ``bib score`` hands a model for the
+same file: :func:`bib.stimuli.blind.opaque_id` under the SHA-256 of the file's bytes), and the episodes in an
+order drawn from ``seed``, so neither an id nor a place says which episode of a pair is which. ``open=True``
+gives the episodes' real ids in id order (a pair side by side): for making training labels of your own,
+never for what a model is handed. :attr:`EpisodeDataset.key` maps opaque ids back to real ones, for writing
+results (a model is scored with ``bib score`` / ``bib.score``, which hand it the same blind view).
 
 **n + 1 states, n surprise values.** A trial of ``n`` moves has ``n + 1`` states (the agent's
 cell before its first move and after each move; ``<phase>_lengths`` counts states) and ``n``
@@ -57,7 +61,7 @@ from bib.episode import Episode, load_episode
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
 from bib.observers.encoders import SYMBOLIC_CHANNELS, frame_states, symbolic_states, trial_actions
-from bib.stimuli.blind import blind_episode
+from bib.stimuli.blind import blind_episode, episode_secret, file_secret, opaque_id
 from bib.tasks import get_task, make_unit
 
 PHASES: tuple[str, ...] = ("familiarization", "test")
@@ -130,6 +134,16 @@ def _load(ref: EpisodeRef) -> Episode:
     return ep
 
 
+def order(n: int, seed: int) -> list[int]:
+    """The blind order of ``n`` episodes (in id order): a permutation drawn from ``numpy.random.default_rng(seed)``."""
+    return [int(i) for i in np.random.default_rng(seed).permutation(n)]
+
+
+def blind_id(ref: EpisodeRef) -> str:
+    """The opaque id of an episode file: what ``bib score`` names it when it hands it to a model."""
+    return opaque_id(file_secret(ref.path), ref.id)
+
+
 def _refs(source: str | Path | EpisodeSet, conditions: Sequence[str] | None, split: str = "all") -> list[EpisodeRef]:
     if split not in SPLITS:
         raise BibInputError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
@@ -143,7 +157,10 @@ def _refs(source: str | Path | EpisodeSet, conditions: Sequence[str] | None, spl
 
 
 class EpisodeDataset(Dataset):
-    """A map-style dataset over an episode set: item ``i`` is episode ``i`` (sorted by id), encoded.
+    """A map-style dataset over an episode set: item ``i`` is episode ``refs[i]``, encoded.
+
+    Blind by default (see the module docstring): ``refs`` in an order drawn from ``seed`` and opaque ids;
+    with ``open=True`` the episodes sorted by id under their real ids.
 
     Args:
         source: a folder (searched recursively for manifests and episode files), a ``manifest.csv``
@@ -154,18 +171,33 @@ class EpisodeDataset(Dataset):
         conditions: keep only episodes of these conditions / tasks (all when None).
         split: ``all``, or ``train`` / ``val``: the 80/20 split of the (kept) episodes that
             ``bib train`` uses (:data:`SPLITS`).
+        open: real ids in id order, for making labels of your own (default: blind).
+        seed: the seed of the blind order.
     """
 
     def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
-                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None, split: str = "all") -> None:
+                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None, split: str = "all",
+                 *, open: bool = False, seed: int = 0) -> None:
         self.encoding = Encoding(input, size, tuple(phases))
-        self.refs = _refs(source, conditions, split)
+        refs = _refs(source, conditions, split)
+        self.open = open
+        self.refs = refs if open else [refs[i] for i in order(len(refs), seed)]
 
     def __len__(self) -> int:
         return len(self.refs)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        return self.encoding.encode(_load(self.refs[index]))
+        ref = self.refs[index]
+        item = self.encoding.encode(_load(ref))
+        if not self.open:
+            item["id"] = blind_id(ref)
+        return item
+
+    @property
+    def key(self) -> dict[str, str]:
+        """Opaque id -> real id of every item (reads every file once): for writing results under the real ids,
+        never for a model. The identity for an ``open`` dataset."""
+        return {(r.id if self.open else blind_id(r)): r.id for r in self.refs}
 
 
 class EpisodeStream(IterableDataset):
@@ -174,40 +206,66 @@ class EpisodeStream(IterableDataset):
     Worker ``k`` of ``m`` takes every ``m``-th unit starting at ``k``, so together the workers see
     every episode once, and a set of any size never sits in memory.
 
+    Blind by default, as :class:`EpisodeDataset`: the units in an order drawn from ``seed`` (the two episodes
+    of a generated pair in an order drawn from it too), opaque ids; ``open=True``: real ids in id (or
+    generation) order.
+
     Args:
         source: as for :class:`EpisodeDataset`.
         input: ``symbolic`` or ``frames`` (see :class:`Encoding`).
         size: frame side in pixels (``frames`` only).
         phases: ``familiarization``, ``test`` or both.
         conditions: as for :class:`EpisodeDataset`.
+        open: as for :class:`EpisodeDataset`.
+        seed: the seed of the blind order.
     """
 
     def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
-                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None) -> None:
+                 phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None, *, open: bool = False,
+                 seed: int = 0) -> None:
         self.encoding = Encoding(input, size, tuple(phases))
-        self._units: list[Any] = _refs(source, conditions)
+        refs = _refs(source, conditions)
+        self.open = open
+        self.seed = seed
+        self._units: list[Any] = refs if open else [refs[i] for i in order(len(refs), seed)]
 
     @classmethod
     def generate(cls, units: Mapping[str, int], seed: int = 0, input: str = "symbolic", size: int = 84,
-                 phases: Sequence[str] = PHASES) -> EpisodeStream:
+                 phases: Sequence[str] = PHASES, *, open: bool = False) -> EpisodeStream:
         """Stream freshly generated episodes: ``units[task]`` units of each task (pairs for evaluation
-        conditions), exactly those ``bib generate`` writes for the same tasks, counts and seed."""
+        conditions), exactly those ``bib generate`` writes for the same tasks, counts and seed (blind unless
+        ``open``; the blind order is drawn from ``seed`` too)."""
         for task, n in units.items():
             get_task(task)
             if n < 0:
                 raise BibInputError(f"units[{task!r}] must be >= 0, got {n}")
         stream = cls.__new__(cls)
         stream.encoding = Encoding(input, size, tuple(phases))
-        stream._units = [(task, i, int(seed)) for task, n in units.items() for i in range(n)]
+        stream.open = open
+        stream.seed = int(seed)
+        made = [(task, i, int(seed)) for task, n in units.items() for i in range(n)]
+        stream._units = made if open else [made[i] for i in order(len(made), int(seed))]
         return stream
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
         k, m = (info.id, info.num_workers) if info is not None else (0, 1)
         for unit in self._units[k::m]:
-            episodes = [_load(unit)] if isinstance(unit, EpisodeRef) else make_unit(*unit)
+            if isinstance(unit, EpisodeRef):
+                item = self.encoding.encode(_load(unit))
+                if not self.open:
+                    item["id"] = blind_id(unit)
+                yield item
+                continue
+            episodes = make_unit(*unit)
+            if not self.open:  # which of a pair comes first: drawn from the seed and the unit
+                flip = np.random.default_rng([self.seed, unit[1], len(unit[0])]).permutation(len(episodes))
+                episodes = [episodes[int(i)] for i in flip]
             for ep in episodes:
-                yield self.encoding.encode(ep)
+                item = self.encoding.encode(ep)
+                if not self.open:
+                    item["id"] = opaque_id(episode_secret(ep), ep.id)
+                yield item
 
 
 def pad_collate(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -253,7 +311,7 @@ def cache_dir() -> Path:
 def load(name_or_spec: str | os.PathLike[str] | Any, split: str = "all", phases: Sequence[str] = PHASES,
          input: str = "symbolic", size: int = 84, *, seed: int | None = None, limit: int | None = None,
          conditions: Sequence[str] | None = None, cache: str | os.PathLike[str] | None = None,
-         workers: int = 1) -> EpisodeDataset:
+         workers: int = 1, open: bool = False, order_seed: int = 0) -> EpisodeDataset:
     """A stimulus set as an :class:`EpisodeDataset`, generated the first time and read from a cache after.
 
     Nothing is downloaded: the set is built from its spec and seed (as ``bib generate`` builds it,
@@ -273,6 +331,8 @@ def load(name_or_spec: str | os.PathLike[str] | Any, split: str = "all", phases:
         limit: at most this many units per task (as ``bib generate --limit``): a small set to try things.
         cache: the cache folder (default :func:`cache_dir`: ``$BIB_DATA_CACHE`` or the user cache).
         workers: worker processes for the first build.
+        open: real ids in id order (see :class:`EpisodeDataset`; default: blind).
+        order_seed: the seed of the blind order (``seed`` is the set's).
 
     Example::
 
@@ -295,7 +355,7 @@ def load(name_or_spec: str | os.PathLike[str] | Any, split: str = "all", phases:
     folder = Path(cache if cache is not None else cache_dir()) / f"{spec.name}-{spec.seed}-{digest}"
     if not folder.is_dir():
         _build_into(spec, folder, limit, workers)
-    return EpisodeDataset(folder, input, size, phases, conditions, split)
+    return EpisodeDataset(folder, input, size, phases, conditions, split, open=open, seed=order_seed)
 
 
 def _build_into(spec: Any, folder: Path, limit: int | None, workers: int) -> None:
@@ -317,4 +377,4 @@ def _build_into(spec: Any, folder: Path, limit: int | None, workers: int) -> Non
 
 
 __all__ = ["CACHE_ENV", "CHANNELS", "INPUTS", "PHASES", "SPLITS", "Encoding", "EpisodeDataset", "EpisodeStream",
-           "cache_dir", "load", "pad_collate"]
+           "blind_id", "cache_dir", "load", "order", "pad_collate"]
