@@ -44,3 +44,17 @@ def test_nothing_links_outside_the_repository(page: Path) -> None:
         resolved = (page.parent / target.split("#")[0]).resolve()
         assert resolved.is_relative_to(ROOT), f"{page.name}: link {target} leaves the repository"
         assert resolved.exists(), f"{page.name}: link {target} points to nothing"
+
+
+#: The guides for model builders (issue 42): their code uses only the blind routes (bib.train, bib.score, bib.data's
+#: default), never a route that hands a model open episodes. Their Python blocks run above (test_python_blocks_run).
+GUIDES = [ROOT / "docs" / name for name in ("score-your-model.md", "train-your-model.md", "guide-agent.md",
+                                            "guide-analysis.md", "guide-lab.md")]
+OPEN_ROUTES = re.compile(r"read_episodes\(|load_episode\(|open=True|\.fit\(|EpisodeRef\(")
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda p: p.name)
+def test_guides_use_only_blind_routes(page: Path) -> None:
+    for line, code in python_blocks(page.read_text(encoding="utf-8")):
+        found = OPEN_ROUTES.search(code)
+        assert found is None, f"{page.name}:{line}: {found.group(0)!r} hands a model open episodes; use bib.train / bib.score"
