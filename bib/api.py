@@ -374,7 +374,7 @@ def train(
            "overrides": overrides, **({"options": options} if options else {})}
     folder = OutputFolder(out, job, force=force)
     if user:
-        from bib.observers.trainable import train_model
+        from bib.observers.user_training import train_model
 
         with folder as tmp:
             card = train_model(name, background, tmp, options=options, seed=seed or 0, max_episodes=max_episodes or 0,

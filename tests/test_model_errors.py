@@ -19,7 +19,7 @@ from bib.cli import main
 from bib.episode import load_episode
 from bib.errors import BibInputError, ModelError
 from bib.evaluation import find_episodes
-from bib.observers.trainable import train_model
+from bib.observers.user_training import train_model
 from bib.stimuli.build import build
 
 MODULE = textwrap.dedent('''

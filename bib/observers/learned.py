@@ -12,12 +12,9 @@ executing code.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import multiprocessing
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,84 +22,27 @@ import numpy as np
 import torch
 from torch import nn
 
-from bib.episode import GRID_MAX, Episode
+from bib.episode import Episode
 from bib.errors import BibInputError
-from bib.io import atomic_write_bytes
 from bib.observers.base import BaseObserver, weights_mismatch
+from bib.observers.config import (  # noqa: F401 - re-exported: learned observers and their users import them here
+    GPU_LOADER_WORKERS,
+    SIZE_MAX,
+    InputConfig,
+    TrainConfig,
+    as_is,
+    check_sizes,
+    config_from_dict,
+    loader_workers,
+    torch_threads,
+)
 from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
-from bib.registry import Registry
+from bib.observers.registry import LEARNED, learned_class, register_learned  # noqa: F401 - re-exported
+from bib.observers.trainable import save_checkpoint
+from bib.observers.training import fit_episodes
 from bib.vocabulary import LEGACY_VOCABULARY, checkpoint_vocabulary, vocabulary_difference
 
 FORMAT = "bib.checkpoint/1"
-
-LEARNED: Registry[type[LearnedObserver]] = Registry("learned observer")
-"""Observer name -> learned observer class, filled by :func:`register_learned` in the modules that define them
-(their entries in :data:`bib.observers.OBSERVERS`, ``learned=True``, say which module that is)."""
-
-
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run the body with ``torch.set_num_threads(n)`` (restored afterwards; n <= 0 keeps the setting).
-
-    Small per-step tensors gain nothing from intra-op threads, and on a shared machine the
-    thread pool's spinning makes them several times slower (measured: 1 thread scored 156
-    episodes/s, 2 threads 28, on a loaded 2-core VM), so scoring and training default to 1.
-    """
-    old = torch.get_num_threads()
-    if n > 0:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
-@dataclass
-class TrainConfig:
-    """How a learned observer is trained (``[train]`` in ``baselines/NAME.toml``).
-
-    Attributes:
-        epochs: passes over the training split.
-        batch_size: episodes per optimisation step.
-        lr: Adam learning rate.
-        weight_decay: Adam weight decay.
-        grad_clip: gradient-norm clipping threshold.
-        seed: seeds ``torch.manual_seed`` and the numpy Generator that shuffles episodes.
-        max_episodes: use N episodes spread evenly over the id-sorted background set; 0 = all.
-        max_batches: stop each epoch after N batches; 0 = a full pass.
-        max_val_episodes: validate on the first N validation episodes; 0 = all.
-        threads: torch intra-op threads during training (0 = torch's default).
-        loader_workers: processes that load and encode episodes while the main process trains
-            (0 = load inline).
-    """
-
-    epochs: int = 5
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    grad_clip: float = 10.0
-    seed: int = 0
-    max_episodes: int = 0
-    max_batches: int = 0
-    max_val_episodes: int = 0
-    threads: int = 1
-    loader_workers: int = 1
-
-
-GPU_LOADER_WORKERS = 2
-"""Loader processes at least, when a learned observer trains or scores on a CUDA GPU (the GPU would otherwise
-wait for batches)."""
-
-
-def loader_workers(device: str, workers: int) -> int:
-    """The loader processes to use for ``workers`` asked on ``device``: at least :data:`GPU_LOADER_WORKERS` on CUDA."""
-    return max(workers, GPU_LOADER_WORKERS) if device.startswith("cuda") else workers
-
-
-def as_is(item: Any) -> Any:
-    """The ``collate_fn`` of loaders whose items are already what the caller wants (module-level: picklable)."""
-    return item
-
 
 class _Encoded(torch.utils.data.Dataset):
     """The scoring loader's items: one encoded episode each (:func:`~bib.observers.encoders.encode_episode`). Each
@@ -118,81 +58,6 @@ class _Encoded(torch.utils.data.Dataset):
 
     def __getitem__(self, k: int) -> EncodedEpisode:
         return encode_episode(self.episodes[k], self.spec, self.cache)
-
-
-def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
-    """Build dataclass ``cls`` from ``values``, checking names and types.
-
-    Raises:
-        BibInputError: naming ``where`` and the field for an unknown field or a wrong type.
-    """
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    defaults = cls()
-    out = {}
-    for key, value in values.items():
-        if key not in fields:
-            raise BibInputError(f"{where}: unknown field {key!r}; known: {', '.join(fields)}")
-        default = getattr(defaults, key)
-        if isinstance(default, bool) or isinstance(value, bool):
-            ok = isinstance(value, bool) and isinstance(default, bool)
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float))
-            value = float(value) if ok else value
-        elif isinstance(default, (list, tuple)):
-            ok = isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-            value = list(value) if ok else value
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise BibInputError(f"{where}: field {key!r} expects {type(default).__name__}, got {value!r}")
-        out[key] = value
-    config = cls(**out)
-    if issubclass(cls, InputConfig):  # a model's sizes (a training config's counts are not sizes)
-        check_sizes(config, where)
-    return config
-
-
-SIZE_MAX = 4096
-"""Largest layer width, embedding, hidden size or image side a learned model's config may give: the
-sizes are checked before anything is allocated (a checkpoint's config could ask for terabytes)."""
-
-
-def check_sizes(config: Any, where: str) -> None:
-    """BibInputError unless every size of ``config`` is in range: ``grid`` 1 to :data:`bib.episode.GRID_MAX`
-    cells a side, ``cell_px`` 1 to 64, every other integer or list of integers (but the seed) 1 to
-    :data:`SIZE_MAX`."""
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if f.name == "seed" or isinstance(value, bool) or not isinstance(value, (int, list)):
-            continue
-        top = {"grid": GRID_MAX, "cell_px": 64}.get(f.name, SIZE_MAX)
-        values = value if isinstance(value, list) else [value]
-        if (f.name == "grid" and len(values) != 2) or not all(1 <= v <= top for v in values):
-            shape = "two integers" if f.name == "grid" else "integers" if isinstance(value, list) else "an integer"
-            raise BibInputError(f"{where}: field {f.name!r}: expected {shape} from 1 to {top}, got {value!r}"[:300])
-
-
-@dataclass
-class InputConfig:
-    """Fields every learned model shares.
-
-    Attributes:
-        input: ``symbolic`` (fast default) or ``frames`` (see :class:`bib.observers.encoders.InputSpec`).
-        image_size: frame side in pixels (``frames``; BIB: 84).
-        cell_px: render cell size before resizing (``frames``).
-        grid: ``[width, height]`` of the symbolic grid.
-        embed: state embedding size.
-        symbolic_hidden: hidden units of the symbolic state MLP.
-        seed: ``torch.manual_seed`` for the initial weights.
-    """
-
-    input: str = "symbolic"
-    image_size: int = 84
-    cell_px: int = 8
-    grid: list[int] = field(default_factory=lambda: [10, 10])
-    embed: int = 128
-    symbolic_hidden: int = 256
-    seed: int = 0
 
 
 class LearnedObserver(BaseObserver):
@@ -308,8 +173,6 @@ class LearnedObserver(BaseObserver):
 
     def fit(self, background_episodes: Sequence[Episode], train: TrainConfig | None = None) -> None:
         """Train on in-memory episodes (80/20 split by sorted id); ``bib train`` streams from disk instead."""
-        from bib.observers.training import fit_episodes
-
         fit_episodes(self, background_episodes, train or TrainConfig())
 
     def checkpoint(self, train: TrainConfig | None = None, metrics: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -329,13 +192,6 @@ class LearnedObserver(BaseObserver):
     def save(self, path: str | Path, train: TrainConfig | None = None, metrics: dict[str, Any] | None = None) -> None:
         """Write the checkpoint to ``path`` atomically."""
         save_checkpoint(self.checkpoint(train, metrics), path)
-
-
-def save_checkpoint(ckpt: dict[str, Any], path: str | Path) -> None:
-    """``torch.save`` ``ckpt`` into memory, then write it atomically."""
-    buf = io.BytesIO()
-    torch.save(ckpt, buf)
-    atomic_write_bytes(path, buf.getvalue())
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -358,16 +214,6 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     if diff:
         raise BibInputError(f"{p}: checkpoint was trained with another sprite vocabulary ({diff}); retrain it")
     return ckpt
-
-
-def learned_class(name: str) -> type[LearnedObserver]:
-    """``LEARNED[name]``: the learned observer class registered as ``name`` (importing its module as needed)."""
-    from bib.observers.registry import OBSERVERS, observer_names
-
-    if not OBSERVERS[name].learned:
-        raise BibInputError(f"observer {name!r} is not a learned observer; learned: {', '.join(observer_names(learned=True))}")
-    OBSERVERS[name].resolve()  # imports the module that registers the class
-    return LEARNED[name]
 
 
 def load_observer(path: str | Path, expected: str | None = None) -> LearnedObserver:
@@ -396,9 +242,3 @@ def load_observer(path: str | Path, expected: str | None = None) -> LearnedObser
     obs.metrics = dict(cfg.get("metrics") or {})
     obs.train_config = dict(cfg.get("train") or {})
     return obs
-
-
-def register_learned(cls: type[LearnedObserver]) -> type[LearnedObserver]:
-    """Register ``cls`` in :data:`LEARNED` under ``cls.name`` (its observer entry, with ``learned=True`` and
-    the factory ``"module:Class.create"``, is registered in :mod:`bib.observers`)."""
-    return LEARNED.register(cls.name, cls)

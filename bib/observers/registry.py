@@ -19,11 +19,14 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bib.errors import BibInputError
 from bib.observers.base import Observer
 from bib.registry import Registry, import_target
+
+if TYPE_CHECKING:
+    from bib.observers.learned import LearnedObserver
 
 Factory = Callable[..., Observer]
 """``factory(checkpoint: Path | None, **config) -> Observer``."""
@@ -219,3 +222,22 @@ def check_option_type(name: str, key: str, value: Any, annotation: Any) -> None:
         shown = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
         raise BibInputError(f"observer {name!r}: option {key}={value!r} ({type(value).__name__}) does not fit "
                             f"its annotation {key}: {shown}")
+
+
+LEARNED: Registry[type[LearnedObserver]] = Registry("learned observer")
+"""Observer name -> learned observer class, filled by :func:`register_learned` in the modules that define them
+(their entries in :data:`OBSERVERS`, ``learned=True``, say which module that is)."""
+
+
+def register_learned(cls: type[LearnedObserver]) -> type[LearnedObserver]:
+    """Register ``cls`` in :data:`LEARNED` under ``cls.name`` (its observer entry, with ``learned=True`` and
+    the factory ``"module:Class.create"``, is registered in :mod:`bib.observers`)."""
+    return LEARNED.register(cls.name, cls)
+
+
+def learned_class(name: str) -> type[LearnedObserver]:
+    """``LEARNED[name]``: the learned observer class registered as ``name`` (importing its module as needed)."""
+    if not OBSERVERS[name].learned:
+        raise BibInputError(f"observer {name!r} is not a learned observer; learned: {', '.join(observer_names(learned=True))}")
+    OBSERVERS[name].resolve()  # imports the module that registers the class
+    return LEARNED[name]

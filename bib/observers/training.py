@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -28,19 +28,15 @@ from bib.errors import BibInputError
 from bib.evaluation import find_episodes
 from bib.guard import load_toml
 from bib.io import atomic_write_text, ensure_dir
+from bib.observers.config import TrainConfig, as_is, config_from_dict, loader_workers, torch_threads
 from bib.observers.encoders import Batch, collate
-from bib.observers.learned import (
-    LearnedObserver,
-    TrainConfig,
-    as_is,
-    config_from_dict,
-    learned_class,
-    loader_workers,
-    torch_threads,
-)
+from bib.observers.registry import learned_class
 from bib.observers.trainable import subset
 from bib.progress import track
 from bib.stimuli.blind import blind_episode, episode_secret, read_blind
+
+if TYPE_CHECKING:  # a type only: bib.observers.learned imports this module (LearnedObserver.fit trains through it)
+    from bib.observers.learned import LearnedObserver
 
 Item = Path | Episode
 """A training item: an episode file (loaded when its batch is built) or an episode in memory."""

@@ -1,0 +1,128 @@
+"""``bib train package.module:Class``: a user's model built (or given), fitted on the blind background set and saved
+into a folder made or refused before ``fit`` (:mod:`bib.observers.trainable` saves and restores it)."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bib.errors import BibInputError, ModelError
+from bib.observers.device import device_for, place
+from bib.observers.registry import OBSERVERS, make_observer
+from bib.observers.trainable import (
+    BackgroundEpisodes,
+    _is_module,
+    check_trainable,
+    count_parameters,
+    save_trained,
+    seed_everything,
+    subset,
+)
+
+
+def prepare_folder(folder: str | os.PathLike[str]) -> Path:
+    """The folder a trained model is saved into: created (with its parents) when missing, refused when it is a
+    file or a folder that holds anything, so that nothing is trained that cannot be saved.
+
+    Raises:
+        BibInputError: a file, a folder with files in it, or a folder that cannot be created.
+    """
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise BibInputError(f"{path}: is a file; give a folder to save the trained model into")
+    if path.is_dir() and any(path.iterdir()):
+        raise BibInputError(f"{path}: already holds files; give a new or empty folder to save the trained model into")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BibInputError(f"{path}: cannot create the folder ({exc.strerror or exc})") from None
+    return path
+
+
+def train_model(
+    target: str,
+    background: str | os.PathLike[str],
+    folder: str | os.PathLike[str],
+    *,
+    options: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    max_episodes: int = 0,
+    log: Callable[[str], None] = print,
+    device: str = "auto",
+    model: Any = None,
+) -> dict[str, Any]:
+    """Train a user's model ``package.module:Class`` on the background set and save it into ``folder``.
+
+    Everything that can be refused is refused before ``fit`` runs: the class (it must have ``fit`` and
+    be a ``torch.nn.Module`` or have ``save(folder)``), its options and the background set. Then
+    ``random``, numpy and torch are seeded with ``seed``, the model is built, ``fit`` is called with a
+    :class:`BackgroundEpisodes` sequence (the episodes under ``background``, read from disk on demand,
+    ``max_episodes`` of them spread evenly over the id-sorted set when given) and what it learned is
+    saved (:func:`save_trained`). When ``fit`` returns a model (as scikit-learn's return ``self``), that
+    model is the one saved. A ``torch.nn.Module`` is moved to ``device`` (``auto``, ``cpu``, ``cuda[:N]``,
+    ``mps``: :func:`bib.observers.device.device_for`) before ``fit``; its weights are saved from the CPU.
+
+    ``folder`` (a ``str`` or a path) is created when it does not exist and refused when it is not an empty
+    folder, before anything is trained. ``model``: an instance already built (of the class ``target`` names; no
+    ``options`` then) to train instead of building one.
+
+    Returns:
+        The model card written (:data:`MODEL_CARD`).
+
+    Raises:
+        BibInputError: what is refused before ``fit`` (above), or a model that cannot be saved after it.
+    """
+    created = not Path(folder).exists()
+    path = prepare_folder(folder)
+    try:
+        return _train_into(target, background, path, options=options, seed=seed, max_episodes=max_episodes, log=log,
+                           device=device, model=model)
+    except BaseException:
+        if created:  # leave nothing behind that the call made
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *, options: Mapping[str, Any] | None,
+                seed: int, max_episodes: int, log: Callable[[str], None], device: str, model: Any = None
+                ) -> dict[str, Any]:
+    """:func:`train_model` into a folder that exists and is empty."""
+    from bib.stimuli.sets import find_episodes
+
+    opts = dict(options or {})
+    if model is not None:
+        if opts:
+            raise BibInputError(f"observer {target!r}: options build a model from its class; "
+                                "an instance is already built, give it alone")
+        seed_everything(seed)
+    else:
+        OBSERVERS[target].resolve()  # imports the user's module (and torch, if it uses it) before seeding
+        seed_everything(seed)
+        model = make_observer(target, None, **opts)
+    check_trainable(target, model)
+    place(model, device_for(model, device))
+    found = find_episodes(background)
+    refs = subset(found.refs, max_episodes)
+    episodes = BackgroundEpisodes([r.path for r in refs], blind=True)
+    log(f"{target}: fit on {len(episodes)} background episodes from {background}"
+        + (f"; {count_parameters(model)} parameters" if _is_module(model) else ""))
+    try:
+        returned = model.fit(episodes)
+    except BibInputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the model's own code: one line, its traceback kept for --debug
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelError(f"observer {target!r} raised {type(exc).__name__} in fit" + (f": {first}" if first else "")
+                         + " (bib --debug shows the traceback)", traceback.format_exc()) from exc
+    trained = model if returned is None or returned is model else returned
+    if trained is not model and not (_is_module(trained) or callable(getattr(trained, "save", None))):
+        raise BibInputError(f"observer {target!r}: fit returned a {type(trained).__name__}, which bib train "
+                            "cannot save (neither a torch.nn.Module nor has save(folder))")
+    card = {"options": opts, "seed": seed,
+            "training_data": {"path": str(background), "episodes": len(episodes), "sets": found.sets}}
+    return save_trained(target, trained, folder, card)
