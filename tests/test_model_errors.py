@@ -319,3 +319,17 @@ def test_bib_train_a_learned_observer_gives_the_clis_checkpoint(here: Path, sets
     assert str(trained) == "bc-mlp: checkpoint written to api/checkpoint.pt" and printed.startswith("bc-mlp: checkpoint")
     assert (here / "api" / "checkpoint.pt").read_bytes() == (here / "cli" / "checkpoint.pt").read_bytes()
     assert trained.card["n_train"] + trained.card["n_val"] == 6
+
+
+def test_option_annotations_are_read_as_written_under_future_annotations() -> None:
+    from typing import Optional
+
+    from bib.observers.registry import check_option_type
+
+    for annotation in ("int", int, "Optional[int]", Optional[int], "int | None", int | None):  # noqa: UP045
+        check_option_type("m:C", "n", 3, annotation)
+        with pytest.raises(BibInputError, match=r"option n='3' \(str\) does not fit its annotation n: "):
+            check_option_type("m:C", "n", "3", annotation)
+    check_option_type("m:C", "x", 1, "float")  # an int is a float
+    for unchecked in ("list[int]", list[int], "Sequence[float]", "MyType"):
+        check_option_type("m:C", "v", "anything", unchecked)
