@@ -243,7 +243,7 @@ def evaluate(
             results of another kit), or no expected/unexpected pairs.
     """
     from bib.evaluation import read_model_card, surprise_by_episode
-    from bib.stimuli.kit import check_results_kit, is_key, read_key
+    from bib.stimuli.kit import check_results_kit, is_key, key_note, read_key
 
     key = isinstance(episodes, (str, os.PathLike)) and is_key(episodes)
     found, fingerprint = read_key(episodes) if key else (episode_refs(episodes), "")  # type: ignore[arg-type]
@@ -268,7 +268,7 @@ def evaluate(
     if not res:
         raise BibInputError("the episodes have no expected/unexpected pairs to evaluate")
     return Evaluation(res, readout_name, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed), model,
-                      set_summary(found.refs, found.sets))
+                      set_summary(found.refs, found.sets), note=key_note(episodes) if key else None)  # type: ignore[arg-type]
 
 
 def check_matching(found: EpisodeSet, surprise: Mapping[str, float]) -> None:

@@ -516,6 +516,8 @@ class Evaluation(Result):
         model: the model card (``{"name", "parameters", "training_data", "seed"}``; only ``name`` is required,
             the observer's ``name`` attribute), from :func:`bib.observers.scoring.model_card`.
         episode_set: :func:`set_summary` of the set (``spec``, ``seed``, ``episodes``, ``pairs``).
+        note: the note of a ``bib blind`` key evaluated against (``public: scores are not blind (why)``, a kit of
+            a set anyone can rebuild: :mod:`bib.stimuli.origin`); first in the table and ``note`` in the JSON.
     """
 
     name: ClassVar[str] = "evaluation"
@@ -525,12 +527,15 @@ class Evaluation(Result):
     difficulty: dict[str, dict[str, ConditionResult]] = field(default_factory=dict)
     model: dict[str, object] = field(default_factory=dict)
     episode_set: dict[str, object] = field(default_factory=dict)
+    note: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The :func:`evaluation_json` object (``schema``, ``bib_version``, ``readout``, ``tie_rule``, ``conditions``,
-        ``averages``, ``overall``, ``model``, ``set``, ``sets``, and ``difficulty`` (:func:`difficulty_json`) when
-        the pairs have one)."""
-        extra = {"difficulty": difficulty_json(self.difficulty)} if self.difficulty else {}
+        ``averages``, ``overall``, ``model``, ``set``, ``sets``, ``difficulty`` (:func:`difficulty_json`) when
+        the pairs have one, and ``note`` when there is one)."""
+        extra: dict[str, object] = {"difficulty": difficulty_json(self.difficulty)} if self.difficulty else {}
+        if self.note:
+            extra["note"] = self.note
         return evaluation_json(self.conditions, self.readout, model=self.model or {"name": None},
                                set=self.episode_set or set_summary([], self.sets), sets=self.sets, **extra)
 
@@ -554,6 +559,8 @@ class Evaluation(Result):
         who = self.model.get("name") if self.model else None
         if who:
             note = f"Model: {who}. " + note
+        if self.note:
+            note = f"{self.note}\n\n{note}"
         text = note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
         text += "".join(f"\n\nWarning: {w}" for w in few_pairs_warnings(self.conditions))
         if self.difficulty:

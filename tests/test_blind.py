@@ -215,7 +215,7 @@ def kit(small_set: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
     from bib.stimuli.kit import make_kit
 
     root = tmp_path_factory.mktemp("kit")
-    make_kit(small_set, root / "kit", root / "key.csv", seed=5, progress=False)
+    make_kit(small_set, root / "kit", root / "key.csv", seed=5, progress=False, allow_public=True)
     return root / "kit", root / "key.csv"
 
 
@@ -409,7 +409,7 @@ def test_a_kit_with_videos_and_bib_json_pads_every_file_and_leaks_nothing(tmp_pa
     src = tmp_path / "set"
     build([("preference", 6), ("efficiency-path", 6)], 7, src, video=True, settings=RenderSettings(cell_px=4, fps=5),
           codec=codec)
-    make_kit(src, tmp_path / "kit", tmp_path / "key.csv", fmt="bib-json", seed=2, progress=False)
+    make_kit(src, tmp_path / "kit", tmp_path / "key.csv", fmt="bib-json", seed=2, progress=False, allow_public=True)
     kit = tmp_path / "kit"
     assert sorted(p.name for p in kit.iterdir()) == ["bib-json", "episodes", "kit.csv", "videos"]
     keyed, _ = read_key(tmp_path / "key.csv")
@@ -488,6 +488,6 @@ def test_a_kit_reads_each_sets_manifest_once(tmp_path: Path, monkeypatch: pytest
     calls = []
     real = manifest.read_manifest
     monkeypatch.setattr(manifest, "read_manifest", lambda *a, **k: calls.append(a) or real(*a, **k))
-    make_kit(tmp_path / "set", tmp_path / "kit", tmp_path / "key.csv", seed=1, progress=False)
+    make_kit(tmp_path / "set", tmp_path / "kit", tmp_path / "key.csv", seed=1, progress=False, allow_public=True)
     # once to find the episodes, once for their videos: not once per episode (10 here)
     assert len(calls) == 2 and len(list((tmp_path / "kit" / "episodes").iterdir())) == 10

@@ -82,17 +82,20 @@ def register(app: typer.Typer) -> None:
         fmt: KitFormat = typer.Option(KitFormat.episodes, "--format", help="episodes (blind bib.episode/1 files) or bib-json (also BIB's per-frame JSON)."),
         seed: int = typer.Option(None, "--seed", help="Base seed of a reproducible kit (default: a fresh random secret); the seed tells the key, keep it as secret.", show_default=False),
         force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
+        allow_public: bool = typer.Option(False, "--allow-public", help="Accept a set anyone can rebuild (not made with `bib generate --secret-seed`), for tutorials: the key then says 'public: scores are not blind'."),
         as_json: bool = JSON,
     ) -> None:
         """Write a submission kit: the set's episodes as a model may see them, under opaque shuffled ids, and the key apart.
 
-        Score the kit with any model (`bib score OBSERVER KIT --out R`, or a program that writes
-        episode_id,surprise over kit.csv's ids), then `bib evaluate KEY.csv RESULTS`. See docs/blind-scoring.md.
+        The set must be one no one can rebuild (`bib generate SPEC --secret-seed --out SET`); any
+        other is refused unless --allow-public. Score the kit with any model (`bib score OBSERVER KIT
+        --out R`, or a program that writes episode_id,surprise over kit.csv's ids), then
+        `bib evaluate KEY.csv RESULTS`. See docs/blind-scoring.md.
         """
         from bib.stimuli.kit import check_kit_paths, make_kit
 
         check_kit_paths(out, key, force)
-        summary = make_kit(episodes, out, key, fmt=fmt.value, seed=seed, force=force)
+        summary = make_kit(episodes, out, key, fmt=fmt.value, seed=seed, force=force, allow_public=allow_public)
         typer.echo(summary.to_json_text() if as_json else summary.to_markdown(), nl=not as_json)
 
     @app.command()
@@ -131,12 +134,14 @@ def register(app: typer.Typer) -> None:
 
         if table is not None and not name:
             raise BibInputError("--table needs --name (the observer's name in the table)")
-        from bib.stimuli.kit import check_results_kit, is_key, read_key
+        from bib.stimuli.kit import check_results_kit, is_key, key_note, read_key
 
         results = results_file(results)
+        note = None
         if is_key(episodes):
             found, fingerprint = read_key(episodes)
             check_results_kit(results, found, fingerprint, episodes)
+            note = key_note(episodes)
         else:
             found = find_episodes(episodes)
         if table is not None:
@@ -152,7 +157,7 @@ def register(app: typer.Typer) -> None:
         if name and not model.get("name"):
             model = {**model, "name": name}
         result = Evaluation(res, readout.value, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed), model,
-                            set_summary(found.refs, found.sets))
+                            set_summary(found.refs, found.sets), note=note)
         if folder is not None:
             with folder as tmp:
                 result.save(tmp)

@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Option(None, "--task", help="Task or condition id, e.g. single-object (instead of SPEC).", show_default=False),
         n: int = typer.Option(10, "--n", min=0, help="With --task: pairs (evaluation conditions) or episodes (background tasks)."),
         seed: int = typer.Option(None, "--seed", help="Base seed (default: the spec's, or 0); the same seed gives byte-identical episodes.", show_default=False),
+        secret_seed: bool = typer.Option(False, "--secret-seed", help="Draw the base seed from the operating system (128 bits) and keep it only in --out (spec.toml, provenance.json): a set no one can rebuild, for `bib blind`; a rerun into the same folder resumes with it."),
         video: bool = typer.Option(None, "--video/--no-video", help="Render one video per episode (default: the spec's render.video, or off).", show_default=False),
         per_trial: bool = typer.Option(False, "--per-trial", help="Also one video per trial (implies --video)."),
         codec: Codec = typer.Option(None, "--codec", help="h264 (MP4, browser-playable), vp9 (WebM) or mp4v (default: the spec's, or h264).", show_default=False),
@@ -47,14 +48,21 @@ def register(app: typer.Typer) -> None:
             raise BibInputError("generate needs exactly one of SPEC or --task ID")
         if force and append:
             raise BibInputError("give at most one of --force and --append")
+        if secret_seed and seed is not None:
+            raise BibInputError("give at most one of --seed and --secret-seed")
         check_scheduler(scheduler)  # before anything is written
         base = load_spec(spec) if spec is not None else task_spec(task, n)
+        resumed = False
+        if secret_seed:
+            from bib.stimuli.origin import with_secret_seed
+
+            base, resumed = with_secret_seed(base, out, force=force)
         trials = per_trial and video is not False
         resolved = override(
             base, str(spec or "--task"), seed=seed, cell_px=cell_px, fps=fps, codec=value(codec), preset=value(preset), crf=crf,
             per_trial=True if trials else None, video=True if trials else None,
         )
-        folder = generate_job(resolved, out, force=force, append=append)
+        folder = generate_job(resolved, out, force=force, append=append, secret=secret_seed)
         check_spec(resolved)
         if resolved.render.video if video is None else video:
             check_video(resolved.render.codec, resolved.render.settings())
@@ -69,6 +77,10 @@ def register(app: typer.Typer) -> None:
             f"{summary.episodes} episodes in {summary.out} "
             f"({summary.built} units generated, {summary.kept} kept from an earlier run)"
         )
+        if secret_seed:
+            from bib.stimuli.origin import secret_note
+
+            typer.echo(secret_note(out, resumed))
 
     @app.command()
     def render(

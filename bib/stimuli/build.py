@@ -583,9 +583,11 @@ def check_spec(spec: StimulusSpec) -> None:
 
 
 def generate_job(spec: StimulusSpec, out: str | os.PathLike[str], *, force: bool = False,
-                 append: bool = False) -> OutputFolder:
+                 append: bool = False, secret: bool = False) -> OutputFolder:
     """The output folder of `bib generate` (checked, nothing written): ``out`` may hold nothing, this
     set (``name`` and ``seed``: a rerun resumes), or, with ``append``, other sets this one is added to.
+    ``secret``: the seed was drawn by ``--secret-seed``; the job records the set as ``{"set", "seed",
+    "secret": true}`` (:mod:`bib.stimuli.origin`).
 
     Raises:
         BibInputError: ``out`` is a file, not writable, or holds another set (without ``append``)
@@ -594,7 +596,7 @@ def generate_job(spec: StimulusSpec, out: str | os.PathLike[str], *, force: bool
     from bib.errors import BibInputError
     from bib.io import FolderLock, OutputFolder, read_provenance
 
-    ident = {"set": spec.name, "seed": spec.seed}
+    ident: dict[str, object] = {"set": spec.name, "seed": spec.seed, **({"secret": True} if secret else {})}
     p = Path(out)
     FolderLock(p).check()  # a job writing into it now: say so, rather than what its half-built folder holds
     sets = [ident]
@@ -610,13 +612,20 @@ def generate_job(spec: StimulusSpec, out: str | os.PathLike[str], *, force: bool
                                 "use --force to replace it, or choose another --out")
         if ident not in held:
             if not append:
-                names = ", ".join(f"{s.get('set')}" + (f" (seed {s['seed']})" if s.get("seed") is not None else "")
+                names = ", ".join(f"{s.get('set')}" + (f" (seed {_shown(s)})" if s.get("seed") is not None else "")
                                   for s in held) or "another set"
                 raise BibInputError(f"{p}: folder holds the set {names}; use --append to add {spec.name} "
-                                    f"(seed {spec.seed}) to it, --force to replace it, or choose another --out")
+                                    f"(seed {_shown(ident)}) to it, --force to replace it, or choose another --out")
             held.append(ident)
         sets = held
     return OutputFolder(p, {"command": "generate", "sets": sets}, force=force, resume=True, checked=True)
+
+
+def _shown(ident: dict[str, object]) -> object:
+    """A set's seed as a message shows it: ``secret`` for one drawn by ``--secret-seed``."""
+    from bib.stimuli.origin import SECRET_SEED
+
+    return SECRET_SEED if ident.get("secret") is True else ident.get("seed")
 
 
 def _legacy_sets(root: Path, spec: StimulusSpec, ident: dict[str, object]) -> list[dict[str, object]]:

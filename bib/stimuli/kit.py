@@ -18,9 +18,15 @@ mp4 ``free`` box, a WebM ``Void`` element), so not even how long the agent moves
 size (a video's duration, like a frame list's length, is what it shows: the audit's shortcut battery
 measures such cues).
 
+Only a set that no one can rebuild makes a blind kit: one generated with ``bib generate SPEC
+--secret-seed`` (:mod:`bib.stimuli.origin`). Any other set is refused unless ``allow_public``
+(``--allow-public``, for tutorials), and then the key carries ``"public": true`` and the note
+``public: scores are not blind (why)``, which ``bib evaluate KEY`` prints.
+
 The key (``KEY.csv``, written where the organiser says, never inside the kit) has a first line
-``# bib blind key {JSON}`` (the kit's fingerprint, the SHA-256 of ``kit.csv``, and the source set's
-``name``/``seed``/``limited``) and the columns :data:`KEY_COLUMNS`. ``bib evaluate KEY.csv RESULTS``
+``# bib blind key {JSON}`` (the kit's fingerprint, the SHA-256 of ``kit.csv``, the source set's
+``name``/``seed``/``limited``, its seed ``"secret"`` for a secret set, and ``public``/``note`` for a
+public one) and the columns :data:`KEY_COLUMNS`. ``bib evaluate KEY.csv RESULTS``
 scores a results CSV (``episode_id,surprise`` over the kit's ids, from ``bib score`` or from any
 program) against it.
 """
@@ -63,16 +69,21 @@ class KitSummary(Result):
     fingerprint: str
     videos: int
     conditions: dict[str, int] = field(default_factory=dict)
+    note: str | None = None
+    """The key's note (``public: scores are not blind (why)``) for a set anyone can rebuild; None for a secret set."""
 
     def to_json(self) -> dict[str, object]:
-        """``{"kit", "key", "fingerprint", "episodes", "videos", "conditions"}``."""
+        """``{"kit", "key", "fingerprint", "episodes", "videos", "conditions", "note"}``."""
         return {"kit": str(self.kit), "key": str(self.key), "fingerprint": self.fingerprint,
-                "episodes": sum(self.conditions.values()), "videos": self.videos, "conditions": self.conditions}
+                "episodes": sum(self.conditions.values()), "videos": self.videos, "conditions": self.conditions,
+                "note": self.note}
 
     def to_markdown(self) -> str:
-        """One line naming the kit and its key, and the episodes per condition."""
+        """One line naming the kit and its key (and the key's note), and the episodes per condition."""
         head = (f"{sum(self.conditions.values())} blind episodes in {self.kit} (kit {self.fingerprint}"
                 f"{f', {self.videos} videos' if self.videos else ''}); key in {self.key}: keep it away from the kit")
+        if self.note:
+            head += f"\n\n{self.note}"
         return head + "\n\n" + markdown_table(["condition", "episodes"], [[c, n] for c, n in self.conditions.items()])
 
 
@@ -124,17 +135,32 @@ def _videos(refs: list[EpisodeRef]) -> dict[str, Path]:
     return out
 
 
+def check_secret(found: EpisodeSet, source: object, allow_public: bool = False) -> str | None:
+    """Refuse (BibInputError) a set anyone can rebuild (:func:`bib.stimuli.origin.public_reason`) unless
+    ``allow_public``; return the reason it is public (None for a ``--secret-seed`` set)."""
+    from bib.stimuli.origin import public_reason
+
+    reason = public_reason(found)
+    if reason and not allow_public:
+        raise BibInputError(f"{source}: anyone can rebuild this set ({reason}), so a kit of it is not blind; "
+                            "build it with `bib generate SPEC --secret-seed --out SET`, or give --allow-public "
+                            "for a tutorial")
+    return reason
+
+
 def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike[str], key: str | os.PathLike[str],
              *, fmt: str = "episodes", seed: int | None = None, force: bool = False,
-             progress: bool = True) -> KitSummary:
+             progress: bool = True, allow_public: bool = False) -> KitSummary:
     """Write the kit of a set into ``out`` and its key to ``key`` (see the module docstring).
 
     The kit is built in a temporary sibling folder and renamed at the end; the key is written
-    (atomically) after it. Every episode is read with the world checks first.
+    (atomically) after it. Every episode is read with the world checks first. A set that anyone can
+    rebuild (not generated with ``--secret-seed``: :mod:`bib.stimuli.origin`) is refused unless
+    ``allow_public``, and then the key says :data:`bib.stimuli.origin.PUBLIC_NOTE`.
 
     Raises:
-        BibInputError: the paths of :func:`check_kit_paths`, an unknown format, a set without
-            expected/unexpected pairs, or an episode that does not load.
+        BibInputError: the paths of :func:`check_kit_paths`, an unknown format, a public set without
+            ``allow_public``, a set without expected/unexpected pairs, or an episode that does not load.
     """
     from bib.progress import track
     from bib.stimuli.check import load_checked
@@ -143,6 +169,7 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
         raise BibInputError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     kit, k = check_kit_paths(out, key, force)
     found = source if isinstance(source, EpisodeSet) else find_episodes(source)
+    public = check_secret(found, source, allow_public)
     if not any(r.outcome == "unexpected" and r.pair_id for r in found.refs):
         raise BibInputError(f"{source}: no expected/unexpected pairs (a kit is scored against them)")
     videos_of = _videos(found.refs)
@@ -189,14 +216,19 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    meta = {"kit": fingerprint, "sets": [{k2: s.get(k2) for k2 in ("name", "seed", "limited")} for s in found.sets]}
+    meta: dict[str, object] = {"kit": fingerprint,
+                               "sets": [{k2: s.get(k2) for k2 in ("name", "seed", "limited")} for s in found.sets]}
+    if public:
+        from bib.stimuli.origin import PUBLIC_NOTE
+
+        meta.update(public=True, note=f"{PUBLIC_NOTE} ({public})")
     rows = [[ids[r.id], r.condition, r.outcome, r.pair_id, r.twin_id, r.variant, r.difficulty, r.evidence,
              r.task, r.id] for r in refs]
     atomic_write_text(k, KEY_MARK + json.dumps(meta, sort_keys=True) + "\n" + _csv(rows, KEY_COLUMNS))
     counts: dict[str, int] = {}
     for r in refs:
         counts[r.condition] = counts.get(r.condition, 0) + 1
-    return KitSummary(kit, k, fingerprint, videos, dict(sorted(counts.items())))
+    return KitSummary(kit, k, fingerprint, videos, dict(sorted(counts.items())), meta.get("note"))  # type: ignore[arg-type]
 
 
 def _json_filler(n: int) -> bytes:
@@ -256,13 +288,7 @@ def is_key(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def read_key(path: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
-    """``(the key's episodes as a set, the kit's fingerprint)``: refs under the kit's opaque ids (no files).
-
-    Raises:
-        BibInputError: not a key, or a malformed row.
-    """
-    p = Path(path)
+def _key_lines(p: Path) -> tuple[dict[str, object], list[str]]:
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -271,9 +297,34 @@ def read_key(path: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
         raise BibInputError(f"{p}: not a `bib blind` key (its first line must start with {KEY_MARK.strip()!r})")
     try:
         meta = json.loads(lines[0][len(KEY_MARK):])
-        fingerprint = str(meta["kit"])
+        str(meta["kit"])
     except (json.JSONDecodeError, KeyError, TypeError):
         raise BibInputError(f"{p}: line 1: malformed key header") from None
+    if not isinstance(meta, dict):
+        raise BibInputError(f"{p}: line 1: malformed key header")
+    return meta, lines
+
+
+def key_note(path: str | os.PathLike[str]) -> str | None:
+    """The key's note: :data:`bib.stimuli.origin.PUBLIC_NOTE` and why, for the kit of a set anyone can
+    rebuild (``bib blind --allow-public``); None for a secret set's key.
+
+    Raises:
+        BibInputError: not a key.
+    """
+    note = _key_lines(Path(path))[0].get("note")
+    return str(note) if note else None
+
+
+def read_key(path: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
+    """``(the key's episodes as a set, the kit's fingerprint)``: refs under the kit's opaque ids (no files).
+
+    Raises:
+        BibInputError: not a key, or a malformed row.
+    """
+    p = Path(path)
+    meta, lines = _key_lines(p)
+    fingerprint = str(meta["kit"])
     reader = csv.DictReader(lines[1:])
     if reader.fieldnames != KEY_COLUMNS:
         raise BibInputError(f"{p}: line 2: header must be {','.join(KEY_COLUMNS)}")
@@ -287,8 +338,9 @@ def read_key(path: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
                                    evidence=float(row["evidence"]) if row["evidence"] else None))
         except (ValueError, TypeError):
             raise BibInputError(f"{p}: line {n}: malformed row") from None
+    listed = meta.get("sets") if isinstance(meta.get("sets"), list) else []
     sets = [{"path": str(p), "name": s.get("name"), "seed": s.get("seed"), "limited": s.get("limited")}
-            for s in meta.get("sets", []) if isinstance(s, dict)]
+            for s in listed if isinstance(s, dict)]  # type: ignore[union-attr]
     return EpisodeSet(sorted(refs, key=lambda r: r.id), sets), fingerprint
 
 
@@ -305,5 +357,5 @@ def check_results_kit(results: str | os.PathLike[str], found: EpisodeSet, finger
                             "these are results on another kit")
 
 
-__all__ = ["FORMATS", "KEY_COLUMNS", "KIT_COLUMNS", "KitSummary", "check_kit_paths", "check_results_kit", "is_key",
-           "make_kit", "read_key"]
+__all__ = ["FORMATS", "KEY_COLUMNS", "KIT_COLUMNS", "KitSummary", "check_kit_paths", "check_results_kit", "check_secret",
+           "is_key", "key_note", "make_kit", "read_key"]

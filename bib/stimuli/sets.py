@@ -47,7 +47,9 @@ class EpisodeSet:
 
     Attributes:
         refs: episodes in a stable order (sorted by id).
-        sets: the generated sets found (``{"path", "name", "seed"}`` from each ``spec.toml``).
+        sets: the generated sets found (``{"path", "name", "seed", "limited"}`` from each ``spec.toml``; a set
+            generated with ``--secret-seed`` shows ``"seed": "secret"`` and ``"secret": true``,
+            :mod:`bib.stimuli.origin`).
     """
 
     refs: list[EpisodeRef]
@@ -66,8 +68,12 @@ def _spec_info(root: Path) -> dict[str, object] | None:
         data = tomllib.loads(spec.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return None
+    from bib.stimuli.origin import SECRET_SEED, is_secret_set
+
     limited = "built with --limit" in spec.read_text(encoding="utf-8").split("\n", 1)[0]
-    return {"path": str(root), "name": data.get("name"), "seed": data.get("seed"), "limited": limited}
+    secret = is_secret_set(root)  # its seed stays in its own folder: shown as "secret" wherever a set is reported
+    return {"path": str(root), "name": data.get("name"), "seed": SECRET_SEED if secret else data.get("seed"),
+            "limited": limited, **({"secret": True} if secret else {})}
 
 
 def _manifest_refs(manifest: Path) -> list[EpisodeRef]:

@@ -131,7 +131,7 @@ class StimulusSpec(_Strict):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    seed: int = Field(0, ge=0, le=2**63 - 1)
+    seed: int = Field(0, ge=0, le=2**128 - 1)  # 128 bits: `bib generate --secret-seed`
     render: RenderSpec = RenderSpec()
     agent: AgentSpec | None = None
     tasks: list[TaskEntry] = Field(min_length=1)

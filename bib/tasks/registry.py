@@ -164,13 +164,20 @@ def bib_folders(kind: str) -> dict[str, str]:
     return {t.id: t.bib_folder for t in REGISTRY.values() if t.kind == kind and t.bib_folder}
 
 
+def _base_entropy(base_seed: int) -> int:
+    """The base seed as SeedSequence entropy: itself, whole (a ``--secret-seed`` is 128 bits; a seed below 2**64
+    gives the entropy it always gave), or a negative seed's 64 low bits, as before."""
+    s = int(base_seed)
+    return s if s >= 0 else s & 0xFFFFFFFFFFFFFFFF
+
+
 def unit_seed(base_seed: int, task_id: str, index: int, options: TaskOptions = LEGACY) -> int:
     """The seed of unit ``index`` of ``task_id`` under ``base_seed`` (63-bit, stable across runs).
 
     With options, a checksum of them joins the entropy, so a set built with other options (and
     resumed into the same folder) never keeps a unit built under the old ones.
     """
-    entropy = [int(base_seed) & 0xFFFFFFFFFFFFFFFF, zlib.crc32(task_id.encode()), int(index)]
+    entropy = [_base_entropy(base_seed), zlib.crc32(task_id.encode()), int(index)]
     if not options.legacy:
         entropy.append(zlib.crc32(repr(options).encode()))
     ss = np.random.SeedSequence(entropy)
@@ -180,7 +187,7 @@ def unit_seed(base_seed: int, task_id: str, index: int, options: TaskOptions = L
 
 def _block_order(base_seed: int, task_id: str, block: int, options: TaskOptions) -> np.ndarray:
     """The order in which the groups of ``block`` take its design slots (a permutation drawn from the seed)."""
-    entropy = [int(base_seed) & 0xFFFFFFFFFFFFFFFF, zlib.crc32(task_id.encode()), int(block),
+    entropy = [_base_entropy(base_seed), zlib.crc32(task_id.encode()), int(block),
                zlib.crc32(repr(options).encode()), 0x5107]
     return np.random.default_rng(np.random.SeedSequence(entropy)).permutation(options.cycle)
 
