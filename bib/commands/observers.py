@@ -83,6 +83,8 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(None, "--seed", help="Base seed of a reproducible kit (default: a fresh random secret); the seed tells the key, keep it as secret.", show_default=False),
         force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
         allow_public: bool = typer.Option(False, "--allow-public", help="Accept a set anyone can rebuild (not made with `bib generate --secret-seed`), for tutorials: the key then says 'public: scores are not blind'."),
+        codabench: Path = typer.Option(None, "--codabench", help="Also write a Codabench competition bundle (a .zip: competition.yaml, the scoring program, the key as reference data, the leaderboard, a results template, the participant pages); never inside the kit.", show_default=False),
+        docker_image: str = typer.Option(None, "--docker-image", help="With --codabench: the Docker image the scoring program runs in, with this bib installed from its wheel (default: bib-voe:VERSION).", show_default=False),
         as_json: bool = JSON,
     ) -> None:
         """Write a submission kit: the set's episodes as a model may see them, under opaque shuffled ids, and the key apart.
@@ -95,8 +97,17 @@ def register(app: typer.Typer) -> None:
         from bib.stimuli.kit import check_kit_paths, make_kit
 
         check_kit_paths(out, key, force)
+        if docker_image is not None and codabench is None:
+            raise BibInputError("--docker-image goes with --codabench BUNDLE.zip")
+        if codabench is not None:
+            from bib.challenge import check_bundle_path, write_codabench
+
+            check_bundle_path(codabench, out, force)
         summary = make_kit(episodes, out, key, fmt=fmt.value, seed=seed, force=force, allow_public=allow_public)
         typer.echo(summary.to_json_text() if as_json else summary.to_markdown(), nl=not as_json)
+        if codabench is not None:
+            bundle = write_codabench(key, out, codabench, docker_image=docker_image)
+            typer.echo(f"Codabench bundle in {bundle}: upload it as a competition bundle (it holds the key)", err=as_json)
 
     @app.command()
     def evaluate(

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bib.errors import BibInputError
-from bib.io import atomic_write_text
+from bib.io import atomic_write_text, ensure_dir
 from bib.results import Result, markdown_table
 from bib.stimuli.blind import blind_episode, blind_text, opaque_id
 from bib.stimuli.sets import EpisodeRef, EpisodeSet, find_episodes
@@ -174,6 +174,8 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
         raise BibInputError(f"{source}: no expected/unexpected pairs (a kit is scored against them)")
     videos_of = _videos(found.refs)
     check_paddable(list(videos_of.values()))
+    if str(k.parent):
+        ensure_dir(k.parent)  # a key in a new folder (`--key private/key.csv`): made before the kit, not after it
     secret = kit_secret(seed)
     ids = {r.id: opaque_id(secret, r.id) for r in found.refs}
     if len(set(ids.values())) != len(ids):  # 64-bit ids: never in practice, but a kit must not merge two
