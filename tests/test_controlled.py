@@ -732,6 +732,82 @@ def test_barrier_elsewhere_rules_refuse_a_barrier_in_the_way_or_in_the_rational_
     assert "familiarization layouts differ in more than the expected one's barrier" in _messages(validate_pair(e, other))
 
 
+def test_half_bib_half_barrier_elsewhere_lets_path_familiarity_decide():
+    """Issue 38's regression: barrier-elsewhere's rational familiarization shows the agent's own (straight) walks,
+    its irrational one the curves the test repeats, so "fewer familiar moves = surprising" decides those pairs."""
+    from bib.observers.shortcuts import path_familiarity
+
+    ps = _elsewhere_pairs()
+    per = {v: [pair_score(-path_familiarity(e), -path_familiarity(u)) for e, u in ps if u.variant == v]
+           for v in ("", "barrier-elsewhere")}
+    assert per == {"": [0.5] * 4, "barrier-elsewhere": [1.0] * 4}  # 75% over the condition
+
+
+# ---------------------------------------------------------------- efficiency-irrational: barrier-aside (issue 38)
+
+
+def _aside_pairs(groups: int = 16, seed: int = 38):
+    opts = TaskOptions(agent=NOISY, variants=("barrier-aside",), difficulty=(0.5, 1.5, 2.5, 4.0, 8.0))
+    return pairs(group_episodes("efficiency-irrational", opts, groups, seed=seed))
+
+
+def test_barrier_aside_leaves_every_shortcut_at_a_tie_and_the_planner_deciding():
+    from bib.observers.audit import battery_surprise
+    from bib.observers.inverse_planning import InversePlanner
+    from bib.observers.shortcuts import episode_features, path_familiarity
+    from bib.tasks.efficiency import inner_walls, without_inner_walls
+    from bib.world.keylock import is_optimal_path, optimal_cost
+
+    ps = _aside_pairs()
+    assert len(ps) == 16 and {u.variant for _, u in ps} == {"barrier-aside"}
+    for e, u in ps:
+        assert _problems(e, u) == []
+        fam_e, fam_u = e.familiarization, u.familiarization
+        assert [t.path for t in fam_e] == [t.path for t in fam_u]  # the same curved walks
+        bar_e, bar_u = inner_walls(fam_e[0].layout), inner_walls(fam_u[0].layout)
+        assert len(bar_e) == len(bar_u) > 0 and bar_e != bar_u
+        assert all(inner_walls(t.layout) == bar_e for t in fam_e) and all(inner_walls(t.layout) == bar_u for t in fam_u)
+        for te, tu in zip(fam_e, fam_u):
+            obj = te.layout.object("A").cell
+            open_cost = optimal_cost(without_inner_walls(te.layout), obj)
+            assert optimal_cost(te.layout, obj) == pytest.approx(open_cost)  # aside: nothing needed the curve
+            assert optimal_cost(tu.layout, obj) > open_cost + 0.3  # in the way: the curve was needed
+            assert not is_optimal_path(te.layout, te.path)
+        assert e.test == u.test and not inner_walls(e.test.layout)
+        # every shortcut of the battery, every single feature and path familiarity: exactly equal
+        be, bu = battery_surprise(e), battery_surprise(u)
+        assert all(np.array_equal(be[k], bu[k]) for k in be), [k for k in be if not np.array_equal(be[k], bu[k])]
+        assert np.array_equal(episode_features(e), episode_features(u))
+        assert path_familiarity(e) == path_familiarity(u)
+    ip = InversePlanner()
+    assert accuracy([ep for p in ps for ep in p], lambda ep: float(ip.surprise(ep).max())) == 1.0
+
+
+def test_barrier_aside_rules_refuse_a_barrier_in_the_way_other_walks_or_another_barrier():
+    from bib.tasks import validate_episode
+
+    e, u = _aside_pairs(2, seed=39)[0]
+    in_way = replace(u, outcome="expected")  # the rational familiarization offered as the irrational one
+    assert "barrier-aside: the barrier stands in the agent's way" in _messages(validate_episode(in_way))
+    fam = list(u.familiarization)
+    fam[2] = replace(fam[2], path=e.test.path)
+    assert "barrier-aside: the familiarizations differ in more than where the barrier is" in _messages(
+        validate_pair(e, replace(u, trials=(*fam, u.test))))
+    from bib.tasks.efficiency import inner_walls
+
+    lay = e.familiarization[0].layout
+    smaller = lay.walls - {max(inner_walls(lay))}  # one barrier cell fewer: another barrier
+    shrunk = [replace(t, layout=replace(t.layout, walls=smaller)) for t in e.familiarization]
+    assert _messages(validate_pair(replace(e, trials=(*shrunk, e.test)), u)) == [
+        "barrier-aside: the expected familiarization's barrier is not the unexpected one's, translated"]
+
+
+def test_bib_ctrl_builds_efficiency_irrational_from_barrier_aside_only():
+    from bib.stimuli.spec import load_spec
+
+    assert load_spec("bib-ctrl").options()["efficiency-irrational"].variants == ("barrier-aside",)
+
+
 # ---------------------------------------------------------------- instrumental via-key: end points tie (issue 26)
 
 

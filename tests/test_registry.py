@@ -114,7 +114,8 @@ def test_choices_are_a_str_enum_of_the_names():
 
 # ---------------------------------------------------------------- every extension point
 
-OBSERVERS = ("random", "closest-object", "inverse-planner", "test-only", "novelty", "familiarity", "path-length",
+OBSERVERS = ("random", "closest-object", "inverse-planner", "test-only", "novelty", "familiarity", "path-familiarity",
+             "path-length",
              "single-feature", "bc-mlp", "bc-rnn", "video-rnn")
 PROFILE_AGENTS = ("rational", "rational-b1", "rational-b4", "rational-b16", "instrumental", "irrational", "random",
                   "policy-net", "learner")

@@ -328,12 +328,12 @@ def test_audit_scores_alike_for_any_worker_count_with_this_process_scoring_too(t
     import bib.observers.audit as audit
 
     found = _twin_groups(tmp_path, 3)  # 12 episodes, one per chunk
-    scores, feats, leaks, tests = features_and_scores(found.refs, workers=1, progress=False, chunk=1)
+    scores, feats, leaks, tests, keys = features_and_scores(found.refs, workers=1, progress=False, chunk=1)
     assert list(scores) == [r.id for r in found.refs]
     for workers in (2, 3):
         monkeypatch.setattr(audit, "_OBSERVERS", {})
         got = features_and_scores(found.refs, workers=workers, progress=False, chunk=1)
-        for mine, theirs in zip(got, (scores, feats, leaks, tests)):
+        for mine, theirs in zip(got, (scores, feats, leaks, tests, keys), strict=True):
             assert list(mine) == list(theirs) and all(np.array_equal(mine[k], theirs[k]) for k in theirs)
         assert audit._OBSERVERS, "this process scored no chunk beside the pool"
     one = run_audit(found, "set", n_boot=50, progress=False)

@@ -192,17 +192,19 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something else.", show_default=True),
         as_json: bool = typer.Option(False, "--json", help="Print audit.json on stdout instead of the table.", show_default=True),
     ) -> None:
-        """Run the shortcut and leak batteries on a VOE set; FAIL where a shortcut or leak leaves 50 +- 10% (exit code 1).
+        """Run the shortcut and leak batteries on a VOE set, and try to rebuild it; FAIL where a shortcut or leak leaves 50 +- 10% or a shipped spec rebuilds an episode (exit code 1).
 
-        Shortcuts: closest-object, test-only, novelty, familiarity, path-length, single-feature and
-        learned-test-only (both fit per condition on half of the pairs, scored on the other half).
-        Leak readers, through the blind view a model gets: label, id-text, id-order, position,
-        text-size, role. See docs/observers.md.
+        Shortcuts: closest-object, test-only, novelty, familiarity, path-familiarity, path-length,
+        single-feature and learned-test-only (both fit per condition on half of the pairs, scored
+        on the other half). Leak readers, through the blind view a model gets: label, id-text,
+        id-order, position, text-size, role. Rebuild: every shipped spec whose settings match the
+        set's, regenerated from its own seed; the share of the set's episodes found there.
+        See docs/observers.md.
         """
         import os
 
         from bib.io import OutputFolder
-        from bib.observers.audit import audit_table, check_set, run_audit, write_audit
+        from bib.observers.audit import audit_table, check_set, rebuild_text, run_audit, verdict_counts, write_audit
         from bib.parallel import check_scheduler
 
         check_scheduler(scheduler)
@@ -217,7 +219,8 @@ def register(app: typer.Typer) -> None:
         else:
             typer.echo("pairwise accuracy % (95% CI), max readout, ties 0.5; FAIL outside 40-60% unless exempt")
             typer.echo(audit_table(result, markdown=False))
-            verdict = "PASS" if result.passed else f"FAIL: {len(result.failures)} cell(s)"
+            typer.echo(rebuild_text(result, markdown=False))
+            verdict = "PASS" if result.passed else f"FAIL: {verdict_counts(result)}"
             typer.echo(f"{verdict}; tables in {out / 'audit.md'} and {out / 'audit.json'}")
         if not result.passed:
             raise typer.Exit(code=1)

@@ -1,7 +1,7 @@
 """VOE observers behind one protocol (``fit`` / per-step ``surprise``) and a registry of names.
 
 Built in: ``random``, ``closest-object`` (heuristics), ``inverse-planner`` (Bayesian inverse
-planning) and the shortcut battery ``test-only``, ``novelty``, ``familiarity``, ``path-length`` and
+planning) and the shortcut battery ``test-only``, ``novelty``, ``familiarity``, ``path-familiarity``, ``path-length`` and
 ``single-feature`` (:mod:`bib.observers.shortcuts`, run together by ``bib audit``) and the learned
 observers ``bc-mlp``, ``bc-rnn`` and ``video-rnn`` (trained by ``bib train``). Every one is an entry of
 :data:`OBSERVERS` (a :class:`bib.registry.Registry`); factories are ``"module:attr"`` strings imported when
@@ -47,6 +47,11 @@ register_observer(
     "familiarity",
     "bib.observers.shortcuts:make_familiarity",
     description="shortcut: how much the test looks like the familiarization (familiar = surprising)",
+)
+register_observer(
+    "path-familiarity",
+    "bib.observers.shortcuts:make_path_familiarity",
+    description="shortcut: one minus the share of the test path's moves the familiarization made (unfamiliar path = surprising)",
 )
 register_observer(
     "path-length",

@@ -24,7 +24,7 @@ import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -58,10 +58,13 @@ from bib.observers.leaks import (
     leak_readers,
     learned_surprise,
 )
+from bib.observers.rebuild import Rebuilt, content_key
+from bib.observers.rebuild import rebuild as rebuild_set
 from bib.observers.shortcuts import (
     CUES,
     FEATURES,
     SHORTCUTS,
+    PathFamiliarityObserver,
     PathLengthObserver,
     Stump,
     TestOnlyObserver,
@@ -100,7 +103,7 @@ SPLIT_RULE = (
     "(an odd stratum's middle group goes to a side drawn from the same generator); the rest is scored"
 )
 
-_BATTERY = ("closest-object", "test-only", "novelty", "familiarity", "path-length")
+_BATTERY = ("closest-object", "test-only", "novelty", "familiarity", "path-familiarity", "path-length")
 """The shortcuts scored on every pair (single-feature is scored from the features)."""
 
 _OBSERVERS: dict[str, BaseObserver] = {}
@@ -110,16 +113,16 @@ def battery_surprise(episode: Episode) -> dict[str, np.ndarray]:
     """Per-step surprise of every :data:`_BATTERY` shortcut (novelty is computed once for novelty and familiarity)."""
     if not _OBSERVERS:
         _OBSERVERS.update({"closest-object": ClosestObjectObserver(), "test-only": TestOnlyObserver(),
-                           "path-length": PathLengthObserver()})
+                           "path-familiarity": PathFamiliarityObserver(), "path-length": PathLengthObserver()})
     novelty = step_novelty(episode)
     out = {name: obs.surprise(episode) for name, obs in _OBSERVERS.items()}
     out.update({"novelty": novelty, "familiarity": familiarity_of(novelty)})
     return {name: out[name] for name in _BATTERY}
 
 
-def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]]:
     """Worker: ``[(episode id, max-readout surprise of each battery shortcut, features, each leak reader's
-    surprise, test-trial features)]`` for a chunk.
+    surprise, test-trial features, content key)]`` for a chunk (the key: :func:`bib.observers.rebuild.content_key`).
 
     Everything is read through the blind view, as ``bib score`` hands episodes to a model
     (:func:`bib.stimuli.blind.load_blind`); the leak readers get the chunk as a model does
@@ -131,7 +134,7 @@ def _audit_chunk(chunk: list[tuple[str, str]]) -> list[tuple[str, np.ndarray, np
     out = []
     for k, (eid, view) in enumerate(zip(ids, views)):
         scores = np.array([readout(s, "max") for s in battery_surprise(view).values()])
-        out.append((eid, scores, episode_features(view), leaks[k], features_of_test(view)))
+        out.append((eid, scores, episode_features(view), leaks[k], features_of_test(view), content_key(view)))
     return out
 
 
@@ -214,6 +217,8 @@ class Audit(Result):
     stumps: dict[str, Stump]
     difficulty: dict[str, dict[str, object]]
     n_pairs: dict[str, int]
+    rebuilt: list[Rebuilt] = field(default_factory=list)
+    """Each matching shipped spec regenerated against the set (:mod:`bib.observers.rebuild`)."""
 
     @property
     def failures(self) -> list[tuple[str, str, Cell]]:
@@ -221,9 +226,14 @@ class Audit(Result):
         return [(c, s, cell) for c, row in self.cells.items() for s, cell in row.items() if cell.status == "FAIL"]
 
     @property
+    def rebuild_failures(self) -> list[Rebuilt]:
+        """The shipped specs whose regenerated copy holds any episode of the set."""
+        return [r for r in self.rebuilt if r.found]
+
+    @property
     def passed(self) -> bool:
-        """True when no cell FAILs."""
-        return not self.failures
+        """True when no cell FAILs and no shipped spec rebuilds an episode of the set."""
+        return not self.failures and not self.rebuild_failures
 
     def to_json(self) -> dict[str, object]:
         """The ``audit.json`` object (:func:`audit_json`)."""
@@ -291,9 +301,9 @@ def check_set(source: str | os.PathLike[str]) -> EpisodeSet:
 
 def features_and_scores(
     refs: Sequence[EpisodeRef], workers: int = 1, scheduler: str | None = None, progress: bool = True, chunk: int = 32
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """``({id: battery scores}, {id: features}, {id: leak readers' scores}, {id: test-trial features})`` of the
-    paired episodes, in parallel.
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray], dict[str, str]]:
+    """``({id: battery scores}, {id: features}, {id: leak readers' scores}, {id: test-trial features},
+    {id: content key})`` of the paired episodes, in parallel.
 
     With ``workers > 1`` this process scores chunks too, beside ``workers - 1`` pool processes
     (:func:`bib.parallel.map_ordered` with ``local=True``, as ``bib score`` does), and alone until one of them
@@ -304,7 +314,7 @@ def features_and_scores(
 
     paired = [r for r in refs if r.outcome in ("expected", "unexpected")]
     items = [[(r.id, str(r.path)) for r in paired[i : i + chunk]] for i in range(0, len(paired), chunk)]
-    results: Iterator[list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = map_ordered(
+    results: Iterator[list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]]] = map_ordered(
         _audit_chunk, iter(items), workers=workers, scheduler=scheduler, local=True
     )
     flat = (row for rows in results for row in rows)
@@ -314,9 +324,10 @@ def features_and_scores(
     feats: dict[str, np.ndarray] = {}
     leaks: dict[str, np.ndarray] = {}
     tests: dict[str, np.ndarray] = {}
-    for eid, s, f, leak, t in flat:
-        scores[eid], feats[eid], leaks[eid], tests[eid] = s, f, leak, t
-    return scores, feats, leaks, tests
+    keys: dict[str, str] = {}
+    for eid, s, f, leak, t, key in flat:
+        scores[eid], feats[eid], leaks[eid], tests[eid], keys[eid] = s, f, leak, t, key
+    return scores, feats, leaks, tests, keys
 
 
 def fit_single_feature(fit: Mapping[str, Sequence[tuple[str, str]]], features: Mapping[str, np.ndarray]) -> dict[str, Stump]:
@@ -339,9 +350,13 @@ def run_audit(
     seed: int = 0,
     n_boot: int = N_BOOTSTRAP,
     progress: bool = True,
+    rebuild: bool = True,
 ) -> Audit:
-    """Score every pair of ``found`` with the battery, fit and score single-feature, judge every cell."""
-    scores, feats, leaks, tests = features_and_scores(found.refs, workers=workers, scheduler=scheduler, progress=progress)
+    """Score every pair of ``found`` with the battery, fit and score single-feature, judge every cell; with
+    ``rebuild``, regenerate the matching shipped specs and look the set up in them
+    (:func:`bib.observers.rebuild.rebuild`)."""
+    scores, feats, leaks, tests, keys = features_and_scores(found.refs, workers=workers, scheduler=scheduler,
+                                                            progress=progress)
     paired = [r for r in found.refs if r.id in scores]
     cells: dict[str, dict[str, Cell]] = {}
     difficulty: dict[str, dict[str, object]] = {}
@@ -381,7 +396,8 @@ def run_audit(
             cells.setdefault(cond, {})[name] = Cell(res, LEAK_CUE, *judge_leak(res, BAND, n_leak_cells))
     order = order_conditions(cells)
     n_pairs = {c: len(p) for c, p in pair_up(paired).items()}
-    return Audit(source, list(found.sets), {c: cells[c] for c in order}, stumps, difficulty, n_pairs)
+    rebuilt = rebuild_set(found, keys, workers=workers, scheduler=scheduler, progress=progress) if rebuild else []
+    return Audit(source, list(found.sets), {c: cells[c] for c in order}, stumps, difficulty, n_pairs, rebuilt)
 
 
 # ---------------------------------------------------------------- output
@@ -427,6 +443,7 @@ def audit_json(audit: Audit) -> dict[str, object]:
         },
         "failures": [{"condition": c, "shortcut": s, "accuracy": _num(cell.result.accuracy), "reason": cell.reason}
                      for c, s, cell in audit.failures],
+        "rebuild": [r.to_json() for r in audit.rebuilt],
         "single_feature_fit": {c: s.to_json() for c, s in audit.stumps.items()},
         "difficulty": audit.difficulty,
     }
@@ -458,6 +475,27 @@ def audit_table(audit: Audit, markdown: bool = True) -> str:
                      for r in [header, *rows])
 
 
+def verdict_counts(audit: Audit) -> str:
+    """What FAILs, counted: ``N cell(s)`` and/or ``N rebuilt spec(s)``."""
+    parts = [f"{len(audit.failures)} cell(s)"] if audit.failures else []
+    if audit.rebuild_failures:
+        parts.append(f"{len(audit.rebuild_failures)} rebuilt spec(s)")
+    return ", ".join(parts)
+
+
+def rebuild_text(audit: Audit, markdown: bool = True) -> str:
+    """One line per regenerated shipped spec: the share of the set found in it, and the outcomes read from it."""
+    if not audit.rebuilt:
+        return "Rebuild: no shipped spec lists this set's conditions with its settings (nothing to regenerate)."
+    lines = ["Rebuild (each shipped spec whose settings match the set's, regenerated from its own seed; FAIL when "
+             "any episode of the set is found in it):", ""]
+    for r in audit.rebuilt:
+        mark = (" **FAIL**" if markdown else " FAIL") if r.found else " ok"
+        lines.append(f"- {r.spec} (seed {r.seed}): {r.found} of {r.episodes} episodes found ({100 * r.share:.1f}%), "
+                     f"outcomes read from the copy {100 * r.accuracy:.1f}% of {r.pairs} pairs;{mark}")
+    return "\n".join(lines)
+
+
 def audit_markdown(audit: Audit) -> str:
     """``audit.md``: the table, the verdict, the single-feature fits and the exemptions used."""
     sets = "; ".join(f"{s.get('name')} seed {s.get('seed')}" for s in audit.sets) or audit.source
@@ -466,7 +504,8 @@ def audit_markdown(audit: Audit) -> str:
              f"outside {100 * BAND[0]:g}-{100 * BAND[1]:g}% unless the cue it reads is exempt there. "
              f"single-feature is scored on the held-out half only ({SPLIT_RULE}).", "",
              audit_table(audit, markdown=True), "",
-             "**Verdict: " + ("PASS" if audit.passed else f"FAIL ({len(audit.failures)} cells)") + "**", ""]
+             rebuild_text(audit, markdown=True), "",
+             "**Verdict: " + ("PASS" if audit.passed else f"FAIL ({verdict_counts(audit)})") + "**", ""]
     if audit.stumps:
         lines += ["single-feature fits (feature, direction, fit-split accuracy):", ""]
         for cond, s in audit.stumps.items():
@@ -507,5 +546,5 @@ def read_audit(path: str | os.PathLike[str]) -> dict[str, object]:
     return doc
 
 
-__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "label_colour", "relative_luminance",
+__all__ = ["Audit", "audit_json", "audit_markdown", "audit_table", "label_colour", "rebuild_text", "relative_luminance",
            "check_set", "judge", "read_audit", "run_audit", "split_pairs", "write_audit"]

@@ -11,6 +11,10 @@ Besides ``closest-object`` (:mod:`bib.observers.heuristics`):
 - ``familiarity``: "familiar = surprising" (BIB's design rule makes the unexpected outcome the one
   that looks like familiarization): the mean over the test trial of ``exp(-novelty)``, the same
   value at every step.
+- ``path-familiarity``: "a test path that repeats fewer of the familiarization's moves is surprising":
+  one minus the share of the test path's moves (cell to cell) that some familiarization trial made
+  (:func:`path_familiarity`), the same value at every step (issue 38: it read 75% on the
+  ``barrier-elsewhere`` pairs of efficiency-irrational).
 - ``path-length``: "a long test path is surprising": the path cost walked so far at each step
   (the max readout is the whole path's cost).
 - ``single-feature``: the best single episode feature of :data:`FEATURES` with a sign and a
@@ -42,7 +46,8 @@ from bib.world.grid import Layout, border_walls
 from bib.world.keylock import optimal_cost
 from bib.world.planning import distance_field, path_cost, reachable
 
-SHORTCUTS: tuple[str, ...] = ("closest-object", "test-only", "novelty", "familiarity", "path-length", "single-feature")
+SHORTCUTS: tuple[str, ...] = ("closest-object", "test-only", "novelty", "familiarity", "path-familiarity", "path-length",
+                               "single-feature")
 """The battery ``bib audit`` runs, in table order."""
 
 CUES: dict[str, str] = {
@@ -50,6 +55,7 @@ CUES: dict[str, str] = {
     "test-only": "efficiency",
     "novelty": "novelty",
     "familiarity": "novelty",
+    "path-familiarity": "novelty",
     "path-length": "perceptual",
 }
 """The kind of cue each shortcut reads (``single-feature``: the kind of the feature it picked).
@@ -182,6 +188,29 @@ class FamiliarityObserver(BaseObserver):
 def familiarity_of(novelty: np.ndarray) -> np.ndarray:
     """Familiarity per step from :func:`step_novelty`: ``mean_t exp(-novelty_t)`` at every step."""
     return np.full(novelty.shape, float(np.exp(-novelty).mean()) if novelty.size else 0.0)
+
+
+# ---------------------------------------------------------------- path familiarity
+
+
+def path_familiarity(episode: Episode) -> float:
+    """The share of the test path's moves (from cell, to cell) that some familiarization trial made (0 with no
+    test move or no familiarization)."""
+    moves = list(zip(episode.test.path, episode.test.path[1:]))
+    if not moves:
+        return 0.0
+    seen = {m for t in episode.familiarization for m in zip(t.path, t.path[1:])}
+    return sum(m in seen for m in moves) / len(moves)
+
+
+class PathFamiliarityObserver(BaseObserver):
+    """"A test path that repeats fewer familiar moves is surprising": ``1 - path_familiarity`` at every test step."""
+
+    name = "path-familiarity"
+
+    def surprise(self, episode: Episode) -> np.ndarray:
+        """``1 -`` :func:`path_familiarity` repeated over the test steps."""
+        return np.full(episode.test.n_steps, 1.0 - path_familiarity(episode))
 
 
 # ---------------------------------------------------------------- path length
@@ -442,6 +471,12 @@ def make_familiarity(checkpoint: Path | None = None) -> FamiliarityObserver:
     """Factory for ``familiarity``."""
     no_checkpoint("familiarity", checkpoint)
     return FamiliarityObserver()
+
+
+def make_path_familiarity(checkpoint: Path | None = None) -> PathFamiliarityObserver:
+    """Factory for ``path-familiarity``."""
+    no_checkpoint("path-familiarity", checkpoint)
+    return PathFamiliarityObserver()
 
 
 def make_path_length(checkpoint: Path | None = None) -> PathLengthObserver:

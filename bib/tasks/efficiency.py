@@ -261,6 +261,8 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
         test = make_trial(open_, path, "A", "test")
         if variant == "barrier-elsewhere":
             return finish_group(unit, [_elsewhere_draft(rng, walker, fam, test)], walker.beta)
+        if variant == "barrier-aside":
+            return finish_group(unit, [PairDraft(_aside(rng, fam, test), test, fam, test, variant)], walker.beta)
         irrational = [make_trial(without_inner_walls(t.layout), t.path, "A") for t in fam]
         return finish_group(unit, [PairDraft(irrational, test, fam, test, variant)], walker.beta)
     if condition == "efficiency-path":
@@ -271,6 +273,36 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
                 "new-goal": lambda *a: _time_tests(*a, new_goal=True)}[variant]
     test_e, test_u = make(rng, walker, fam, bin_)
     return finish_group(unit, [PairDraft(fam, test_e, fam, test_u, variant)], walker.beta)
+
+
+def _aside(rng, fam: list[Trial], test: Trial | None = None) -> list[Trial]:
+    """The trials ``fam`` (curved walks around their barrier) with the barrier translated out of the way: the
+    same cells shifted, in every trial; off every path, home and object; the shortest route to the object
+    costing what it costs with no barrier at all; so every walk is a detour nothing needed.
+
+    With ``test`` (``barrier-aside``) the moved barrier also leaves the test's path and objects uncovered, so a
+    test picture differs from either familiarization's pictures in as many cells (novelty ties).
+
+    Raises:
+        LayoutRejected: no shift of the barrier does all that.
+    """
+    barrier = inner_walls(fam[0].layout)
+    inside = frozenset(interior_cells(fam[0].layout))
+    taken = {c for t in fam for c in t.path}
+    if test is not None:
+        taken |= set(test.path) | {o.cell for o in test.layout.objects}
+    shifts = [(dx, dy) for dx in range(-7, 8) for dy in range(-7, 8) if (dx, dy) != (0, 0)]
+    for c in rng.permutation(len(shifts)):
+        dx, dy = shifts[int(c)]
+        moved = frozenset((x + dx, y + dy) for x, y in barrier)
+        if not moved <= inside or moved & taken:
+            continue
+        walls = border_walls(GRID, GRID) | moved
+        layouts = [replace(t.layout, walls=walls) for t in fam]
+        if all(legal_path(lay, t.path) and abs(optimal_cost(lay, lay.object("A").cell) - optimal_cost(without_inner_walls(lay), lay.object("A").cell))
+               < TOL and not is_optimal_path(lay, t.path) for lay, t in zip(layouts, fam)):
+            return [make_trial(lay, t.path, "A") for lay, t in zip(layouts, fam)]
+    raise LayoutRejected("no place for the barrier out of the irrational agent's way")
 
 
 def _elsewhere_draft(rng, walker: Walker, fam: list[Trial], test: Trial) -> PairDraft:
@@ -284,24 +316,10 @@ def _elsewhere_draft(rng, walker: Walker, fam: list[Trial], test: Trial) -> Pair
     barrier is the expected one here and the unexpected one in BIB's design: counting walls decides
     nothing once both designs are in a set, while "was that detour needed?" still does.
     """
-    barrier = inner_walls(fam[0].layout)
-    inside = frozenset(interior_cells(fam[0].layout))
-    taken = {c for t in fam for c in t.path}
-    shifts = [(dx, dy) for dx in range(-7, 8) for dy in range(-7, 8) if (dx, dy) != (0, 0)]
-    for c in rng.permutation(len(shifts)):
-        dx, dy = shifts[int(c)]
-        moved = frozenset((x + dx, y + dy) for x, y in barrier)
-        if not moved <= inside or moved & taken:
-            continue
-        walls = border_walls(GRID, GRID) | moved
-        layouts = [replace(t.layout, walls=walls) for t in fam]
-        if all(legal_path(lay, t.path) and abs(optimal_cost(lay, lay.object("A").cell) - optimal_cost(without_inner_walls(lay), lay.object("A").cell))
-               < TOL and not is_optimal_path(lay, t.path) for lay, t in zip(layouts, fam)):
-            irrational = [make_trial(lay, t.path, "A") for lay, t in zip(layouts, fam)]
-            open_ = [without_inner_walls(t.layout) for t in fam]
-            rational = [make_trial(lay, walker.walk(lay, "A", fallback=True), "A") for lay in open_]
-            return PairDraft(irrational, test, rational, test, "barrier-elsewhere")
-    raise LayoutRejected("no place for the barrier out of the irrational agent's way")
+    irrational = _aside(rng, fam)
+    open_ = [without_inner_walls(t.layout) for t in fam]
+    rational = [make_trial(lay, walker.walk(lay, "A", fallback=True), "A") for lay in open_]
+    return PairDraft(irrational, test, rational, test, "barrier-elsewhere")
 
 
 def interior_cells(layout: Layout) -> list[Cell]:
@@ -703,18 +721,20 @@ def _efficiency_time_rule(ep: Episode) -> list[Problem]:
 
 
 def _check_barrier_elsewhere(ep: Episode) -> list[Problem]:
-    """``barrier-elsewhere``'s irrational familiarization: the same barrier in every trial, out of the
-    agent's way (the shortest route costs what it costs without it), and paths to A that are not shortest."""
+    """``barrier-elsewhere``'s and ``barrier-aside``'s irrational familiarization: the same barrier in every
+    trial, out of the agent's way (the shortest route costs what it costs without it), and paths to A that
+    are not shortest."""
     out = []
+    name = _variant(ep)
     barrier = inner_walls(ep.trials[0].layout)
     for i, t in enumerate(ep.familiarization):
         obj = t.layout.object("A").cell if t.goal == "A" else None
         if not barrier or inner_walls(t.layout) != barrier:
-            out.append(Problem(ep.id, "barrier-elsewhere: the same barrier in every familiarization trial", i))
+            out.append(Problem(ep.id, f"{name}: the same barrier in every familiarization trial", i))
         elif obj is None:
             out.append(Problem(ep.id, f"goal is {t.goal!r}, expected 'A'", i))
         elif optimal_cost(t.layout, obj) > optimal_cost(without_inner_walls(t.layout), obj) + TOL:
-            out.append(Problem(ep.id, "barrier-elsewhere: the barrier stands in the agent's way", i))
+            out.append(Problem(ep.id, f"{name}: the barrier stands in the agent's way", i))
         elif is_optimal_path(t.layout, t.path):
             out.append(Problem(ep.id, "irrational familiarization path is a shortest path", i))
     return out
@@ -722,10 +742,13 @@ def _check_barrier_elsewhere(ep: Episode) -> list[Problem]:
 
 def _efficiency_irrational_rule(ep: Episode) -> list[Problem]:
     """Expected: irrational familiarization; unexpected: rational; both: a curved test path.
-    ``barrier-elsewhere``: the barrier out of the irrational agent's way, none in the rational familiarization."""
+    ``barrier-elsewhere``: the barrier out of the irrational agent's way, none in the rational familiarization.
+    ``barrier-aside``: the barrier out of the irrational agent's way, in the rational agent's way."""
     if _variant(ep) == "barrier-elsewhere":
         check = _check_barrier_elsewhere if ep.outcome == "expected" else partial(_check_open_familiarization,
                                                                                   rational=True)
+    elif _variant(ep) == "barrier-aside":
+        check = _check_barrier_elsewhere if ep.outcome == "expected" else _check_rational_familiarization
     else:
         check = _check_irrational_familiarization if ep.outcome == "expected" else _check_rational_familiarization
     out = check(ep) + _check_open_test(ep)
@@ -786,7 +809,9 @@ def _time_pair_rule(e: Episode, u: Episode) -> list[Problem]:
 
 def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
     """Same test trial; familiarization = the same paths, with (unexpected) and without (expected) the barrier.
-    ``barrier-elsewhere``: the same (home, object) layouts, the barrier (out of the way) only in the expected one."""
+    ``barrier-elsewhere``: the same (home, object) layouts, the barrier (out of the way) only in the expected one.
+    ``barrier-aside``: the same paths and (home, object) layouts, the same barrier in both, translated out of
+    the way in the expected one."""
     if e.test != u.test:
         return [Problem(u.id, "test trial differs from the expected episode's", len(u.trials) - 1)]
     if _variant(e) == "barrier-elsewhere":
@@ -794,10 +819,27 @@ def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
             if without_inner_walls(a.layout) != b.layout:
                 return [Problem(u.id, "familiarization layouts differ in more than the expected one's barrier", i)]
         return []
+    if _variant(e) == "barrier-aside":
+        shape = _shape(inner_walls(u.familiarization[0].layout))
+        for i, (a, b) in enumerate(zip(e.familiarization, u.familiarization)):
+            if a.path != b.path or without_inner_walls(a.layout) != without_inner_walls(b.layout):
+                return [Problem(u.id, "barrier-aside: the familiarizations differ in more than where the barrier is", i)]
+            if _shape(inner_walls(a.layout)) != shape:
+                return [Problem(u.id, "barrier-aside: the expected familiarization's barrier is not the unexpected "
+                                      "one's, translated", i)]
+        return []
     for i, (a, b) in enumerate(zip(e.familiarization, u.familiarization)):
         if a.path != b.path or a.layout != without_inner_walls(b.layout):
             return [Problem(u.id, "familiarization is not the expected one's with the barrier added", i)]
     return []
+
+
+def _shape(cells: frozenset[Cell]) -> frozenset[Cell]:
+    """``cells`` translated so that their smallest x and y are 0 (two barriers of one shape compare equal)."""
+    if not cells:
+        return cells
+    x0, y0 = min(x for x, _ in cells), min(y for _, y in cells)
+    return frozenset((x - x0, y - y0) for x, y in cells)
 
 
 EFFICIENCY_EXEMPT = ("efficiency", "tests the efficiency principle itself")
@@ -826,5 +868,5 @@ register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficien
                       ("novelty", "the familiarization's barrier (what the test looks unlike) is the condition's "
                                   "manipulation"),
                   ),
-                  controls=Controls(variants=("", "barrier-elsewhere"), graded=True, boltzmann=True),
+                  controls=Controls(variants=("", "barrier-elsewhere", "barrier-aside"), graded=True, boltzmann=True),
                   difficulty=lambda e, u: excess_cost(u.test)))
