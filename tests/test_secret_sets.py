@@ -186,3 +186,20 @@ def test_the_public_generator_rebuilds_none_of_a_secret_set(secret: tuple[Path, 
     assert not shown(out) & looked_up
     assert run_cli(capsys, "generate", "bib-ctrl", "--limit", "2", "--out", str(tmp_path / "again"))[0] == 0
     assert shown(tmp_path / "again") == looked_up  # the attack works on a public set
+
+
+def test_the_demo_runs_the_organisers_protocol_on_a_secret_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bib.demo import STEPS
+    from bib.observers.demo import run_blind
+
+    assert ("blind scoring: a --secret-seed set, its kit scored and evaluated against the key",
+            "bib.observers.demo:run_blind") in STEPS
+    run_blind(tmp_path)
+    printed = capsys.readouterr().out
+    (entry,) = _job_sets(tmp_path / "blind" / "set")
+    assert entry["secret"] is True and "drawn from the operating system (128 bits)" in printed
+    header = json.loads((tmp_path / "blind" / "key.csv").read_text().splitlines()[0].removeprefix("# bib blind key "))
+    assert header["sets"][0]["seed"] == "secret" and "public" not in header
+    assert "inverse-planner on the kit, against the key (bib evaluate KEY RESULTS): mean of conditions" in printed
+    run_blind(tmp_path)  # a rerun resumes the set with its kept seed and writes a new kit
+    assert _job_sets(tmp_path / "blind" / "set") == [entry] and "the one this folder keeps" in capsys.readouterr().out
