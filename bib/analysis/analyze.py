@@ -443,7 +443,7 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
     if absent:
         raise BibInputError(f"{source}: the spec's tasks {', '.join(absent)} have no test trials in the data")
     tasks = list(spec.tasks) or present
-    excl = apply_exclusions(imported.table, spec.exclusions, spec.outcomes)
+    excl = apply_exclusions(imported.table, spec.exclusions, spec.outcomes, source)
     rows = model_rows(excl.kept, tasks, scale, source, spec.outcomes)
     centred = _center(spec, imported.table, rows, tasks, source)
     results: dict[str, Any] = {}
@@ -476,6 +476,7 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
             "summary": ([{"step": "import", "reason": r, "rows": int(n)}
                          for r, n in imported.dropped["reason"].value_counts(sort=False).items()]
                         if len(imported.dropped) else []) + excl.summary(),
+            "participants_by_reason": excl.participants_by_reason(),
             "import_dropped": _records(imported.dropped),
             "excluded": _records(excl.excluded),
             "capped": _records(excl.capped),
@@ -546,6 +547,9 @@ def format_report(report: dict[str, Any]) -> str:
                  f"{len(ex['excluded'])} excluded, {len(ex['capped'])} capped; by reason:")
     for s in ex["summary"]:
         lines.append(f"    {s['rows']:>6}  {s['step']}: {s['reason']}")
+    if ex.get("participants_by_reason"):
+        lines.append("  participants excluded by the experimenter's codes: " + ", ".join(
+            f"{s['participants']} {s['reason']}" for s in ex["participants_by_reason"]))
     lines.append("    (every row with its line in the original file: exclusions.csv with --out, or --json)")
     return "\n".join(lines)
 

@@ -200,6 +200,29 @@ def check_one_file_per_participant(raw: pd.DataFrame, files: list[Path]) -> None
                                 "a participant's trials must be in one session file")
 
 
+#: Columns naming a ``bib experiment`` session's study and trial criteria (its trials CSV has them
+#: on every row), with what they name: sessions joined for one analysis must agree on both.
+STUDY_KEYS: tuple[tuple[str, str], ...] = (("study_id", "studies"), ("criteria_hash", "trial criteria"))
+
+
+def check_one_study(raw: pd.DataFrame, files: list[Path], source: str) -> None:
+    """All rows come from one study run under one set of trial criteria (:data:`STUDY_KEYS`).
+
+    Raises:
+        BibInputError: one line naming, for each value, the files (or, in one file, the lines) holding it.
+    """
+    for col, what in STUDY_KEYS:
+        if col not in raw.columns or raw[col].nunique() < 2:
+            continue
+        if len(files) > 1:
+            where = raw[ROW].str.rsplit(":", n=1).str[0]
+            groups = [f"{v} in {', '.join(dict.fromkeys(where[raw[col] == v]))}" for v in dict.fromkeys(raw[col])]
+        else:
+            groups = [f"{v} on {rows_text(raw.loc[raw[col] == v, ROW].tolist(), 3)}" for v in dict.fromkeys(raw[col])]
+        raise BibInputError(f"{source}: sessions of different {what} (column {col}: {'; '.join(groups)}); "
+                            "analyse each study on its own")
+
+
 def read_csv_table(path: str | Path | Sequence[str | Path], mapping: Mapping | None = None, rules: RowFilter | None = None,
                    outcomes: tuple[str, str] = OUTCOMES) -> ImportResult:
     """Import a canonical CSV, or any CSV whose columns ``mapping`` maps onto the canonical ones.
@@ -222,6 +245,7 @@ def read_csv_table(path: str | Path | Sequence[str | Path], mapping: Mapping | N
     source = str(paths[0]) if len(paths) == 1 else ", ".join(str(p) for p in paths)
     raw, filtered = apply_filter(raw, rules or RowFilter(), source)
     mapped = apply_mapping(raw, mapping, source)
+    check_one_study(mapped, files, source)
     check_one_file_per_participant(mapped, files)
     table, dropped = _import_ids(mapped, source, outcomes)
     return ImportResult(_to_seconds(table, mapping.unit), dropped.reset_index(drop=True), source, filtered, tuple(skipped))

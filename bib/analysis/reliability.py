@@ -25,10 +25,10 @@ from bib.analysis.schema import MISSING, RECORDING_SUFFIX, ROW
 from bib.errors import BibInputError
 from bib.results import Result, jsonable
 
-#: Columns a coder's file needs; ``study`` and ``episode_id`` are compared when both files have them.
+#: Columns a coder's file needs; those of ``CHECKED`` are compared when both files have them.
 NEEDED: tuple[str, ...] = ("participant_id", "trial_num", "looking_time_s")
 KEY: tuple[str, ...] = ("participant_id", "trial_num")
-CHECKED: tuple[str, ...] = ("study", "episode_id", "order")
+CHECKED: tuple[str, ...] = ("study", "study_id", "criteria_hash", "episode_id", "order")
 #: Default threshold (s): trials whose looking times differ by more are listed.
 THRESHOLD = 1.0
 

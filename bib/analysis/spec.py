@@ -12,7 +12,7 @@ from bib.analysis.schema import COLUMNS, OUTCOMES, PHASES
 from bib.errors import BibInputError
 from bib.guard import load_toml
 
-STEPS: tuple[str, ...] = ("missing", "trial_error", "min_look", "max_look", "both_outcomes")
+STEPS: tuple[str, ...] = ("codes", "missing", "trial_error", "min_look", "max_look", "both_outcomes")
 
 
 class _Strict(BaseModel):
@@ -22,14 +22,16 @@ class _Strict(BaseModel):
 class Exclusions(_Strict):
     """The exclusion pipeline: which steps run, in which order, with which parameters.
 
-    ``missing`` drops trials without a looking time; ``trial_error`` drops trials coded with an error
+    ``codes`` drops the trials and sessions the experimenter coded for exclusion (a session marked
+    no-good, a ``session_exclusion`` or ``trial_exclusion`` code of
+    :data:`bib.analysis.exclusions.EXCLUSION_CODES`; bib experiment's trials CSV has these columns); ``missing`` drops trials without a looking time; ``trial_error`` drops trials coded with an error
     (fussiness, parent interference, ...); ``min_look`` drops looks shorter than ``min_look_s``;
     ``max_look`` caps looks at ``max_look_s`` (or drops them, ``max_look_action = "exclude"``);
     ``both_outcomes`` drops a participant's rows of a task unless an expected and an unexpected test
     trial of that task survive the earlier steps.
     """
 
-    steps: list[Literal["missing", "trial_error", "min_look", "max_look", "both_outcomes"]] = Field(
+    steps: list[Literal["codes", "missing", "trial_error", "min_look", "max_look", "both_outcomes"]] = Field(
         default_factory=lambda: list(STEPS)
     )
     min_look_s: float = Field(default=2.0, ge=0)

@@ -29,9 +29,13 @@ from bib.stimuli.timing import END_REASONS, Criteria, looking_time
 
 __all__ = ["END_REASONS", "Criteria", "ExperimentSummary", "build_experiment", "looking_time", "study_criteria"]
 
-#: Extra columns of the trials CSV after the canonical ones.
+#: Extra columns of the trials CSV after the canonical ones: the trial's timing, then the participant
+#: record (docs/experiment.md), then what the row belongs to (``study_id``: the study's orders,
+#: ``criteria_hash``: :meth:`Criteria.digest`; ``bib analyze`` refuses to join rows that differ in them).
 EXTRA_COLUMNS = ("study", "position", "episode_id", "pair_id", "video", "trial_duration_s", "n_looks",
-                 "end_reason", "video_s", "looking_from_s", "restarts", "session_date")
+                 "end_reason", "video_s", "looking_from_s", "restarts", "session_date",
+                 "trial_exclusion", "session_exclusion", "session_ok", "session_notes", "recording_consent",
+                 "study_id", "criteria_hash")
 #: Columns of the raw look log.
 LOOK_COLUMNS = ("participant_id", "order", "position", "attempt", "event", "t_s", "clock_ms")
 
@@ -113,6 +117,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None,
         BibInputError: no orders, missing videos, an unusable ``--out``; nothing is written then.
     """
     from bib import __version__
+    from bib.analysis.exclusions import EXCLUSION_CODES, SESSION_OK
     from bib.analysis.schema import COLUMNS, RECORDING_SUFFIX
     from bib.stimuli.spec import load_spec
 
@@ -136,6 +141,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None,
     study = {
         "name": name, "id": f"{name}-{__import__('hashlib').sha256(json.dumps(trials, sort_keys=True).encode()).hexdigest()[:10]}",
         "made_by": command, "version": __version__, "lab": lab, "criteria": asdict(criteria),
+        "criteria_hash": criteria.digest(), "exclusion_codes": EXCLUSION_CODES, "session_ok": list(SESSION_OK),
         "practice_trials": practice_trials, "columns": list(COLUMNS), "extra_columns": list(EXTRA_COLUMNS),
         "look_columns": list(LOOK_COLUMNS), "orders": {str(o): t for o, t in sorted(trials.items())},
         "recording_suffix": RECORDING_SUFFIX,

@@ -24,9 +24,11 @@ The end reason says which rule ended the trial: ``lookaway``, ``min_trial``, ``m
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar
 
 from bib.errors import BibInputError
@@ -75,6 +77,11 @@ class Criteria:
             raise BibInputError(f"trial timing: measure_from = {self.measure_from!r}: expected {' or '.join(MEASURE_FROM)}")
         if self.min_trial >= self.max_trial:
             raise BibInputError(f"trial timing: min_trial ({self.min_trial:g} s) must be below max_trial ({self.max_trial:g} s)")
+
+    def digest(self) -> str:
+        """12 hex digits naming these criteria (sha256 of their canonical JSON): every trials row a
+        study saves carries it (``criteria_hash``), so sessions run under other criteria never join."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
 
     @property
     def needs_video_timing(self) -> bool:

@@ -99,7 +99,8 @@
   function save() {
     if (looking !== null) { looks.push([looking, clock.now()]); looking = null; }
     coding = false;
-    var cols = S.columns.concat(["study", "position", "episode_id", "pair_id", "coder", "recording", "looking_from_s"]);
+    var cols = S.columns.concat(["study", "position", "episode_id", "pair_id", "coder", "recording", "looking_from_s",
+      "study_id", "criteria_hash"]);
     var coder = $("coder").value.trim() || "B";
     var rows = plan.trials.map(function (t) {
       var from = t.start + t.m, total = 0;
@@ -107,7 +108,8 @@
       var v = { participant_id: plan.participant_id, task: t.row.task, trial_num: t.position, phase: t.row.phase,
         outcome: t.row.outcome, looking_time_s: (total / 1000).toFixed(3), order: plan.order, item: t.row.pair_id,
         study: S.name, position: t.position, episode_id: t.row.episode_id, pair_id: t.row.pair_id, coder: coder,
-        recording: plan.recording || "", looking_from_s: (t.m / 1000).toFixed(3) };
+        recording: plan.recording || "", looking_from_s: (t.m / 1000).toFixed(3), study_id: S.id,
+        criteria_hash: S.criteria_hash };
       return cols.map(function (c) { return v.hasOwnProperty(c) ? v[c] : ""; }).join(",");
     });
     var text = [cols.join(",")].concat(rows).join("\n") + "\n";

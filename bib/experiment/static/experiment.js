@@ -14,6 +14,13 @@
 // This page is the experimenter's (controls, status, data); the infant sees only the stimulus window
 // (stimulus.html, stimulus.js) it opens, which shows the attention-getter or the trial's video and
 // nothing else. The two talk by postMessage; keys pressed in either window count.
+//
+// The experimenter is blind: while a session runs (and on its end screen) this window shows the trial
+// number, the phase, the looking clock and totals, the look-away and the criterion state, and never
+// the task (condition), the outcome, the pair, the episode or the video; those go only into the saved
+// data. The participant record (date of birth and test date -> age in days, exclusion codes per trial
+// and per session, notes, a good/no-good flag, the recording consent asked anew for each session)
+// goes into every row.
 (function () {
   "use strict";
   var S = window.BIB_STUDY;
@@ -24,7 +31,7 @@
   var clock = {
     now: function () { return manual ? manualNow : performance.now(); },
     eventTime: function (e) { return manual ? manualNow : e.timeStamp; },
-    set: function (ms) { manualNow = ms; settle(ms); }
+    set: function (ms) { manualNow = ms; settle(ms); updateStatus(); }
   };
   var $ = function (id) { return document.getElementById(id); };
   var session = null;   // the session being run (persisted after every trial unless practice)
@@ -36,7 +43,8 @@
   var recorder = null, chunks = [];  // the webcam recording (MediaRecorder), kept on this computer
 
   // ------------------------------------------------------------------ storage
-  var PREFIX = "bib-experiment/" + S.id + "/";
+  // sessions of a study built with other criteria never share storage (nor resume into each other)
+  var PREFIX = "bib-experiment/" + S.id + "/" + S.criteria_hash + "/";
   function storageKey(pid) { return PREFIX + pid; }
   function load(pid) {
     try { var text = window.localStorage.getItem(storageKey(pid)); return text ? JSON.parse(text) : null; }
@@ -94,9 +102,18 @@
   function newSession(form, practice) {
     return {
       study: S.id, participant_id: practice ? "practice" : form.pid, order: form.order, lab: form.lab,
-      age_days: form.age, practice: practice, session_date: new Date().toISOString().slice(0, 10),
+      age_days: form.age, practice: practice, session_date: form.testDate,
+      session_exclusion: "", session_ok: "", session_notes: "", recording_consent: form.consent ? "yes" : "no",
       next: 0, attempt: 1, finished: false, trials: [], looks: []
     };
+  }
+  // The participant record's session fields, copied into every row (also rows saved before a change).
+  var SESSION_FIELDS = ["session_exclusion", "session_ok", "session_notes"];
+  function setSessionField(name, value) {
+    if (!session) return;
+    session[name] = value;
+    session.trials.forEach(function (r) { r[name] = value; });
+    persist();
   }
   function logEvent(event, relMs, absMs) {
     var row = trial ? trial.row : sequence(session.order, session.practice)[session.next] || {};
@@ -129,7 +146,8 @@
     var row = current();
     var m = C.measure_from === "outcome" ? row.outcome_s * 1000 : 0;
     var arm = Math.max(m, C.play_through ? row.video_s * 1000 : 0);
-    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, total: 0, nLooks: 1, m: m, arm: arm };
+    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, total: 0, nLooks: 1, m: m, arm: arm, code: "" };
+    $("trial-code").value = "";
     state = "trial";
     logEvent("trial_start", 0, t);
     logEvent("look_on", 0, t);
@@ -182,7 +200,9 @@
       study: S.name, position: row.position, episode_id: row.episode_id, pair_id: row.pair_id, video: row.video,
       trial_duration_s: (relEnd / 1000).toFixed(3), n_looks: trial.nLooks, end_reason: reason,
       video_s: row.video_s.toFixed(3), looking_from_s: (trial.m / 1000).toFixed(3),
-      restarts: session.attempt - 1, session_date: session.session_date
+      restarts: session.attempt - 1, session_date: session.session_date, trial_exclusion: trial.code,
+      session_exclusion: session.session_exclusion, session_ok: session.session_ok, session_notes: session.session_notes,
+      recording_consent: session.recording_consent, study_id: S.id, criteria_hash: S.criteria_hash
     };
     var record = {};
     S.columns.concat(S.extra_columns).forEach(function (c) { record[c] = values.hasOwnProperty(c) ? values[c] : ""; });
@@ -209,7 +229,7 @@
   }
   // ------------------------------------------------------------------ webcam recording (optional, local only)
   function startRecording() {
-    if (session.practice || !$("record").checked) return;
+    if (session.practice || session.recording_consent !== "yes") return;
     if (!navigator.mediaDevices || !window.MediaRecorder) { showWarning("This browser cannot record the webcam."); return; }
     navigator.mediaDevices.getUserMedia({ video: true, audio: false }).then(function (stream) {
       chunks = [];
@@ -247,25 +267,62 @@
   }
 
   // ------------------------------------------------------------------ display
+  // What the experimenter sees during a session: never the task, outcome, pair, episode or video.
+  function secs(ms) { return (ms / 1000).toFixed(1) + " s"; }
   function updateStatus() {
+    if (!session) return;
     var total = sequence(session.order, session.practice).length;
     var row = current() || {};
-    var text = (session.practice ? "PRACTICE · " : "") + session.participant_id + " · order " + session.order +
-      " · trial " + Math.min(session.next + 1, total) + "/" + total + (row.task ? " · " + row.task + " " + row.phase +
-      (row.outcome ? " (" + row.outcome + ")" : "") : "");
-    $("status").textContent = text;
+    $("status").textContent = (session.practice ? "PRACTICE · " : "") + session.participant_id + " · trial " +
+      Math.min(session.next + 1, total) + "/" + total + (row.phase ? " · " + row.phase : "");
     $("look").textContent = state === "attention" ? "attention-getter: hold SPACE when the infant looks" :
-      trial && trial.looking ? "LOOKING" : "away";
+      trial && trial.looking ? "LOOKING" : state === "trial" ? "away" : "";
     $("look").className = trial && trial.looking ? "looking" : "";
+    var before = 0;
+    session.trials.forEach(function (r) { before += parseFloat(r.looking_time_s) || 0; });
+    var clockText = "", criterion = "";
+    if (state === "trial" && trial) {
+      var rel = Math.max(0, clock.now() - trial.t0);
+      var now = trial.total + (trial.looking ? seen(trial.onSince, rel) : 0);
+      clockText = "trial " + secs(rel) + " · looking " + secs(now) + " · " + trial.nLooks + " look" +
+        (trial.nLooks > 1 ? "s" : "") + " · session looking " + secs(before * 1000 + now);
+      // the rule's state: minimum looking (the look in progress counts once it ends), then the look-away
+      if (now < C.min_on * 1000) criterion = "criterion: looking " + secs(now) + " of " + secs(C.min_on * 1000) + " needed";
+      else if (trial.looking) criterion = "criterion: armed (a look-away of " + secs(C.lookaway * 1000) + " ends the trial)";
+      else criterion = "criterion: away " + secs(Math.max(0, rel - Math.max(trial.offSince, trial.arm))) + " of " + secs(C.lookaway * 1000);
+      if (rel < trial.arm && now >= C.min_on * 1000) criterion += " · look-aways count once the video has played";
+    } else {
+      clockText = "session looking " + secs(before * 1000) + " · " + session.trials.length + " trial" +
+        (session.trials.length === 1 ? "" : "s") + " done";
+    }
+    $("look-clock").textContent = clockText;
+    $("criterion-state").textContent = criterion;
+    var shown = state === "trial" ? session.next + 1 : session.trials.length ? session.trials[session.trials.length - 1].trial_num : "";
+    $("trial-code-label").textContent = shown ? "trial " + shown : "no trial yet";
+    $("trial-code").disabled = !shown;
   }
+  function codeSelect(value, none) {
+    var sel = document.createElement("select");
+    [[""].concat([none])].concat(Object.keys(S.exclusion_codes).map(function (c) { return [c, S.exclusion_codes[c]]; }))
+      .forEach(function (pair) {
+        var opt = document.createElement("option"); opt.value = pair[0]; opt.textContent = pair[1]; sel.appendChild(opt);
+      });
+    sel.value = value || "";
+    return sel;
+  }
+  // The end screen's table: no task, outcome or pair (the coder stays blind); each trial's code can be changed.
   function renderSummary(s) {
     var body = $("summary").tBodies[0];
     body.innerHTML = "";
     s.trials.forEach(function (r) {
       var tr = document.createElement("tr");
-      [r.trial_num, r.task, r.phase, r.outcome, r.looking_time_s, r.end_reason, r.trial_error].forEach(function (v) {
+      [r.trial_num, r.phase, r.looking_time_s, r.end_reason, r.trial_error].forEach(function (v) {
         var td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
       });
+      var td = document.createElement("td"), sel = codeSelect(r.trial_exclusion, "keep");
+      sel.className = "row-code";
+      sel.addEventListener("change", function () { r.trial_exclusion = sel.value; persist(); sel.blur(); });
+      td.appendChild(sel); tr.appendChild(td);
       body.appendChild(tr);
     });
   }
@@ -290,11 +347,29 @@
   }
 
   // ------------------------------------------------------------------ setup form
+  // Age in days from the date of birth and the test date (YYYY-MM-DD, as date inputs give them), in UTC
+  // so a change of daylight-saving time does not move it; "" without a date of birth, null if invalid.
+  function ageDays(dob, test) {
+    if (!dob) return "";
+    var re = /^(\d{4})-(\d{2})-(\d{2})$/, a = re.exec(dob), b = re.exec(test);
+    if (!a || !b) return null;
+    var days = (Date.UTC(+b[1], +b[2] - 1, +b[3]) - Date.UTC(+a[1], +a[2] - 1, +a[3])) / 86400000;
+    return days >= 0 ? String(days) : null;
+  }
+  function today() {
+    var d = new Date();
+    return d.getFullYear() + "-" + String(d.getMonth() + 1).padStart(2, "0") + "-" + String(d.getDate()).padStart(2, "0");
+  }
   function readForm() {
+    var testDate = $("test-date").value || today();
     return {
       pid: $("pid").value.trim(), order: parseInt($("order").value, 10), lab: $("lab").value.trim(),
-      age: $("age").value.trim()
+      testDate: testDate, age: ageDays($("dob").value, testDate), consent: $("record").checked
     };
+  }
+  function showAge() {
+    var f = readForm();
+    $("age-shown").textContent = f.age === "" ? "" : f.age === null ? "the date of birth is after the test date" : "age " + f.age + " days";
   }
   function suggestOrder() {
     var m = /(\d+)$/.exec($("pid").value.trim()), n = Object.keys(S.orders).length;
@@ -316,21 +391,27 @@
   }
   function begin(s) {
     session = s;
+    $("record").checked = false;  // consent is asked for each session, never carried over
+    SESSION_FIELDS.forEach(function (name) { $(name).value = s[name] || ""; });
+    $("trial-code").value = "";
     $("setup").hidden = true;
     $("done").hidden = true;
     $("stage").hidden = false;
     $("practice-banner").hidden = !s.practice;
     openScreen();
-    if (!manual) tick = setInterval(function () { settle(clock.now()); }, 10);
+    var ticks = 0;
+    if (!manual) tick = setInterval(function () { settle(clock.now()); if (++ticks % 10 === 0) updateStatus(); }, 10);
+    $("record-panel").hidden = s.practice;
     if (s.next > 0) logEvent("session_resume", null, clock.now());
     startRecording();
     showAttention();
   }
   function start(practice) {
     var f = readForm();
-    if (practice) { begin(newSession({ pid: "practice", order: 1, lab: f.lab, age: "" }, true)); return; }
+    if (practice) { begin(newSession({ pid: "practice", order: 1, lab: f.lab, age: "", testDate: f.testDate }, true)); return; }
     if (!/^[A-Za-z0-9_.-]+$/.test(f.pid)) { showWarning("Participant id: letters, digits, '.', '_' or '-' only."); return; }
     if (!S.orders[String(f.order)]) { showWarning("Choose an order."); return; }
+    if (f.age === null) { showWarning("Date of birth: it must be a date on or before the test date (" + f.testDate + ")."); return; }
     var old = load(f.pid);
     if (!old) { begin(newSession(f, false)); return; }
     var total = sequence(old.order, false).length;
@@ -344,6 +425,7 @@
   }
 
   // ------------------------------------------------------------------ keys (this window's or the stimulus window's)
+  function typing(e) { var el = e.target; return el && el.closest && el.closest("input, textarea, select") !== null; }
   function onKey(type, rawKey, repeat, t) {
     if (state !== "attention" && state !== "trial") return false;
     var key = rawKey.length === 1 ? rawKey.toLowerCase() : rawKey;
@@ -360,6 +442,7 @@
   }
   ["keydown", "keyup"].forEach(function (type) {
     document.addEventListener(type, function (e) {
+      if (typing(e)) return;  // the notes and the record's fields take their own keys
       if (onKey(type, e.key, e.repeat, clock.eventTime(e))) e.preventDefault();
     });
   });
@@ -387,10 +470,27 @@
     select.addEventListener("change", function () { select.dataset.touched = "1"; });
     $("pid").addEventListener("input", suggestOrder);
     $("lab").value = S.lab || "";
+    $("record").checked = false;  // never restored by the browser: asked for each session
+    $("test-date").value = today();
+    ["dob", "test-date"].forEach(function (id) { $(id).addEventListener("input", showAge); $(id).addEventListener("change", showAge); });
+    var sessionCode = codeSelect("", "none"), trialCode = codeSelect("", "keep");
+    sessionCode.id = "session_exclusion"; $("session-code-cell").appendChild(sessionCode);
+    trialCode.id = "trial-code"; $("trial-code-cell").appendChild(trialCode);
+    trialCode.addEventListener("change", function () {
+      if (state === "trial" && trial) trial.code = trialCode.value;
+      else if (session && session.trials.length) { session.trials[session.trials.length - 1].trial_exclusion = trialCode.value; persist(); }
+      trialCode.blur();
+    });
+    SESSION_FIELDS.forEach(function (name) {
+      var el = $(name);
+      el.addEventListener("input", function () { setSessionField(name, el.value); });
+      el.addEventListener("change", function () { setSessionField(name, el.value); if (el.tagName === "SELECT") el.blur(); });
+    });
     $("start").addEventListener("click", function () { start(false); });
     $("practice").addEventListener("click", function () { start(true); });
     $("again").addEventListener("click", function () {
-      $("done").hidden = true; $("setup").hidden = false; $("pid").value = ""; renderSaved();
+      $("done").hidden = true; $("record-panel").hidden = true; $("setup").hidden = false; $("pid").value = ""; $("dob").value = "";
+      $("record").checked = false; $("age-shown").textContent = ""; $("test-date").value = today(); renderSaved();
     });
     $("download-trials").addEventListener("click", function () { download(fileStem(session) + "_trials.csv", trialsCsv(session)); });
     $("download-looks").addEventListener("click", function () { download(fileStem(session) + "_looks.csv", looksCsv(session)); });

@@ -1,0 +1,273 @@
+"""A lab's study in headless Chromium (issue 40): a blind experimenter's window, participant records
+(age from dates, exclusion codes, notes, good/no-good, consent asked per session) and sessions that
+cannot join another study's or other criteria's.
+
+The page clock is driven by hand (``?clock=manual``) as in ``test_browser_experiment.py``, whose
+helpers this file uses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_run import run_cli
+from test_browser_experiment import (
+    FAKE_WEBCAM,
+    OLD_RULE,
+    TIMED,
+    key,
+    open_study,
+    rows_of,
+    run_trial,
+    schedule_for,
+    set_clock,
+    start,
+    wait_file,
+)
+
+from bib.report import browser
+
+pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=f"no browser: {browser.missing()}")
+
+
+@pytest.fixture(scope="module")
+def studies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The tiny set's study under PyHab's plain rule, and the same set's study under the timed rule."""
+    from browser_sets import tiny_set
+
+    from bib.experiment import build_experiment
+
+    root, folder = tiny_set(tmp_path_factory), tmp_path_factory.mktemp("lab")
+    build_experiment(root, folder / "plain", OLD_RULE, command="bib experiment tiny --out plain")
+    build_experiment(root, folder / "timed", TIMED, command="bib experiment tiny --out timed")
+    return {"plain": folder / "plain", "timed": folder / "timed"}
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    downloads = tmp_path_factory.mktemp("lab-downloads")
+    with browser.chromium(1000, 900, downloads=downloads, flags=FAKE_WEBCAM) as d:
+        d.downloads = downloads  # type: ignore[attr-defined]
+        yield d
+
+
+def study_of(folder: Path) -> dict:
+    text = (folder / "study.js").read_text(encoding="utf-8")
+    return json.loads(text.split("=", 1)[1].rstrip().rstrip(";"))
+
+
+def window_text(driver) -> str:  # noqa: ANN001
+    return driver.execute_script("return document.body.innerText")
+
+
+def forbidden(study: dict) -> set[str]:
+    """What must never be shown to the experimenter: conditions, outcomes, pairs, episodes, videos."""
+    out = {"unexpected"}
+    for trials in study["orders"].values():
+        for t in trials:
+            out |= {t["task"], t["pair_id"], t["episode_id"], t["video"], Path(t["video"]).name}
+    return out
+
+
+def assert_blind(text: str, study: dict, where: str) -> None:
+    shown = [w for w in forbidden(study) if w and w in text]
+    assert not shown, (where, shown, text)
+    assert not re.search(r"\bexpected\b", text), (where, text)
+
+
+def set_dates(driver, dob: str, test: str) -> None:  # noqa: ANN001
+    driver.execute_script(
+        "for (const [id, v] of [['dob', arguments[0]], ['test-date', arguments[1]]]) {"
+        " const el = document.getElementById(id); el.value = v; el.dispatchEvent(new Event('input')); }", dob, test)
+
+
+def choose(driver, element_id: str, value: str) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element(By.ID, element_id)).select_by_value(value)
+
+
+def finish_session(driver, t: float) -> float:  # noqa: ANN001
+    """Run the rest of the running session with the schedules; return the page time after it."""
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        position = driver.execute_script("return window.bibExperiment.session().next + 1")
+        t = run_trial(driver, t, schedule_for(position))
+    return t
+
+
+def test_the_experimenters_window_never_shows_the_condition(driver, studies: dict[str, Path]) -> None:  # noqa: ANN001
+    """At every trial (attention-getter, during the trial, looking and away) and on the end screen the
+    experimenter's window shows the trial number, the phase, the looking clock and the criterion, and
+    no task, outcome, pair, episode or video; the saved rows still hold them."""
+    from selenium.webdriver.common.by import By
+
+    study = study_of(studies["plain"])
+    open_study(driver, studies["plain"])
+    start(driver, "p01", order=2)
+    order = study["orders"]["2"]
+    t, seen = 5000.0, 0
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        n = driver.execute_script("return window.bibExperiment.session().next")
+        row = order[n]
+        text = window_text(driver)
+        assert_blind(text, study, f"attention before trial {n + 1}")
+        assert f"trial {n + 1}/20 · {row['phase']}" in text and "attention-getter" in text
+        set_clock(driver, t)
+        key(driver, "space", True)
+        set_clock(driver, t + 1500)
+        text = window_text(driver)
+        assert_blind(text, study, f"trial {n + 1}, looking")
+        assert "LOOKING" in text and "trial 1.5 s · looking 1.5 s · 1 look" in text, text
+        assert "criterion: armed (a look-away of 2.0 s ends the trial)" in text  # 1.5 s >= min-on 1 s
+        key(driver, "space", False)
+        set_clock(driver, t + 2500)
+        text = window_text(driver)
+        assert_blind(text, study, f"trial {n + 1}, away")
+        assert "away" in text and "criterion: away 1.0 s of 2.0 s" in text, text
+        set_clock(driver, t + 4000)  # the look-away criterion ends the trial at 3.5 s
+        t += 5000
+        seen += 1
+    assert seen == 20
+    text = window_text(driver)
+    assert_blind(text, study, "end screen")
+    assert "Session of p01 saved (20 trials)" in text and "download folder" in text
+    headers = [th.text for th in driver.find_elements(By.CSS_SELECTOR, "#summary th")]
+    assert headers == ["trial", "phase", "looking (s)", "ended by", "error", "exclusion"]
+    trials = rows_of(wait_file(driver.downloads, "tiny-study_p01_trials.csv"))
+    assert [r["outcome"] for r in trials] == [r["outcome"] for r in order]  # the data keep what the window hides
+    assert [r["task"] for r in trials] == [r["task"] for r in order]
+    assert {r["looking_time_s"] for r in trials} == {"1.500"}
+
+
+def test_participant_records_codes_and_consent(driver, studies: dict[str, Path], tmp_path: Path,  # noqa: ANN001
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Age in days from the dates; a date of birth after the test date is refused; trial codes given
+    during and after a trial, session codes, a no-good flag and notes go into every row; the recording
+    consent is not carried over; bib analyze excludes and counts them by reason."""
+    from selenium.webdriver.common.by import By
+
+    open_study(driver, studies["plain"])
+    assert not driver.find_element(By.ID, "record").is_selected()
+    # a date of birth after the test date: refused before anything starts
+    driver.find_element(By.ID, "pid").send_keys("p40")
+    set_dates(driver, "2026-03-02", "2026-03-01")
+    assert driver.find_element(By.ID, "age-shown").text == "the date of birth is after the test date"
+    driver.find_element(By.ID, "start").click()
+    assert driver.execute_script("return window.bibExperiment.state()") == "setup"
+    assert driver.find_element(By.ID, "warning").text == (
+        "Date of birth: it must be a date on or before the test date (2026-03-01).")
+    # across a leap day and a daylight-saving change
+    set_dates(driver, "2023-12-10", "2024-11-03")
+    want = (dt.date(2024, 11, 3) - dt.date(2023, 12, 10)).days
+    assert driver.find_element(By.ID, "age-shown").text == f"age {want} days"
+    driver.find_element(By.ID, "record").click()  # the parent consents for this session
+    start(driver, "p40")
+    assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    assert driver.execute_script("return window.bibExperiment.session().recording_consent") == "yes"
+    assert not driver.find_element(By.ID, "record").is_selected()
+    # trial 1: coded while it runs
+    set_clock(driver, 1000)
+    key(driver, "space", True)
+    choose(driver, "trial-code", "fussiness")
+    key(driver, "space", False)
+    set_clock(driver, 20000)
+    assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    # trial 2 runs, then is coded between trials (the last trial)
+    t = run_trial(driver, 21000, schedule_for(2))
+    assert driver.find_element(By.ID, "trial-code-label").text == "trial 2"
+    choose(driver, "trial-code", "parent_interference")
+    notes = driver.find_element(By.ID, "session_notes")
+    notes.send_keys("sibling in the room, r y space")  # keys typed in the notes are not look keys
+    assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    choose(driver, "session_exclusion", "outside_interference")
+    t = finish_session(driver, t)
+    trials = rows_of(wait_file(driver.downloads, "tiny-study_p40_trials.csv"))
+    assert len(trials) == 20 and {r["age_days"] for r in trials} == {str(want)}
+    assert {r["session_date"] for r in trials} == {"2024-11-03"}
+    assert [r["trial_exclusion"] for r in trials[:3]] == ["fussiness", "parent_interference", ""]
+    assert {r["trial_exclusion"] for r in trials[2:]} == {""}
+    assert {r["session_exclusion"] for r in trials} == {"outside_interference"}
+    assert {r["session_notes"] for r in trials} == {"sibling in the room, r y space"}
+    assert {r["recording_consent"] for r in trials} == {"yes"}
+    # the end screen changes a trial's code; the stored session keeps it
+    selects = driver.find_elements(By.CSS_SELECTOR, "#summary select.row-code")
+    assert len(selects) == 20
+    from selenium.webdriver.support.ui import Select
+
+    Select(selects[4]).select_by_value("equipment")
+    stored = driver.execute_script("return JSON.parse(localStorage.getItem(Object.keys(localStorage)"
+                                   ".find(k => k.endsWith('/p40')))).trials[4].trial_exclusion")
+    assert stored == "equipment"
+
+    # the next family: consent not ticked, its rows say no, no recording is made
+    driver.find_element(By.ID, "again").click()
+    assert not driver.find_element(By.ID, "record").is_selected()
+    assert driver.find_element(By.ID, "dob").get_attribute("value") == ""
+    start(driver, "p41")
+    assert driver.execute_script("return window.bibExperiment.recording()") == ""
+    choose(driver, "session_ok", "no-good")
+    finish_session(driver, 1000.0)
+    p41 = rows_of(wait_file(driver.downloads, "tiny-study_p41_trials.csv"))
+    assert {r["recording_consent"] for r in p41} == {"no"} and {r["session_ok"] for r in p41} == {"no-good"}
+    assert {r["age_days"] for r in p41} == {""}
+
+    # three uncoded sessions, then bib analyze on the folder: exclusions applied and counted by reason
+    for pid in ("p42", "p43", "p44"):
+        open_study(driver, studies["plain"])
+        start(driver, pid)
+        finish_session(driver, 1000.0)
+        wait_file(driver.downloads, f"tiny-study_{pid}_trials.csv")
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    for pid in ("p40", "p41", "p42", "p43", "p44"):
+        shutil.copy(driver.downloads / f"tiny-study_{pid}_trials.csv", sessions)
+    code, out, err = run_cli(capsys, "analyze", str(sessions), "--json")
+    assert code == 0, err
+    ex = json.loads(out)["exclusions"]
+    assert ex["participants_by_reason"] == [{"reason": "outside interference", "participants": 1},
+                                            {"reason": "marked no-good", "participants": 1}]
+    codes = [s for s in ex["summary"] if s["step"] == "codes"]
+    assert codes == [{"step": "codes", "reason": "session: outside interference", "rows": 20},
+                     {"step": "codes", "reason": "session marked no-good", "rows": 20}]
+    assert {r["participant_id"] for r in ex["excluded"] if r["step"] == "codes"} == {"p40", "p41"}
+    code, out, _ = run_cli(capsys, "analyze", str(sessions))
+    assert "participants excluded by the experimenter's codes: 1 outside interference, 1 marked no-good" in out
+
+
+def test_a_folder_with_another_criteria_session_is_refused(driver, studies: dict[str, Path], tmp_path: Path,  # noqa: ANN001
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row carries the study id and the criteria hash; sessions of the same set run under other
+    criteria are refused by bib analyze with one line naming the files; they do not share storage."""
+    from bib.experiment import build
+
+    plain, timed = study_of(studies["plain"]), study_of(studies["timed"])
+    assert plain["id"] == timed["id"] and plain["criteria_hash"] != timed["criteria_hash"]
+    assert plain["criteria_hash"] == build.Criteria(**plain["criteria"]).digest()
+    open_study(driver, studies["plain"])
+    start(driver, "p70")
+    finish_session(driver, 1000.0)
+    a = rows_of(wait_file(driver.downloads, "tiny-study_p70_trials.csv"))
+    assert {r["study_id"] for r in a} == {plain["id"]} and {r["criteria_hash"] for r in a} == {OLD_RULE.digest()}
+    sessions = tmp_path / "mixed"
+    sessions.mkdir()
+    (driver.downloads / "tiny-study_p70_trials.csv").rename(sessions / "tiny-study_p70_trials.csv")
+    open_study(driver, studies["timed"])
+    start(driver, "p70")  # the same id in the other study: no "already has a session" prompt
+    assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    start_t = 1000.0
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        start_t = run_trial(driver, start_t, [])
+    b = rows_of(wait_file(driver.downloads, "tiny-study_p70_trials.csv"))
+    assert {r["criteria_hash"] for r in b} == {TIMED.digest()}
+    shutil.copy(driver.downloads / "tiny-study_p70_trials.csv", sessions / "tiny-study_p71_trials.csv")
+    code, out, err = run_cli(capsys, "analyze", str(sessions))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err == (f"bib: error: {sessions}: sessions of different trial criteria (column criteria_hash: "
+                   f"{OLD_RULE.digest()} in tiny-study_p70_trials.csv; {TIMED.digest()} in tiny-study_p71_trials.csv); "
+                   "analyse each study on its own\n")

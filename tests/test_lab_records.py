@@ -1,0 +1,94 @@
+"""Participant records and one-study joins without a browser (issue 40): the ``codes`` exclusion step,
+its report by reason, and the refusal of sessions of other studies or trial criteria."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from cli_run import run_cli
+
+from bib.analysis.exclusions import EXCLUSION_CODES, apply_exclusions
+from bib.analysis.spec import Exclusions
+from bib.errors import BibInputError
+from bib.experiment import Criteria
+
+
+def table(codes: dict[str, tuple[str, str, list[str]]]) -> pd.DataFrame:
+    """Two test trials (expected, unexpected) per participant: pid -> (session_ok, session_exclusion, trial codes)."""
+    rows = []
+    for pid, (ok, session, trial) in codes.items():
+        for n, (outcome, code) in enumerate(zip(("expected", "unexpected"), trial, strict=True), start=1):
+            rows.append({"participant_id": pid, "task": "preference", "trial_num": n, "phase": "test", "outcome": outcome,
+                         "looking_time_s": 5.0, "trial_error": "", "row": str(len(rows) + 2), "session_ok": ok,
+                         "session_exclusion": session, "trial_exclusion": code})
+    return pd.DataFrame(rows)
+
+
+def test_codes_step_excludes_and_counts_by_reason() -> None:
+    data = table({"p1": ("", "", ["", ""]), "p2": ("good", "", ["fussiness", ""]), "p3": ("no-good", "", ["", ""]),
+                  "p4": ("", "parent_interference", ["equipment", ""]), "p5": ("", "parent_interference", ["", ""])})
+    res = apply_exclusions(data, Exclusions(steps=["codes", "both_outcomes"]))
+    assert sorted(set(res.kept["participant_id"])) == ["p1"]  # p2 loses its expected trial, then both_outcomes
+    codes = res.excluded[res.excluded["step"] == "codes"]
+    assert list(zip(codes["participant_id"], codes["reason"], strict=True)) == [
+        ("p2", "trial: fussiness"), ("p3", "session marked no-good"), ("p3", "session marked no-good"),
+        ("p4", "session: parent interference"), ("p4", "session: parent interference"),
+        ("p5", "session: parent interference"), ("p5", "session: parent interference")]
+    assert res.participants_by_reason() == [{"reason": "marked no-good", "participants": 1},
+                                            {"reason": "parent interference", "participants": 2}]
+    assert [s for s in res.summary() if s["step"] == "codes"] == [
+        {"step": "codes", "reason": "trial: fussiness", "rows": 1}, {"step": "codes", "reason": "session marked no-good", "rows": 2},
+        {"step": "codes", "reason": "session: parent interference", "rows": 4}]
+    # without the columns (another lab's file) the step excludes nothing
+    plain = data.drop(columns=["session_ok", "session_exclusion", "trial_exclusion"])
+    assert len(apply_exclusions(plain, Exclusions(steps=["codes"])).kept) == 10
+
+
+def test_an_unknown_code_is_refused_naming_the_line() -> None:
+    data = table({"p1": ("", "", ["", "fussy"])})
+    with pytest.raises(BibInputError) as err:
+        apply_exclusions(data, Exclusions(steps=["codes"]), source="s.csv")
+    assert str(err.value) == (f"s.csv: line 3: column trial_exclusion: unknown value 'fussy'; known: {', '.join(EXCLUSION_CODES)} "
+                              "(docs/experiment.md, Participant records)")
+    with pytest.raises(BibInputError, match=r"^s\.csv: line 2: column session_ok: unknown value 'ok'; known: good, no-good"):
+        apply_exclusions(table({"p1": ("ok", "", ["", ""])}), Exclusions(), source="s.csv")
+
+
+def test_criteria_digest_names_the_criteria() -> None:
+    assert Criteria().digest() == Criteria().digest() and len(Criteria().digest()) == 12
+    assert Criteria(lookaway=2.5).digest() != Criteria().digest()
+    assert Criteria(play_through=False).digest() != Criteria().digest()
+
+
+def _session(path: Path, pid: str, study_id: str = "s-1", criteria: str = "c1", first_trial: int = 1) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["participant_id", "task", "trial_num", "phase", "outcome", "looking_time_s", "study_id", "criteria_hash"])
+        for n, outcome in enumerate(("expected", "unexpected"), start=first_trial):
+            w.writerow([pid, "preference", n, "test", outcome, 4.0 + n, study_id, criteria])
+    return path
+
+
+def test_mixed_studies_or_criteria_are_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    for pid in ("p1", "p2", "p3"):
+        _session(folder / f"x_{pid}_trials.csv", pid)
+    _session(folder / "x_p4_trials.csv", "p4", criteria="c2")
+    code, out, err = run_cli(capsys, "analyze", str(folder))
+    assert code == 2 and out == "" and err == (
+        f"bib: error: {folder}: sessions of different trial criteria (column criteria_hash: c1 in x_p1_trials.csv, "
+        "x_p2_trials.csv, x_p3_trials.csv; c2 in x_p4_trials.csv); analyse each study on its own\n")
+    _session(folder / "x_p4_trials.csv", "p4", study_id="s-2")
+    code, _, err = run_cli(capsys, "analyze", str(folder))
+    assert code == 2 and err.startswith(f"bib: error: {folder}: sessions of different studies (column study_id: s-1 in x_p1_trials.csv")
+    # one hand-joined file: the lines are named
+    joined = tmp_path / "joined.csv"
+    text = _session(tmp_path / "a.csv", "p1").read_text() + _session(tmp_path / "b.csv", "p2", criteria="c9").read_text().split("\n", 1)[1]
+    joined.write_text(text)
+    code, _, err = run_cli(capsys, "analyze", str(joined))
+    assert code == 2 and err == (f"bib: error: {joined}: sessions of different trial criteria (column criteria_hash: c1 on lines 2, 3; "
+                                 "c9 on lines 4, 5); analyse each study on its own\n")
