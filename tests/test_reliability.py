@@ -86,3 +86,57 @@ def test_coder_files_of_different_sessions_one_line_exit_2(capsys: pytest.Captur
     bare = _write(tmp_path / "bare.csv", [{"participant_id": r["participant_id"], "trial_num": r["trial_num"]} for r in rows])
     code, _, err = _run(capsys, "reliability", str(A), str(bare))
     assert code == 2 and err == f"bib: error: {bare}: missing column looking_time_s (a trials CSV of bib experiment)\n"
+
+
+def _expected_ci() -> dict[str, float]:
+    with (FIXTURES / "expected_ci.csv").open(newline="", encoding="utf-8") as fh:
+        return {r["statistic"]: float(r["value"]) for r in csv.DictReader(fh)}
+
+
+CI_NAMES = ("icc2_1", "icc2_1_low", "icc2_1_high", "icc3_1", "icc3_1_low", "icc3_1_high")
+
+
+def test_icc_confidence_intervals_equal_psych_and_r() -> None:
+    """psych::ICC's F-based intervals: its documented Shrout & Fleiss (1979) example (6 targets x 4
+    judges: ICC2 .29 [.019, .761], ICC3 .71 [.342, .946]) and, on the fixture, the formulas in base R
+    (aov's mean squares, R's qf) within 1e-8."""
+    from bib.analysis.reliability import icc
+
+    sf = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+    got = icc(sf)
+    assert [round(got[n], 3) for n in CI_NAMES] == [0.290, 0.019, 0.761, 0.715, 0.342, 0.946]
+    want, s = _expected_ci(), reliability(A, B).summary
+    for name in CI_NAMES:
+        assert abs(s[name] - want[name]) <= 1e-8, (name, s[name], want[name])
+    assert s["icc2_1_low"] < s["icc2_1"] < s["icc2_1_high"] and s["icc3_1_low"] < s["icc3_1"] < s["icc3_1_high"]
+
+
+def test_phase_test_keeps_the_test_trials(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    phased = []
+    for src in (A, B):
+        rows = [{**r, "phase": "test" if int(r["trial_num"]) % 2 else "familiarization"} for r in _rows(src)]
+        phased.append(_write(tmp_path / src.name, rows))
+    want = _expected_ci()
+    result = reliability(*phased, phase="test")
+    assert result.summary["n_trials"] == 30 and set(result.trials["trial_num"].astype(int) % 2) == {1}
+    for name in CI_NAMES:
+        assert abs(result.summary[name] - want[f"odd_{name}"]) <= 1e-8, name
+    code, out, _ = _run(capsys, "reliability", str(phased[0]), str(phased[1]), "--phase", "test")
+    assert code == 0 and "30 test trials of 3 participant(s)" in out
+    assert f"ICC(2,1), two-way random, absolute agreement, single coder: {want['odd_icc2_1']:.3f} (95% CI " in out
+    code, _, err = _run(capsys, "reliability", str(A), str(B), "--phase", "test")
+    assert code == 2 and err == f"bib: error: {A}: no phase column: --phase needs the trials CSV of bib experiment\n"
+    code, _, err = _run(capsys, "reliability", str(phased[0]), str(phased[1]), "--phase", "tset")
+    assert code == 2 and err == "bib: error: --phase tset: expected familiarization or test\n"
+
+
+def test_the_same_file_twice_is_flagged(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, "reliability", str(A), str(A), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["icc2_1"] == pytest.approx(1.0) and doc["warnings"] == [
+        f"{A} and {A} have the same bytes: the same file given twice? (agreement of a file with itself is 1)"]
+    copy = _write(tmp_path / "copy.csv", [{**r, "study": r["study"]} for r in _rows(A)][::-1])  # other bytes, same looks
+    code, out, _ = _run(capsys, "reliability", str(A), str(copy))
+    assert code == 0 and out.splitlines()[0] == (f"warning: {copy}: every looking time equals coder_a.csv's to the millisecond: "
+                                                 "a copy of the first coder's file?")
+    assert json.loads(_run(capsys, "reliability", str(A), str(B), "--json")[1])["warnings"] == []

@@ -126,11 +126,13 @@ def register(app: typer.Typer) -> None:
         coder_b: Path = typer.Argument(..., help="The second coder's trials CSV of the same session(s) (coding mode)."),
         threshold: float = typer.Option(1.0, "--threshold", min=0.0, show_default=True,
                                         help="Seconds: trials whose looking times differ by more are listed."),
+        phase: str | None = typer.Option(None, "--phase", show_default=False,  # noqa: UP007
+                                         help="Only the trials of this phase: test or familiarization (default: all)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         out: Path | None = optional_out("reliability.json, reliability.md and provenance.json"),  # noqa: UP007
         force: bool = FORCE,
     ) -> None:
-        """Inter-coder reliability: per-trial agreement, ICC(2,1) and ICC(3,1), Pearson r of looking times."""
+        """Inter-coder reliability: per-trial agreement, ICC(2,1) and ICC(3,1) with confidence intervals, Pearson r of looking times."""
         from bib.analysis.reliability import reliability as compute
 
         folder = None
@@ -138,8 +140,8 @@ def register(app: typer.Typer) -> None:
             from bib.io import OutputFolder
 
             folder = OutputFolder(out, {"command": "reliability", "coder_a": coder_a, "coder_b": coder_b,
-                                        "threshold": threshold}, force=force)
-        result = compute(coder_a, coder_b, threshold)
+                                        "threshold": threshold, "phase": phase}, force=force)
+        result = compute(coder_a, coder_b, threshold, phase)
         if folder is not None:
             with folder as tmp:
                 result.save(tmp)
