@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from test_browser_experiment import (
     wait_file,
 )
 
+from bib.experiment import Criteria
 from bib.report import browser
 
 pytestmark = pytest.mark.skipif(browser.missing() is not None, reason=f"no browser: {browser.missing()}")
@@ -271,3 +273,179 @@ def test_a_folder_with_another_criteria_session_is_refused(driver, studies: dict
     assert err == (f"bib: error: {sessions}: sessions of different trial criteria (column criteria_hash: "
                    f"{OLD_RULE.digest()} in tiny-study_p70_trials.csv; {TIMED.digest()} in tiny-study_p71_trials.csv); "
                    "analyse each study on its own\n")
+
+
+SHORT = Criteria(lookaway=0.5, max_trial=2.0, min_on=0.2, play_through=False, measure_from="start")
+
+
+@pytest.fixture(scope="module")
+def short_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny set's study with short trials, so a session runs in real time in a few seconds."""
+    from browser_sets import tiny_set
+
+    from bib.experiment import build_experiment
+
+    out = tmp_path_factory.mktemp("lab") / "short"
+    build_experiment(tiny_set(tmp_path_factory), out, SHORT, command="bib experiment tiny --out short")
+    return out
+
+
+def real_ms(driver) -> float:  # noqa: ANN001
+    return driver.execute_script("return performance.now()")
+
+
+def webm_duration_ms(path: Path) -> tuple[float, int]:
+    """The recording's length from its packets (PyAV): the last frame's time plus one frame, and the frame count."""
+    import av
+
+    with av.open(str(path)) as box:
+        stream = box.streams.video[0]
+        times = sorted(float(p.pts * p.time_base) * 1000 for p in box.demux(stream) if p.pts is not None)
+    gaps = sorted(b - a for a, b in zip(times, times[1:]) if b > a)
+    return times[-1] + gaps[len(gaps) // 2], len(times)
+
+
+def coding_page(driver, study: Path, looks: Path, recording: Path | None) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    driver.get(study.joinpath("code.html").as_uri() + "?clock=manual")
+    driver.find_element(By.ID, "looks-file").send_keys(str(looks))
+    if recording is not None:
+        driver.find_element(By.ID, "recording-file").send_keys(str(recording))
+    driver.find_element(By.ID, "code-start").click()
+
+
+def coded(driver, ms: float, down: bool | None = None, how: str = "set") -> None:  # noqa: ANN001
+    driver.execute_script(f"window.bibCoding.clock.{how}(arguments[0])", ms)
+    if down is not None:
+        key(driver, "space", down)
+
+
+def press(driver, name: str) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).key_down(name).key_up(name).perform()
+
+
+def test_the_coding_tool_frames_speed_timeline_undo_and_recoding(driver, short_study: Path, tmp_path: Path,  # noqa: ANN001
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A session recorded in real time (the fake webcam); the second coder codes it frame by frame in
+    the coding tool: coding a span twice counts it once, coding it again replaces it, undo restores the
+    last look, frame steps move by the recording's own frame rate (read from the WebM, checked with
+    PyAV), speed 0.25-2x; a cut recording is refused; bib reliability compares the two files."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    study = study_of(short_study)
+    open_study(driver, short_study)
+    driver.find_element(By.ID, "record").click()
+    set_clock(driver, real_ms(driver))
+    start(driver, "p80")
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return window.bibExperiment.recording()") == "recording")
+    for _ in range(3):  # look 0.3 s, then a 0.5 s look-away ends the trial: the page clock is the real one
+        set_clock(driver, real_ms(driver))
+        key(driver, "space", True)
+        time.sleep(0.3)
+        set_clock(driver, real_ms(driver))
+        key(driver, "space", False)
+        time.sleep(0.7)
+        set_clock(driver, real_ms(driver))
+        assert driver.execute_script("return window.bibExperiment.state()") == "attention"
+    time.sleep(1.0)
+    set_clock(driver, real_ms(driver))
+    key(driver, "y", True)
+    key(driver, "y", False)
+    looks_file = driver.downloads / "tiny-study_p80_looks.csv"
+    trials_a = driver.downloads / "tiny-study_p80_trials.csv"
+    wait_file(driver.downloads, looks_file.name)
+    wait_file(driver.downloads, trials_a.name)
+    recording = driver.downloads / "tiny-study_p80_recording.webm"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (recording.is_file() and recording.stat().st_size > 0
+                                               and not list(driver.downloads.glob("*.crdownload"))):
+        time.sleep(0.1)
+    pyav_ms, n_frames = webm_duration_ms(recording)
+
+    coding_page(driver, short_study, looks_file, recording)
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return window.bibCoding.plan() !== null")
+                                    or d.find_element(By.ID, "code-error").is_displayed())
+    assert not driver.find_element(By.ID, "code-error").is_displayed(), driver.find_element(By.ID, "code-error").text
+    plan = driver.execute_script("return window.bibCoding.plan()")
+    fps = driver.execute_script("return window.bibCoding.fps()")
+    assert abs(plan["recording_ms"] - pyav_ms) <= 1000 / fps + 1e-6  # the page's reading of the file equals PyAV's
+    assert plan["recording_ms"] >= plan["trials"][-1]["end"] - plan["recording_start"]
+    assert 10 <= fps <= 60 and n_frames > 40
+    s1, s2 = plan["trials"][0]["start"], plan["trials"][1]["start"]
+
+    coded(driver, s1, how="seek")
+    coded(driver, s1 + 100, True)
+    coded(driver, s1 + 400, False)
+    assert driver.execute_script("return window.bibCoding.looks()") == [[s1 + 100, s1 + 400]]
+    coded(driver, s1, how="seek")  # rewind and code the same look again: counted once
+    coded(driver, s1 + 100, True)
+    coded(driver, s1 + 400, False)
+    coded(driver, s1 + 450)
+    assert driver.execute_script("return window.bibCoding.looks()") == [[s1 + 100, s1 + 400]]
+    coded(driver, s1 + 50, how="seek")  # code the span again with a shorter look: it replaces the first
+    coded(driver, s1 + 150, True)
+    coded(driver, s1 + 250, False)
+    coded(driver, s1 + 450)
+    assert driver.execute_script("return window.bibCoding.looks()") == [[s1 + 150, s1 + 250]]
+    press(driver, "u")  # undo the last look: what was coded before it
+    assert driver.execute_script("return window.bibCoding.looks()") == [[s1 + 100, s1 + 400]]
+
+    # frame by frame in trial 2: 6 frames looking ("." with SPACE held), 3 away (ArrowRight), 2 back (",")
+    from selenium.webdriver.common.keys import Keys
+
+    coded(driver, s2, how="seek")
+    key(driver, "space", True)
+    for _ in range(6):
+        press(driver, ".")
+    key(driver, "space", False)
+    for _ in range(3):
+        press(driver, Keys.ARROW_RIGHT)
+    for _ in range(2):
+        press(driver, ",")
+    frame = 1000 / fps
+    got = driver.execute_script("return window.bibCoding.looks()")
+    assert got[0] == [s1 + 100, s1 + 400] and got[1] == pytest.approx([s2, s2 + 6 * frame], abs=1e-6) and len(got) == 2
+    assert driver.execute_script("return window.bibCoding.clock.now()") == pytest.approx(s2 + 7 * frame, abs=1e-6)
+
+    options = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#speed option")]
+    assert options == ["0.25", "0.5", "0.75", "1", "1.5", "2"]
+    Select(driver.find_element(By.ID, "speed")).select_by_value("0.25")
+    assert driver.execute_script("return [window.bibCoding.rate(), document.getElementById('replay').playbackRate]") == [0.25, 0.25]
+    bars = driver.execute_script("return [document.querySelectorAll('#timeline .tl-trial').length,"
+                                 " document.querySelectorAll('#timeline .tl-look').length]")
+    assert bars == [3, 2]
+    assert_blind(window_text(driver), study, "coding page")
+
+    driver.find_element(By.ID, "code-save").click()
+    b_rows = rows_of(wait_file(driver.downloads, "tiny-study_p80_coderB_trials.csv"))
+    want = []
+    for t in plan["trials"]:
+        want.append(sum(max(0.0, min(b, t["end"]) - max(a, t["start"])) for a, b in got) / 1000)
+    assert [float(r["looking_time_s"]) for r in b_rows] == pytest.approx(want, abs=5e-4)
+    assert float(b_rows[0]["looking_time_s"]) == pytest.approx(0.3, abs=5e-4)  # not 0.6: coded twice, counted once
+    assert {r["recording"] for r in b_rows} == {recording.name} and {r["study_id"] for r in b_rows} == {study["id"]}
+
+    # a recording cut to 40% of its bytes, under the session's name: refused, its length read from the file
+    cut = tmp_path / recording.name
+    cut.write_bytes(recording.read_bytes()[: int(recording.stat().st_size * 0.4)])
+    coding_page(driver, short_study, looks_file, cut)
+    WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "code-error").is_displayed())
+    text = driver.find_element(By.ID, "code-error").text
+    m = re.fullmatch(r"tiny-study_p80_recording\.webm: the recording lasts (\d+\.\d{3}) s, the session (\d+\.\d{3}) s from the "
+                     r"recording's start: shorter than the session \(cut, or another session's\)", text)
+    assert m and float(m.group(1)) < float(m.group(2)) - 0.5, text
+    assert driver.execute_script("return window.bibCoding.plan()") is None
+
+    # bib reliability on the two coders' files; a coder file naming another session's recording is refused
+    b_file = driver.downloads / "tiny-study_p80_coderB_trials.csv"
+    code, out, err = run_cli(capsys, "reliability", str(trials_a), str(b_file), "--json")
+    assert code == 0, err
+    assert json.loads(out)["n_trials"] == 3
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text(b_file.read_text(encoding="utf-8").replace(recording.name, "tiny-study_p81_recording.webm"), encoding="utf-8")
+    code, _, err = run_cli(capsys, "reliability", str(trials_a), str(wrong))
+    assert code == 2 and err.startswith(f"bib: error: {wrong}: line 2: recording tiny-study_p81_recording.webm does not match its session")
