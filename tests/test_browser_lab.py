@@ -449,3 +449,49 @@ def test_the_coding_tool_frames_speed_timeline_undo_and_recoding(driver, short_s
     wrong.write_text(b_file.read_text(encoding="utf-8").replace(recording.name, "tiny-study_p81_recording.webm"), encoding="utf-8")
     code, _, err = run_cli(capsys, "reliability", str(trials_a), str(wrong))
     assert code == 2 and err.startswith(f"bib: error: {wrong}: line 2: recording tiny-study_p81_recording.webm does not match its session")
+
+
+def balance_table(driver) -> dict[str, int]:  # noqa: ANN001
+    rows = driver.execute_script("return Array.from(document.querySelectorAll('#balance tbody tr'))"
+                                 ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
+    return {r[0].removeprefix("order "): int(r[3]) for r in rows}
+
+
+def test_orders_are_assigned_to_balance_the_sessions_seen(driver, short_study: Path) -> None:  # noqa: ANN001
+    """The suggested order is the one with the fewest sessions kept in this browser (ties: the lowest);
+    the setup page's balance table counts them; an order chosen by hand is kept and shows up as
+    imbalance; practice sessions do not count."""
+    from selenium.webdriver.common.by import By
+
+    open_study(driver, short_study)
+    driver.find_element(By.ID, "practice").click()  # a practice session: never counted
+    finish_session(driver, 1000.0)
+    driver.find_element(By.ID, "again").click()
+    seen = []
+    for k in range(4):
+        counts = balance_table(driver)
+        assert list(counts) == ["1", "2", "3", "4"]
+        least = min(counts.values())
+        want = next(o for o, n in counts.items() if n == least)
+        assert driver.find_element(By.ID, "order").get_attribute("value") == want, counts
+        start(driver, f"p9{k}")
+        assert driver.execute_script("return String(window.bibExperiment.session().order)") == want
+        finish_session(driver, 1000.0)
+        driver.find_element(By.ID, "again").click()
+        seen.append(want)
+        after = balance_table(driver)
+        assert after == {**counts, want: counts[want] + 1}
+    assert max(after.values()) - min(after.values()) <= 1
+    assert driver.find_element(By.ID, "balance-note").text.endswith("balanced (orders differ by at most one session)")
+    # an order chosen by hand is kept; twice on the fullest order, the table says so
+    full = max(after, key=lambda o: (after[o], -int(o)))
+    for pid in ("p98", "p99"):
+        start(driver, pid, order=int(full))
+        assert driver.execute_script("return String(window.bibExperiment.session().order)") == full
+        finish_session(driver, 1000.0)
+        driver.find_element(By.ID, "again").click()
+    final = balance_table(driver)
+    spread = max(final.values()) - min(final.values())
+    assert final[full] == after[full] + 2 and spread >= 2
+    assert driver.find_element(By.ID, "balance-note").text.endswith(f"unbalanced: orders differ by {spread} sessions")
+    assert driver.find_element(By.ID, "order").get_attribute("value") == min(final, key=lambda o: (final[o], int(o)))

@@ -293,3 +293,53 @@ def test_resume_of_an_interrupted_manifest_lists_units_in_order(tmp_path: Path) 
     assert (summary.built, summary.kept) == (2, 7)
     assert (out / "manifest.csv").read_bytes() == (fresh.out / "manifest.csv").read_bytes()
     assert sorted(p.name for p in out.iterdir()) == ["episodes", "manifest.csv"]  # no part files left
+
+
+def test_williams_square_is_a_balanced_latin_square() -> None:
+    from bib.stimuli.orders import williams
+
+    for n in range(2, 8):
+        square = williams(n)
+        assert len(square) == (n if n % 2 == 0 else 2 * n)
+        for row in square:
+            assert sorted(row) == list(range(n))
+        for col in range(n):  # every condition in every position equally often
+            assert Counter(row[col] for row in square) == {c: len(square) // n for c in range(n)}
+        follows = Counter((row[i], row[i + 1]) for row in square for i in range(n - 1))
+        assert set(follows.values()) == {len(square) // n}  # every ordered pair equally often
+        assert len(follows) == n * (n - 1)
+
+
+@pytest.mark.parametrize("scheme", ["latin", "random"])
+def test_orders_schemes_latin_and_random(tmp_path: Path, scheme: str) -> None:
+    """Three tasks: a balanced Latin square of task blocks (12 orders: 2 x the 6 rows of the odd
+    square), or task blocks and pairs shuffled by the spec's seed (reproducibly); both keep every pair
+    expected-first in half the orders."""
+    from bib.stimuli.orders import williams
+    from bib.stimuli.spec import parse_spec
+
+    tasks = ["preference", "efficiency-path", "efficiency-time"]
+    _need(tasks)
+    spec = parse_spec({"name": "s", "seed": 3, "tasks": [{"id": t, "n": 2} for t in tasks],
+                       "orders": {"n_orders": 12, "scheme": scheme}}, "s.toml")
+    rows = _orders(build_spec(spec, tmp_path / "a").out / "orders.csv")
+    blocks = []
+    for o in range(1, 13):
+        seq = [r["task"] for r in rows if r["order"] == str(o)]
+        blocks.append(list(dict.fromkeys(seq)))
+    if scheme == "latin":
+        assert blocks == [[tasks[i] for i in williams(3)[o // 2]] for o in range(12)]
+        assert all(Counter(b[k] for b in blocks) == {t: 4 for t in tasks} for k in range(3))
+    else:
+        assert len({tuple(b) for b in blocks}) > 1 and all(sorted(b) == sorted(tasks) for b in blocks)
+        again = _orders(build_spec(spec, tmp_path / "b").out / "orders.csv")
+        assert again == rows
+        other = parse_spec({"name": "s", "seed": 4, "tasks": [{"id": t, "n": 2} for t in tasks],
+                            "orders": {"n_orders": 12, "scheme": scheme}}, "s.toml")
+        shown = [(r["order"], r["task"], r["pair_id"]) for r in rows if r["phase"] == "test"]
+        theirs = [(r["order"], r["task"], r["pair_id"]) for r in _orders(build_spec(other, tmp_path / "c").out / "orders.csv")
+                  if r["phase"] == "test"]
+        assert sorted(theirs) == sorted(shown) and theirs != shown  # the same pairs, shown in another order
+    tests = [r for r in rows if r["phase"] == "test"]
+    first = Counter(r["pair_id"] for r in tests if r["test_position"] == "1" and r["outcome"] == "expected")
+    assert first == {p: 6 for p in {r["pair_id"] for r in tests}}

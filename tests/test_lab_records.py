@@ -92,3 +92,23 @@ def test_mixed_studies_or_criteria_are_refused_in_one_line(tmp_path: Path, capsy
     code, _, err = run_cli(capsys, "analyze", str(joined))
     assert code == 2 and err == (f"bib: error: {joined}: sessions of different trial criteria (column criteria_hash: c1 on lines 2, 3; "
                                  "c9 on lines 4, 5); analyse each study on its own\n")
+
+
+def test_analyze_reports_participants_per_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    for i, pid in enumerate(("p1", "p2", "p3", "p4", "p5")):
+        path = _session(folder / f"x_{pid}_trials.csv", pid)
+        text = path.read_text().splitlines()
+        rows = [text[0] + ",order,session_ok"] + [f"{line},{i % 2 + 1 if i < 4 else 10},{'no-good' if pid == 'p2' else ''}"
+                                                  for line in text[1:]]
+        path.write_text("\n".join(rows) + "\n")
+    code, out, err = run_cli(capsys, "analyze", str(folder), "--json")
+    assert code == 0, err
+    assert json.loads(out)["order_balance"] == [{"order": "1", "participants": 2, "kept": 2},
+                                                {"order": "2", "participants": 2, "kept": 1},
+                                                {"order": "10", "participants": 1, "kept": 1}]
+    code, out, _ = run_cli(capsys, "analyze", str(folder))
+    assert "participants per order (counterbalancing; after exclusions): order 1: 2 (2), order 2: 2 (1), order 10: 1 (1)" in out

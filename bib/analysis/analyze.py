@@ -469,6 +469,7 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
         "centred": centred,
         "tasks": results,
         "tasks_not_analysed": [t for t in present if t not in tasks],
+        "order_balance": order_balance(imported.table, excl.kept),
         "pooled": pooled,
         "exclusions": {
             "steps": list(spec.exclusions.steps),
@@ -483,6 +484,22 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
         },
     }
     return Analysis(jsonable(report), rows, excl, scale, fits=fits)
+
+
+def order_balance(table: pd.DataFrame, kept: pd.DataFrame) -> list[dict[str, Any]]:
+    """Participants per counterbalancing order (the ``order`` column), before and after the
+    exclusions: ``[{"order", "participants", "kept"}]`` in order; ``[]`` when no row has an order."""
+    if "order" not in table.columns or (table["order"].astype(str).str.strip() == "").all():
+        return []
+
+    def per_order(frame: pd.DataFrame) -> dict[str, int]:
+        return {str(o): int(n) for o, n in frame.groupby(frame["order"].astype(str).str.strip())["participant_id"].nunique().items()}
+
+    def numeric_first(o: str) -> tuple[bool, int, str]:
+        return (not o.isdigit(), int(o) if o.isdigit() else 0, o)
+
+    everyone, after = per_order(table), per_order(kept)
+    return [{"order": o, "participants": everyone[o], "kept": after.get(o, 0)} for o in sorted(everyone, key=numeric_first)]
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -542,6 +559,9 @@ def format_report(report: dict[str, Any]) -> str:
             lines.append(f"    effect in {task} minus reference: {_fmt(c['estimate'])} [{_fmt(c['ci_low'])}, {_fmt(c['ci_high'])}], "
                          f"t({_df(c['df'])}) = {_fmt(c['t'], 2)}, p = {format_p(c['p'])}")
         lines += [f"    warning: {w}" for w in pooled["warnings"]]
+    if report.get("order_balance"):
+        lines.append("participants per order (counterbalancing; after exclusions): " + ", ".join(
+            f"order {b['order']}: {b['participants']} ({b['kept']})" for b in report["order_balance"]))
     ex = report["exclusions"]
     lines.append(f"exclusions ({', '.join(ex['steps'])}): {len(ex['import_dropped'])} rows dropped at import, "
                  f"{len(ex['excluded'])} excluded, {len(ex['capped'])} capped; by reason:")

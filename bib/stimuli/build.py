@@ -694,6 +694,7 @@ def build_spec(
     if spec.orders is not None:
         rows = read_manifest(summary.out)
         ext = CODECS[r.codec] if per_trial else None
-        orders = presentation_orders(summary.out, rows, [t.id for t in spec.tasks], spec.orders.n_orders, ext, r.settings())
+        orders = presentation_orders(summary.out, rows, [t.id for t in spec.tasks], spec.orders.n_orders, ext, r.settings(),
+                                     spec.orders.scheme, spec.seed)
         write_orders(summary.out, orders)
     return summary

@@ -7,11 +7,23 @@ Design (one session = every pair of the set, task by task):
 * in order ``o`` (0-based) and pair ``p`` (0-based within its task), the expected outcome comes
   first when ``o + p`` is even, so every pair is shown expected-first in exactly half the
   orders, and within one order the first outcome alternates from pair to pair;
-* task blocks rotate every two orders (order ``o`` starts with task ``(o // 2) mod T``), so with
-  ``n_orders`` a multiple of ``2 T`` every task leads equally often, and within the orders a task
-  leads, each pair is shown expected-first and unexpected-first equally often.
+* the task blocks' order comes from the spec's ``[orders] scheme`` (:data:`SCHEMES`), one row of
+  task orders per two orders (order ``o`` takes row ``(o // 2) mod R``):
 
-Participant ``i`` (1-based) is assigned order ``((i - 1) mod n_orders) + 1``.
+  - ``rotation`` (the default): row ``r`` starts with task ``r mod T`` and keeps the spec's
+    cyclic order (``R = T``; a cyclic Latin square);
+  - ``latin``: a balanced Latin square (Williams 1949): each task is in each position once per
+    ``R`` rows and follows each other task exactly once (``R = T`` for an even number of tasks,
+    ``2 T`` for an odd one, the square and its mirror);
+  - ``random``: each row a permutation of the tasks, and each task's pairs shuffled, drawn from
+    ``numpy.random.default_rng([seed, row])`` (the spec's seed; ``R = n_orders / 2``).
+
+  With ``n_orders`` a multiple of ``2 R`` (``rotation``, ``latin``) every task is in every position
+  equally often, and within the orders of a row each pair is shown expected-first and
+  unexpected-first equally often.
+
+``bib experiment``'s page suggests to each new family the order with the fewest sessions so far
+(docs/experiment.md, Counterbalancing).
 
 Columns of ``orders.csv``: ``order`` (1-based), ``position`` (1-based presentation index in the
 session), ``task``, ``pair_id``, ``phase`` (familiarization / test), ``trial`` (trial index in
@@ -32,6 +44,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from bib.episode import Episode, Trial, load_episode
 from bib.errors import BibInputError
 from bib.guard import set_path, text_lines
@@ -39,6 +53,8 @@ from bib.io import atomic_write_text
 from bib.render.frames import RenderSettings, frame_count, outcome_frame
 
 ORDERS = "orders.csv"
+#: How task blocks are ordered across orders (``[orders] scheme``; module doc).
+SCHEMES: tuple[str, ...] = ("rotation", "latin", "random")
 ORDER_COLUMNS = [
     "order", "position", "task", "pair_id", "phase", "trial", "outcome", "test_position", "episode_id", "video_path",
     "fps", "video_frames", "outcome_frame",
@@ -80,6 +96,39 @@ def trial_timing(trial: Trial, settings: RenderSettings | None) -> dict[str, obj
     return {"fps": settings.fps, "video_frames": frame_count(trial, settings), "outcome_frame": outcome_frame(trial, settings)}
 
 
+def williams(n: int) -> list[list[int]]:
+    """A balanced Latin square (Williams design) over ``n`` conditions: ``n`` rows for even ``n``,
+    ``2 n`` (the square and its rows reversed) for odd ``n``; every condition is in every position
+    equally often and follows every other condition equally often."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    rows = [[(c + r) % n for c in first] for r in range(n)]
+    return rows if n % 2 == 0 else rows + [row[::-1] for row in rows]
+
+
+def scheme_rows(scheme: str, n_tasks: int, n_orders: int) -> int:
+    """``R``, the number of distinct task orders a scheme uses (module doc)."""
+    if scheme == "rotation":
+        return n_tasks
+    if scheme == "latin":
+        return len(williams(n_tasks))
+    return max(1, n_orders // 2)
+
+
+def _task_rows(scheme: str, tasks: Sequence[str], n_orders: int, seed: int) -> list[list[int]]:
+    n = len(tasks)
+    if scheme == "rotation":
+        return [[(r + c) % n for c in range(n)] for r in range(n)]
+    if scheme == "latin":
+        return williams(n)
+    return [list(np.random.default_rng([seed, r]).permutation(n)) for r in range(scheme_rows(scheme, n, n_orders))]
+
+
 def presentation_orders(
     root: str | os.PathLike[str],
     rows: Sequence[dict[str, str]],
@@ -87,6 +136,8 @@ def presentation_orders(
     n_orders: int,
     trial_video_ext: str | None,
     settings: RenderSettings | None = None,
+    scheme: str = "rotation",
+    seed: int = 0,
 ) -> list[dict[str, object]]:
     """The rows of ``orders.csv`` for the manifest ``rows`` of a set in ``root``.
 
@@ -97,6 +148,8 @@ def presentation_orders(
         n_orders: number of orders.
         trial_video_ext: extension of the per-trial videos (``.mp4``), or None when there are none.
         settings: the set's render settings, for the trial timing columns (empty without).
+        scheme: how the task blocks are ordered (:data:`SCHEMES`).
+        seed: the seed of the ``random`` scheme.
     """
     base = Path(root)
     by_task = _pairs_by_task(rows, tasks)
@@ -111,11 +164,16 @@ def presentation_orders(
         return f"videos/trials/{episode_id}-trial{trial}{trial_video_ext}" if trial_video_ext else ""
 
     out: list[dict[str, object]] = []
+    task_rows = _task_rows(scheme, tasks, n_orders, seed)
     for o in range(n_orders):
-        shift = (o // 2) % len(tasks)
+        row = (o // 2) % len(task_rows)
         position = 0
-        for task in [*tasks[shift:], *tasks[:shift]]:
-            for p, pair in enumerate(by_task[task]):
+        for task in [tasks[i] for i in task_rows[row]]:
+            shown = list(range(len(by_task[task])))  # pair indices in the order shown
+            if scheme == "random":
+                shown = [int(i) for i in np.random.default_rng([seed, row, tasks.index(task)]).permutation(len(shown))]
+            for p in shown:  # p: the pair's index in its task (its episodes; expected first when o + p is even)
+                pair = by_task[task][p]
                 first = "expected" if (o + p) % 2 == 0 else "unexpected"
                 second = "unexpected" if first == "expected" else "expected"
                 fam_id = pair["expected"]["episode_id"]

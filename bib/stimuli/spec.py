@@ -38,6 +38,7 @@ from bib.errors import BibInputError
 from bib.guard import load_toml
 from bib.render.frames import RenderSettings
 from bib.render.video import CODECS
+from bib.stimuli.orders import SCHEMES, scheme_rows
 from bib.stimuli.timing import Criteria
 from bib.tasks.options import LEGACY, AgentModel, TaskOptions
 
@@ -112,9 +113,12 @@ class TaskEntry(_Strict):
 
 
 class OrdersSpec(_Strict):
-    """Counterbalanced presentation orders for a lab (see :mod:`bib.stimuli.orders`)."""
+    """Counterbalanced presentation orders for a lab (see :mod:`bib.stimuli.orders`): how many, and
+    how the task blocks are ordered across them (``rotation``, ``latin``: a balanced Latin square,
+    ``random``: permutations drawn from the spec's seed)."""
 
     n_orders: int = Field(4, ge=2, le=1000)
+    scheme: Literal[SCHEMES] = "rotation"  # type: ignore[valid-type]
 
 
 class StudySpec(_StudyFields):  # type: ignore[misc, valid-type]
@@ -200,12 +204,12 @@ def _check(spec: StimulusSpec, source: str) -> None:
         kinds = {REGISTRY[t.id].kind for t in spec.tasks}
         if kinds != {"evaluation"}:
             raise _fail(source, "orders", "presentation orders need evaluation conditions (pairs) only")
-        step = 2 * len(spec.tasks)
+        step = 2 * scheme_rows(spec.orders.scheme, len(spec.tasks), spec.orders.n_orders)
         if spec.orders.n_orders % step:
             raise _fail(
                 source, "orders.n_orders",
-                f"{spec.orders.n_orders} cannot balance first outcome x task order over {len(spec.tasks)} task(s); "
-                f"use a multiple of {step}",
+                f"{spec.orders.n_orders} cannot balance first outcome x task order over {len(spec.tasks)} task(s) "
+                f"({spec.orders.scheme}); use a multiple of {step}",
             )
     if spec.study is not None:
         if spec.orders is None:

@@ -330,6 +330,8 @@
     ["warning", "stage-warning"].forEach(function (id) { var w = $(id); w.textContent = text; w.hidden = false; });
   }
   function renderSaved() {
+    renderBalance();
+    suggestOrder();
     var list = $("saved"), items = savedSessions();
     list.innerHTML = "";
     $("saved-none").hidden = items.length > 0;
@@ -371,9 +373,39 @@
     var f = readForm();
     $("age-shown").textContent = f.age === "" ? "" : f.age === null ? "the date of birth is after the test date" : "age " + f.age + " days";
   }
+  // Counterbalancing: sessions per order kept in this browser (practice never stored), and the
+  // suggested order for the next family, the one with the fewest sessions so far (ties: the lowest).
+  function orderCounts() {
+    var counts = {};
+    Object.keys(S.orders).forEach(function (o) { counts[o] = { finished: 0, unfinished: 0 }; });
+    savedSessions().forEach(function (s) {
+      var c = counts[String(s.order)];
+      if (c) c[s.finished ? "finished" : "unfinished"] += 1;
+    });
+    return counts;
+  }
   function suggestOrder() {
-    var m = /(\d+)$/.exec($("pid").value.trim()), n = Object.keys(S.orders).length;
-    if (m && !$("order").dataset.touched) $("order").value = String(((parseInt(m[1], 10) - 1) % n + n) % n + 1);
+    if ($("order").dataset.touched) return;
+    var counts = orderCounts(), best = null;
+    Object.keys(counts).forEach(function (o) {
+      var n = counts[o].finished + counts[o].unfinished;
+      if (best === null || n < best.n) best = { o: o, n: n };
+    });
+    if (best) $("order").value = best.o;
+  }
+  function renderBalance() {
+    var counts = orderCounts(), body = $("balance").tBodies[0], total = 0, most = 0, least = Infinity;
+    body.innerHTML = "";
+    Object.keys(counts).forEach(function (o) {
+      var c = counts[o], n = c.finished + c.unfinished, tr = document.createElement("tr");
+      total += n; most = Math.max(most, n); least = Math.min(least, n);
+      ["order " + o, c.finished, c.unfinished, n].forEach(function (v) {
+        var td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    $("balance-note").textContent = total + " session" + (total === 1 ? "" : "s") + " in this browser; " +
+      (most - least <= 1 ? "balanced (orders differ by at most one session)" : "unbalanced: orders differ by " + (most - least) + " sessions");
   }
   function ask(text, buttons) {
     // an in-page dialog (window.confirm would leave full screen): buttons are [label, handler]
@@ -468,7 +500,6 @@
       var opt = document.createElement("option"); opt.value = o; opt.textContent = "order " + o; select.appendChild(opt);
     });
     select.addEventListener("change", function () { select.dataset.touched = "1"; });
-    $("pid").addEventListener("input", suggestOrder);
     $("lab").value = S.lab || "";
     $("record").checked = false;  // never restored by the browser: asked for each session
     $("test-date").value = today();
@@ -490,6 +521,7 @@
     $("practice").addEventListener("click", function () { start(true); });
     $("again").addEventListener("click", function () {
       $("done").hidden = true; $("record-panel").hidden = true; $("setup").hidden = false; $("pid").value = ""; $("dob").value = "";
+      delete $("order").dataset.touched;
       $("record").checked = false; $("age-shown").textContent = ""; $("test-date").value = today(); renderSaved();
     });
     $("download-trials").addEventListener("click", function () { download(fileStem(session) + "_trials.csv", trialsCsv(session)); });
