@@ -495,3 +495,69 @@ def test_orders_are_assigned_to_balance_the_sessions_seen(driver, short_study: P
     assert final[full] == after[full] + 2 and spread >= 2
     assert driver.find_element(By.ID, "balance-note").text.endswith(f"unbalanced: orders differ by {spread} sessions")
     assert driver.find_element(By.ID, "order").get_attribute("value") == min(final, key=lambda o: (final[o], int(o)))
+
+
+HABITUATION = Criteria(lookaway=2.0, max_trial=10.0, min_on=1.0, play_through=False, measure_from="start", habituation=True,
+                       hab_window=3, hab_ratio=0.5, hab_basis="first", hab_max_trials=10, hab_recovery=True)
+
+
+def test_a_habituation_design_runs(driver, tmp_path_factory: pytest.TempPathFactory) -> None:  # noqa: ANN001
+    """Infant-controlled familiarization: pair 1's looking falls (6, 5, 4, 2, 2, 1.5 s) and meets the
+    criterion (below half the first three trials) at its 6th trial; pair 2's stays at 5 s and runs to
+    the maximum, 10 trials (its 8 familiarization videos, then the first two again); each block then shows its two test trials and a recovery trial with the
+    other block's first video. The rows record the role, habituated_at, why it ended and the
+    criterion, equal to bib.stimuli.timing.habituation_end; the window stays blind."""
+    from browser_sets import tiny_set
+
+    from bib.analysis.importers import read_looking_times
+    from bib.experiment import build_experiment
+    from bib.stimuli.timing import habituation_end
+
+    out = tmp_path_factory.mktemp("lab") / "hab"
+    build_experiment(tiny_set(tmp_path_factory), out, HABITUATION, command="bib experiment tiny --out hab --habituation")
+    study = study_of(out)
+    open_study(driver, out)
+    start(driver, "p60", order=1)
+    falling, t, looked = [6.0, 5.0, 4.0, 2.0, 2.0, 1.5], 1000.0, []
+    while driver.execute_script("return window.bibExperiment.state()") != "done":
+        hab = driver.execute_script("return window.bibExperiment.session().hab")
+        look = (falling[hab["k"]] if hab["block"] == 0 else 5.0) if hab["stage"] == "hab" else 3.0
+        assert_blind(window_text(driver), study, f"habituation {hab}")
+        if hab["stage"] == "hab":
+            assert f"block {hab['block'] + 1}/2, habituation trial {hab['k'] + 1}/10" in window_text(driver)
+        looked.append((hab["block"], hab["stage"], look))
+        set_clock(driver, t)
+        key(driver, "space", True)
+        set_clock(driver, t + look * 1000)
+        key(driver, "space", False)
+        set_clock(driver, t + (look + 2.5) * 1000)  # the 2 s look-away ends it
+        t += 20000
+    rows = rows_of(wait_file(driver.downloads, "tiny-study_p60_trials.csv"))
+    assert [int(r["trial_num"]) for r in rows] == list(range(1, 23))
+    assert [float(r["looking_time_s"]) for r in rows] == [x[2] for x in looked]
+    roles = [r["hab_role"] for r in rows]
+    assert roles == ["habituation"] * 6 + ["test"] * 2 + ["recovery"] + ["habituation"] * 10 + ["test"] * 2 + ["recovery"]
+    first = habituation_end(falling, HABITUATION)
+    second = habituation_end([5.0] * 10, HABITUATION)
+    assert first == (6, "criterion", pytest.approx(7.5)) and second == (10, "max_trials", pytest.approx(7.5))
+    assert {(r["habituated_at"], r["hab_end"]) for r in rows[:9]} == {("6", "criterion")}
+    assert {(r["habituated_at"], r["hab_end"]) for r in rows[9:]} == {("10", "max_trials")}
+    assert [r["hab_criterion_s"] for r in rows[:3]] == ["0.000", "0.000", "7.500"] and rows[7]["hab_criterion_s"] == "7.500"
+    order = study["orders"]["1"]
+    fam1 = [r["position"] for r in order if r["pair_id"] == order[0]["pair_id"] and r["phase"] == "familiarization"]
+    fam2 = [r["position"] for r in order if r["pair_id"] == order[-1]["pair_id"] and r["phase"] == "familiarization"]
+    assert [int(r["position"]) for r in rows[:6]] == fam1[:6]
+    assert [int(r["position"]) for r in rows[9:19]] == fam2 + fam2[:2]  # the videos again, in turn
+    assert [r["phase"] for r in rows[6:8]] == ["test", "test"] and {r["outcome"] for r in rows[6:8]} == {"expected", "unexpected"}
+    assert int(rows[8]["position"]) == fam2[0] and int(rows[21]["position"]) == fam1[0]  # recovery: the other block's video
+    assert rows[8]["phase"] == "familiarization"
+    table = read_looking_times(driver.downloads / "tiny-study_p60_trials.csv").table  # trial numbers stay unique
+    assert len(table) == 22
+    # the coding tool reads the session: repeated positions are separate trials, numbered as the trials file
+    coding_page(driver, out, driver.downloads / "tiny-study_p60_looks.csv", None)
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return window.bibCoding.plan() !== null"))
+    plan = driver.execute_script("return window.bibCoding.plan()")
+    assert [x["trial_num"] for x in plan["trials"]] == list(range(1, 23))
+    assert [x["position"] for x in plan["trials"]] == [int(r["position"]) for r in rows]

@@ -112,3 +112,38 @@ def test_analyze_reports_participants_per_order(tmp_path: Path, capsys: pytest.C
                                                 {"order": "10", "participants": 1, "kept": 1}]
     code, out, _ = run_cli(capsys, "analyze", str(folder))
     assert "participants per order (counterbalancing; after exclusions): order 1: 2 (2), order 2: 2 (1), order 10: 1 (1)" in out
+
+
+HAB = Criteria(habituation=True, hab_window=3, hab_ratio=0.5, hab_max_trials=14)
+
+
+@pytest.mark.parametrize(("looks", "basis", "expected"), [
+    # first 3 trials 27 s: criterion 13.5 s; trial 6 ends it (6 + 4 + 3 = 13 < 13.5)
+    ([10, 8, 9, 6, 4, 3], "first", (6, "criterion", 13.5)),
+    ([10, 8, 9, 6, 5, 5, 4, 4, 1], "first", (8, "criterion", 13.5)),  # 14 at trial 7 is not below 13.5
+    # looking rises after the first window: the first-window criterion (6 s) is never undercut...
+    ([4, 4, 4, 10, 10, 10, 4, 4, 4, 2, 2, 2], "first", (None, "", 6.0)),
+    # ...the sliding window follows the peak (30 s over trials 4-6: 15 s) and is met 3 trials after it
+    ([4, 4, 4, 10, 10, 10, 4, 4, 4, 2, 2, 2], "sliding", (9, "criterion", 15.0)),
+    # the 3 longest trials so far (4, 10, 10 by trial 6: 12 s), met at trial 9, 3 trials after the last of them
+    ([4, 4, 4, 10, 2, 10, 2, 2, 2, 2], "max", (9, "criterion", 12.0)),
+    ([5.0] * 14, "first", (14, "max_trials", 7.5)),
+    ([5.0] * 5, "first", (None, "", 7.5)),
+])
+def test_habituation_end_is_pyhabs_check(looks: list[float], basis: str, expected: tuple) -> None:
+    from dataclasses import replace
+
+    from bib.stimuli.timing import habituation_end
+
+    n, reason, crit = habituation_end(looks, replace(HAB, hab_basis=basis))
+    assert (n, reason) == expected[:2] and crit == pytest.approx(expected[2], abs=1e-12)
+
+
+def test_habituation_settings_are_checked() -> None:
+    with pytest.raises(BibInputError, match=r"^habituation: hab_max_trials \(5\) must be at least twice hab_window \(3\)"):
+        Criteria(habituation=True, hab_max_trials=5)
+    with pytest.raises(BibInputError, match=r"^trial timing: hab_ratio = 1.5 is outside \[0.05, 0.95\]$"):
+        Criteria(hab_ratio=1.5)
+    with pytest.raises(BibInputError, match=r"^habituation: hab_basis = 'peak': expected first, sliding, max"):
+        Criteria(hab_basis="peak")
+    assert Criteria(habituation=True).digest() != Criteria().digest() != Criteria(hab_window=4).digest()

@@ -292,7 +292,8 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
     assert re.findall(r'<script src="([^"]+)"', stimulus) == ["stimulus.js"]
     study = json.loads((out / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
     assert study["columns"] == list(COLUMNS) and study["criteria"] == {
-        "lookaway": 1.5, "max_trial": 60.0, "min_on": 2.0, "min_trial": 0.0, "play_through": True, "measure_from": "outcome"}
+        "lookaway": 1.5, "max_trial": 60.0, "min_on": 2.0, "min_trial": 0.0, "play_through": True, "measure_from": "outcome",
+        "habituation": False, "hab_window": 3, "hab_ratio": 0.5, "hab_basis": "first", "hab_max_trials": 14, "hab_recovery": False}
     # every trial carries its video's length and outcome time, from the set's orders.csv
     from bib.stimuli.orders import read_orders
 
@@ -378,8 +379,26 @@ def test_study_timing_from_spec_and_options(inputs: dict[str, Path], tmp_path: P
     assert done.value.code in (None, 0)
     study = json.loads((out / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
     assert study["criteria"] == {"lookaway": 2.0, "max_trial": 30.0, "min_on": 2.0, "min_trial": 3.0,
-                                 "play_through": False, "measure_from": "start"}
+                                 "play_through": False, "measure_from": "start", "habituation": False, "hab_window": 3,
+                                 "hab_ratio": 0.5, "hab_basis": "first", "hab_max_trials": 14, "hab_recovery": False}
     assert study["made_by"].endswith("--max-trial 30.0 --no-play-through")
+    # habituation from [study], options over it
+    (timed / "spec.toml").write_text(spec + "\n[study]\nhabituation = true\nhab_window = 2\nhab_max_trials = 10\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as done:
+        main(["experiment", str(timed), "--out", str(tmp_path / "hab"), "--hab-basis", "max", "--recovery", "--hab-ratio", "0.6"])
+    assert done.value.code in (None, 0)
+    study = json.loads((tmp_path / "hab" / "study.js").read_text(encoding="utf-8").split("=", 1)[1].rstrip().rstrip(";"))
+    assert {k: v for k, v in study["criteria"].items() if k.startswith("hab")} == {
+        "habituation": True, "hab_window": 2, "hab_ratio": 0.6, "hab_basis": "max", "hab_max_trials": 10, "hab_recovery": True}
+    assert study["made_by"].endswith("--hab-ratio 0.6 --hab-basis max --recovery")
+    err = _fails(["experiment", str(timed), "--out", str(tmp_path / "hab2"), "--hab-window", "6"], capsys)
+    assert err == ("bib: error: habituation: hab_max_trials (10) must be at least twice hab_window (6): "
+                   "the criterion and the check each need a window")
+    (timed / "spec.toml").write_text(spec + "\n[study]\nhabituation = true\nhab_window = 8\n", encoding="utf-8")
+    err = _fails(["experiment", str(timed), "--out", str(tmp_path / "hab3")], capsys)
+    assert err == (f"bib: error: {timed / 'spec.toml'}: field 'study.hab_max_trials': 14 must be at least twice "
+                   "study.hab_window (8)")
+    (timed / "spec.toml").write_text(spec + "\n[study]\nmin_trial = 3.0\nmeasure_from = \"start\"\n", encoding="utf-8")
     err = _fails(["experiment", str(timed), "--out", str(tmp_path / "s2"), "--min-trial", "40", "--max-trial", "30"], capsys)
     assert err == "bib: error: trial timing: min_trial (40 s) must be below max_trial (30 s)"
     (timed / "spec.toml").write_text(spec + "\n[study]\nmin_trial = 90.0\n", encoding="utf-8")

@@ -9,10 +9,12 @@ from pathlib import Path
 import typer
 
 from bib.commands._common import OUT_PATH, value
-from bib.stimuli.timing import MEASURE_FROM
+from bib.stimuli.timing import HAB_BASES, MEASURE_FROM
 
 MeasureFrom = Enum("MeasureFrom", {m: m for m in MEASURE_FROM}, type=str)  # type: ignore[misc]
 """``--measure-from`` choices: :data:`bib.stimuli.timing.MEASURE_FROM`."""
+HabBasis = Enum("HabBasis", {m: m for m in HAB_BASES}, type=str)  # type: ignore[misc]
+"""``--hab-basis`` choices: :data:`bib.stimuli.timing.HAB_BASES`."""
 
 
 def command_line(name: str, positional: list[object], options: dict[str, object], defaults: dict[str, object]) -> str:
@@ -69,6 +71,20 @@ def register(app: typer.Typer) -> None:
         measure_from: MeasureFrom | None = typer.Option(None, "--measure-from", show_default=False,  # noqa: UP007
                                                         help="Measure looking from the video's outcome frame (the agent at its goal, "
                                                              "recorded by bib generate) or the trial start (default: the set's [study], or outcome)."),
+        habituation: bool | None = typer.Option(None, "--habituation/--no-habituation", show_default=False,  # noqa: UP007
+                                                help="Infant-controlled familiarization: each pair's familiarization repeats until the "
+                                                     "habituation criterion (PyHab's) or --hab-max-trials (default: the set's [study], or off)."),
+        hab_window: int | None = typer.Option(None, "--hab-window", min=1, max=20, show_default=False,  # noqa: UP007
+                                              help="Trials in the habituation windows (PyHab setCritWindow/metCritWindow; default 3)."),
+        hab_ratio: float | None = typer.Option(None, "--hab-ratio", min=0.05, max=0.95, show_default=False,  # noqa: UP007
+                                               help="Habituated below this share of the criterion window's looking (PyHab 1/setCritDivisor; default 0.5)."),
+        hab_basis: HabBasis | None = typer.Option(None, "--hab-basis", show_default=False,  # noqa: UP007
+                                                  help="Criterion window: the first trials, the largest sliding window, or the longest trials "
+                                                       "(PyHab setCritType First, Peak, Max; default first)."),
+        hab_max_trials: int | None = typer.Option(None, "--hab-max-trials", min=2, max=100, show_default=False,  # noqa: UP007
+                                                  help="Most habituation trials per pair (PyHab maxHabTrials; default 14)."),
+        hab_recovery: bool | None = typer.Option(None, "--recovery/--no-recovery", show_default=False,  # noqa: UP007
+                                                 help="A recovery trial after each pair's test trials (default off)."),
         lab: str = typer.Option("", "--lab", show_default=True, help="Lab id written into every row (editable in the form)."),
         practice_trials: int = typer.Option(2, "--practice-trials", min=1, max=50, show_default=True,
                                             help="Trials of order 1 that practice mode plays (nothing is saved)."),
@@ -78,11 +94,15 @@ def register(app: typer.Typer) -> None:
         from bib.experiment import build_experiment, study_criteria
 
         timing = {"lookaway": lookaway, "max_trial": max_trial, "min_on": min_on, "min_trial": min_trial,
-                  "play_through": play_through, "measure_from": value(measure_from)}
+                  "play_through": play_through, "measure_from": value(measure_from), "habituation": habituation,
+                  "hab_window": hab_window, "hab_ratio": hab_ratio, "hab_basis": value(hab_basis),
+                  "hab_max_trials": hab_max_trials, "hab_recovery": hab_recovery}
+        switches = {"play_through": "play-through", "habituation": "habituation", "hab_recovery": "recovery"}
         criteria = study_criteria(stimuli, **timing)
-        options = {f"--{k.replace('_', '-')}": v for k, v in timing.items() if v is not None and k != "play_through"}
-        if play_through is not None:
-            options["--play-through" if play_through else "--no-play-through"] = True
+        options = {f"--{k.replace('_', '-')}": v for k, v in timing.items() if v is not None and k not in switches}
+        for key, flag in switches.items():
+            if timing[key] is not None:
+                options[f"--{flag}" if timing[key] else f"--no-{flag}"] = True
         command = command_line("experiment", [stimuli], {"--out": out, **options, "--lab": lab,
                                                          "--practice-trials": practice_trials, "--force": force},
                                {"--lab": "", "--practice-trials": 2, "--force": False})

@@ -35,7 +35,7 @@ __all__ = ["END_REASONS", "Criteria", "ExperimentSummary", "build_experiment", "
 EXTRA_COLUMNS = ("study", "position", "episode_id", "pair_id", "video", "trial_duration_s", "n_looks",
                  "end_reason", "video_s", "looking_from_s", "restarts", "session_date",
                  "trial_exclusion", "session_exclusion", "session_ok", "session_notes", "recording_consent",
-                 "study_id", "criteria_hash")
+                 "hab_role", "habituated_at", "hab_end", "hab_criterion_s", "study_id", "criteria_hash")
 #: Columns of the raw look log.
 LOOK_COLUMNS = ("participant_id", "order", "position", "attempt", "event", "t_s", "clock_ms")
 

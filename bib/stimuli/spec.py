@@ -216,6 +216,9 @@ def _check(spec: StimulusSpec, source: str) -> None:
             raise _fail(source, "study", "trial timing needs presentation orders ([orders])")
         if spec.study.min_trial >= spec.study.max_trial:
             raise _fail(source, "study.min_trial", f"{spec.study.min_trial:g} s must be below study.max_trial ({spec.study.max_trial:g} s)")
+        if spec.study.hab_max_trials < 2 * spec.study.hab_window:
+            raise _fail(source, "study.hab_max_trials",
+                        f"{spec.study.hab_max_trials} must be at least twice study.hab_window ({spec.study.hab_window})")
 
 
 def _check_controls(spec: StimulusSpec, source: str) -> None:

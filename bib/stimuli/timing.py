@@ -37,6 +37,12 @@ from bib.errors import BibInputError
 MEASURE_FROM: tuple[str, ...] = ("outcome", "start")
 #: Why a trial ended (the trials CSV's ``end_reason``).
 END_REASONS: tuple[str, ...] = ("lookaway", "min_trial", "max_trial", "ended")
+#: How the habituation criterion is set (PyHab's setCritType First, Peak, Max): from the first
+#: ``hab_window`` trials, the largest sum of ``hab_window`` consecutive trials so far, or the sum of
+#: the ``hab_window`` longest trials so far.
+HAB_BASES: tuple[str, ...] = ("first", "sliding", "max")
+#: Why habituation ended (``hab_end``): the criterion was met, or the maximum number of trials ran.
+HAB_ENDS: tuple[str, ...] = ("criterion", "max_trials")
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,15 @@ class Criteria:
         min_trial: minimum trial length from the trial start.
         play_through: a look-away counts only after the trial's video has played to its end.
         measure_from: ``outcome`` (the outcome frame of the video) or ``start`` (the trial start).
+        habituation: infant-controlled familiarization: each pair's familiarization videos play (in
+            turn, again from the first) until :func:`habituation_end` says so, then its test trials.
+        hab_window: trials in the criterion's and the check's windows (PyHab setCritWindow, metCritWindow).
+        hab_ratio: habituated when the last ``hab_window`` trials' looking is below this share of
+            the criterion window's (PyHab 1 / setCritDivisor: 0.5 for its divisor 2).
+        hab_basis: how the criterion window is chosen (:data:`HAB_BASES`; PyHab setCritType).
+        hab_max_trials: habituation ends after this many trials at the latest (PyHab maxHabTrials).
+        hab_recovery: after a pair's test trials, one recovery trial with a video the infant has not
+            habituated to (the next block's first familiarization video).
     """
 
     lookaway: float = 2.0
@@ -61,22 +76,38 @@ class Criteria:
     min_trial: float = 0.0
     play_through: bool = True
     measure_from: str = "outcome"
+    habituation: bool = False
+    hab_window: int = 3
+    hab_ratio: float = 0.5
+    hab_basis: str = "first"
+    hab_max_trials: int = 14
+    hab_recovery: bool = False
 
     LIMITS: ClassVar[dict[str, tuple[float, float, bool]]] = {
         "lookaway": (0.1, 60.0, True), "max_trial": (1.0, 600.0, True), "min_on": (0.0, 600.0, True),
-        "min_trial": (0.0, 600.0, True),
+        "min_trial": (0.0, 600.0, True), "hab_window": (1, 20, True), "hab_ratio": (0.05, 0.95, True),
+        "hab_max_trials": (2, 100, True),
     }
-    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"measure_from": MEASURE_FROM}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"measure_from": MEASURE_FROM, "hab_basis": HAB_BASES}
 
     def __post_init__(self) -> None:
         for name, (lo, hi, _) in self.LIMITS.items():
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
-                raise BibInputError(f"trial timing: {name} = {v!r} is outside [{lo:g}, {hi:g}] s")
+                unit = "" if name.startswith("hab_") else " s"  # habituation: trials and a ratio
+                raise BibInputError(f"trial timing: {name} = {v!r} is outside [{lo:g}, {hi:g}]{unit}")
         if self.measure_from not in MEASURE_FROM:
             raise BibInputError(f"trial timing: measure_from = {self.measure_from!r}: expected {' or '.join(MEASURE_FROM)}")
         if self.min_trial >= self.max_trial:
             raise BibInputError(f"trial timing: min_trial ({self.min_trial:g} s) must be below max_trial ({self.max_trial:g} s)")
+        if self.hab_basis not in HAB_BASES:
+            raise BibInputError(f"habituation: hab_basis = {self.hab_basis!r}: expected {', '.join(HAB_BASES)}")
+        for name in ("hab_window", "hab_max_trials"):
+            if int(getattr(self, name)) != getattr(self, name):
+                raise BibInputError(f"habituation: {name} = {getattr(self, name)!r} is not a whole number of trials")
+        if self.hab_max_trials < 2 * self.hab_window:
+            raise BibInputError(f"habituation: hab_max_trials ({self.hab_max_trials}) must be at least twice hab_window "
+                                f"({self.hab_window}): the criterion and the check each need a window")
 
     def digest(self) -> str:
         """12 hex digits naming these criteria (sha256 of their canonical JSON): every trials row a
@@ -92,6 +123,44 @@ class Criteria:
         """``(m, arm)``: where looking is measured from, and from when a look-away counts."""
         m = outcome_s if self.measure_from == "outcome" else 0.0
         return m, max(m, video_s if self.play_through else 0.0)
+
+
+def habituation_end(looks: Sequence[float], criteria: Criteria) -> tuple[int | None, str, float]:
+    """PyHab's habituation check (``PyHabClass.checkStop``, moving window) over a block's
+    habituation trials' looking times, in order.
+
+    After trial ``n`` (1-based): at ``n = W`` (``hab_window``) the criterion is set to ``hab_ratio``
+    times the first ``W`` trials' looking; with ``sliding`` it then rises to ``hab_ratio`` times any
+    later window of ``W`` consecutive trials that exceeds it, with ``max`` (from ``n > W``) to
+    ``hab_ratio`` times the ``W`` longest trials so far. At ``n = hab_max_trials`` habituation ends.
+    From ``n >= 2 W``, and at least ``W`` trials after the trials that set the criterion, it ends
+    when the last ``W`` trials' looking is below the criterion.
+
+    Returns:
+        ``(n, "criterion" | "max_trials", criterion)`` for the trial ``n`` that ended habituation, or
+        ``(None, "", criterion)`` while it has not ended; ``criterion`` in seconds (0 before it is set).
+    """
+    w, ratio = criteria.hab_window, criteria.hab_ratio
+    crit, set_when = 0.0, -1
+    for n in range(1, len(looks) + 1):
+        seen = list(looks[:n])
+        if n == w:
+            crit, set_when = sum(seen) * ratio, n
+        elif criteria.hab_basis == "sliding" and n > w:
+            window = sum(seen[n - w:]) * ratio
+            if window > crit:
+                crit, set_when = window, n
+        elif criteria.hab_basis == "max" and n > w:
+            top = sorted(seen)[-w:]
+            window = sum(top) * ratio
+            if window > crit:
+                crit = window
+                set_when = max(n - seen[::-1].index(v) for v in top)  # the last trial among those used
+        if n == criteria.hab_max_trials:
+            return n, "max_trials", crit
+        if n >= 2 * w and set_when > -1 and n >= set_when + w and sum(seen[n - w:]) < crit:
+            return n, "criterion", crit
+    return None, "", crit
 
 
 def looking_time(events: Sequence[tuple[float, str]], criteria: Criteria, *, video_s: float = 0.0,

@@ -100,23 +100,26 @@
   }
 
   // ------------------------------------------------------------------ the session
-  // The session's trials from the first coder's look log: the attempt that ended each position.
+  // The session's trials from the first coder's look log: each trial_start that a trial_end closed (a
+  // restarted attempt is dropped), in time order; trial k (1-based) is the trials file's trial_num k.
+  // A position may come back (habituation repeats a pair's familiarization videos).
   function sessionPlan(rows, name) {
     var missing = S.look_columns.filter(function (c) { return !(rows.length && c in rows[0]); });
     if (!rows.length || missing.length) fail(name + ": not a look log of bib experiment (columns " + S.look_columns.join(", ") + ")");
-    var pid = rows[0].participant_id, order = rows[0].order, trials = {}, recStart = null;
+    var pid = rows[0].participant_id, order = rows[0].order, done = [], open = null, recStart = null;
     rows.forEach(function (r) {
       if (r.participant_id !== pid) fail(name + ": more than one participant (" + pid + ", " + r.participant_id + ")");
-      var key = r.position + "/" + r.attempt, t = parseFloat(r.clock_ms);
+      var t = parseFloat(r.clock_ms), position = parseInt(r.position, 10);
       if (r.event === "recording_start") recStart = t;
-      else if (r.event === "trial_start") trials[key] = { position: parseInt(r.position, 10), start: t };
-      else if (r.event.indexOf("trial_end:") === 0 && trials[key]) trials[key].end = t;
+      else if (r.event === "trial_start") open = { position: position, start: t };
+      else if (r.event === "trial_restart") open = null;
+      else if (r.event.indexOf("trial_end:") === 0 && open && open.position === position) { open.end = t; done.push(open); open = null; }
     });
     var rowsOfOrder = S.orders[String(order)];
     if (!rowsOfOrder) fail(name + ": order " + order + " is not an order of study " + S.name);
-    var done = Object.keys(trials).map(function (k) { return trials[k]; }).filter(function (t) { return t.end !== undefined; });
     done.sort(function (a, b) { return a.start - b.start; });
-    done.forEach(function (t) {
+    done.forEach(function (t, i) {
+      t.trial_num = i + 1;
       var row = rowsOfOrder[t.position - 1];
       if (!row) fail(name + ": position " + t.position + " is not in order " + order + " of study " + S.name);
       t.row = row;
@@ -207,7 +210,7 @@
   function render() {
     if (!plan) return;
     var t = clock.now(), cur = plan.trials.filter(function (x) { return x.start <= t && t < x.end; })[0];
-    $("code-status").textContent = (cur ? "trial " + cur.position + " · " + cur.row.phase : "between trials") +
+    $("code-status").textContent = (cur ? "trial " + cur.trial_num + " · " + cur.row.phase : "between trials") +
       " · " + (down ? "LOOKING" : "away") + " · " + looks.length + " look" + (looks.length === 1 ? "" : "s") + " coded · " +
       fps.toFixed(fps % 1 ? 2 : 0) + " fps · " + rate + "x";
     var line = $("timeline"), t0 = plan.trials[0].start, t1 = plan.trials[plan.trials.length - 1].end, span = t1 - t0;
@@ -216,8 +219,8 @@
     plan.trials.forEach(function (x) {
       var d = document.createElement("div");
       d.className = "tl-trial"; d.style.left = pct(x.start); d.style.width = pct(t0 + x.end - x.start);
-      d.title = "trial " + x.position + " (" + x.row.phase + "): " + (looked(x) / 1000).toFixed(3) + " s coded";
-      d.textContent = String(x.position);
+      d.title = "trial " + x.trial_num + " (" + x.row.phase + "): " + (looked(x) / 1000).toFixed(3) + " s coded";
+      d.textContent = String(x.trial_num);
       d.addEventListener("click", function () { seekTo(x.start); });
       line.appendChild(d);
     });
@@ -274,7 +277,7 @@
       "study_id", "criteria_hash"]);
     var coder = $("coder").value.trim() || "B";
     var rows = plan.trials.map(function (t) {
-      var v = { participant_id: plan.participant_id, task: t.row.task, trial_num: t.position, phase: t.row.phase,
+      var v = { participant_id: plan.participant_id, task: t.row.task, trial_num: t.trial_num, phase: t.row.phase,
         outcome: t.row.outcome, looking_time_s: (looked(t) / 1000).toFixed(3), order: plan.order, item: t.row.pair_id,
         study: S.name, position: t.position, episode_id: t.row.episode_id, pair_id: t.row.pair_id, coder: coder,
         recording: plan.recording || "", looking_from_s: (t.m / 1000).toFixed(3), study_id: S.id,

@@ -104,7 +104,7 @@
       study: S.id, participant_id: practice ? "practice" : form.pid, order: form.order, lab: form.lab,
       age_days: form.age, practice: practice, session_date: form.testDate,
       session_exclusion: "", session_ok: "", session_notes: "", recording_consent: form.consent ? "yes" : "no",
-      next: 0, attempt: 1, finished: false, trials: [], looks: []
+      next: 0, attempt: 1, finished: false, trials: [], looks: [], hab: C.habituation && !practice ? freshBlock(0) : null
     };
   }
   // The participant record's session fields, copied into every row (also rows saved before a change).
@@ -116,7 +116,7 @@
     persist();
   }
   function logEvent(event, relMs, absMs) {
-    var row = trial ? trial.row : sequence(session.order, session.practice)[session.next] || {};
+    var row = trial ? trial.row : current() || {};
     session.looks.push({
       participant_id: session.participant_id, order: session.order, position: row.position || "",
       attempt: session.attempt, event: event,
@@ -125,7 +125,78 @@
   }
 
   // ------------------------------------------------------------------ trials
-  function current() { return sequence(session.order, session.practice)[session.next]; }
+  function current() {
+    if (!session.hab) return sequence(session.order, session.practice)[session.next];
+    var h = session.hab, blocks = blocksOf(session.order), b = blocks[h.block];
+    if (!b) return undefined;
+    if (h.stage === "hab") return b.fam[h.k % b.fam.length];
+    if (h.stage === "test") return b.test[h.k];
+    return blocks[(h.block + 1) % blocks.length].fam[0];  // recovery: a video not habituated to
+  }
+  // "12 of 20 trials", or with habituation (no fixed length) "12 trials"
+  function progress(s) {
+    return s.trials.length + (s.hab ? "" : " of " + sequence(s.order, false).length) + " trials";
+  }
+
+  // ------------------------------------------------------------------ habituation (PyHab's checkStop)
+  // The same rule as bib.stimuli.timing.habituation_end (docs/experiment.md, "Habituation"): each pair
+  // is a block; its familiarization videos play in turn until the criterion is met or hab_max_trials
+  // ran, then its test trials, then (hab_recovery) one trial of the next block's first video.
+  function blocksOf(order) {
+    var out = [];
+    S.orders[String(order)].forEach(function (r) {
+      var b = out[out.length - 1];
+      if (!b || b.pair_id !== r.pair_id) { b = { pair_id: r.pair_id, fam: [], test: [] }; out.push(b); }
+      (r.phase === "test" ? b.test : b.fam).push(r);
+    });
+    return out;
+  }
+  function freshBlock(block) { return { block: block, stage: "hab", k: 0, looks: [], crit: 0, at: "", end: "", rows: [] }; }
+  function sum(xs) { return xs.reduce(function (a, b) { return a + b; }, 0); }
+  function habituationEnd(looks) {
+    var w = C.hab_window, ratio = C.hab_ratio, crit = 0, setWhen = -1;
+    for (var n = 1; n <= looks.length; n++) {
+      var seen = looks.slice(0, n), window;
+      if (n === w) { crit = sum(seen) * ratio; setWhen = n; }
+      else if (C.hab_basis === "sliding" && n > w) {
+        window = sum(seen.slice(n - w)) * ratio;
+        if (window > crit) { crit = window; setWhen = n; }
+      } else if (C.hab_basis === "max" && n > w) {
+        var top = seen.slice().sort(function (a, b) { return a - b; }).slice(-w);
+        window = sum(top) * ratio;
+        if (window > crit) {
+          crit = window;
+          setWhen = Math.max.apply(null, top.map(function (v) { return seen.lastIndexOf(v) + 1; }));
+        }
+      }
+      if (n === C.hab_max_trials) return { n: n, reason: "max_trials", crit: crit };
+      if (n >= 2 * w && setWhen > -1 && n >= setWhen + w && sum(seen.slice(n - w)) < crit) return { n: n, reason: "criterion", crit: crit };
+    }
+    return { n: null, reason: "", crit: crit };
+  }
+  // After a trial of a habituation session: its role and the block's state into the row, then the next step.
+  function advanceHab(record, seconds) {
+    var h = session.hab, b = blocksOf(session.order)[h.block];
+    record.hab_role = h.stage === "hab" ? "habituation" : h.stage;
+    if (h.stage === "hab") {
+      h.looks.push(seconds);
+      h.rows.push(session.trials.length - 1);
+      h.k += 1;
+      var r = habituationEnd(h.looks);
+      h.crit = r.crit;
+      record.hab_criterion_s = r.crit.toFixed(3);
+      if (r.n !== null) {
+        h.at = r.n; h.end = r.reason;
+        h.rows.forEach(function (i) { session.trials[i].habituated_at = r.n; session.trials[i].hab_end = r.reason; });
+        h.stage = "test"; h.k = 0;
+      }
+      return;
+    }
+    record.habituated_at = h.at; record.hab_end = h.end; record.hab_criterion_s = h.crit.toFixed(3);
+    if (h.stage === "test" && ++h.k < b.test.length) return;
+    if (h.stage === "test" && C.hab_recovery) { h.stage = "recovery"; h.k = 0; return; }
+    session.hab = freshBlock(h.block + 1);
+  }
   // ------------------------------------------------------------------ the stimulus window
   function screenSend(message) {
     screenNow = message;
@@ -195,7 +266,7 @@
     logEvent("trial_end:" + reason, relEnd, trial.t0 + relEnd);
     var values = {
       participant_id: session.participant_id, lab: session.lab, age_days: session.age_days, task: row.task,
-      trial_num: row.position, phase: row.phase, outcome: row.outcome,
+      trial_num: session.next + 1, phase: row.phase, outcome: row.outcome,
       looking_time_s: (trial.total / 1000).toFixed(3), order: session.order, trial_error: error, item: row.pair_id,
       study: S.name, position: row.position, episode_id: row.episode_id, pair_id: row.pair_id, video: row.video,
       trial_duration_s: (relEnd / 1000).toFixed(3), n_looks: trial.nLooks, end_reason: reason,
@@ -207,11 +278,12 @@
     var record = {};
     S.columns.concat(S.extra_columns).forEach(function (c) { record[c] = values.hasOwnProperty(c) ? values[c] : ""; });
     session.trials.push(record);
+    if (session.hab) advanceHab(record, trial.total / 1000);
     session.next += 1;
     session.attempt = 1;
     trial = null;
     persist();
-    if (last || session.next >= sequence(session.order, session.practice).length) finish(); else showAttention();
+    if (last || current() === undefined) finish(); else showAttention();
   }
   function restartTrial(t) {
     if (state !== "trial") return;
@@ -271,10 +343,15 @@
   function secs(ms) { return (ms / 1000).toFixed(1) + " s"; }
   function updateStatus() {
     if (!session) return;
-    var total = sequence(session.order, session.practice).length;
+    var total = sequence(session.order, session.practice).length, h = session.hab;
     var row = current() || {};
     $("status").textContent = (session.practice ? "PRACTICE · " : "") + session.participant_id + " · trial " +
-      Math.min(session.next + 1, total) + "/" + total + (row.phase ? " · " + row.phase : "");
+      (h ? session.next + 1 : Math.min(session.next + 1, total) + "/" + total) + (row.phase ? " · " + row.phase : "") +
+      (h && row.phase ? " · block " + (h.block + 1) + "/" + blocksOf(session.order).length + ", " +
+        (h.stage === "hab" ? "habituation trial " + (h.k + 1) + "/" + C.hab_max_trials +
+          (h.crit ? ", criterion: below " + h.crit.toFixed(1) + " s over " + C.hab_window + " trials" : "") :
+          h.stage === "test" ? "test after " + h.at + " habituation trials (" + (h.end === "criterion" ? "habituated" : "maximum") + ")" :
+            "recovery trial") : "");
     $("look").textContent = state === "attention" ? "attention-getter: hold SPACE when the infant looks" :
       trial && trial.looking ? "LOOKING" : state === "trial" ? "away" : "";
     $("look").className = trial && trial.looking ? "looking" : "";
@@ -337,8 +414,7 @@
     $("saved-none").hidden = items.length > 0;
     items.forEach(function (s) {
       var li = document.createElement("li");
-      var total = sequence(s.order, false).length;
-      li.textContent = s.participant_id + " (order " + s.order + ", " + s.trials.length + "/" + total + " trials" +
+      li.textContent = s.participant_id + " (order " + s.order + ", " + progress(s) +
         (s.finished ? ", finished" : ", unfinished") + ") ";
       var b = document.createElement("button");
       b.type = "button"; b.textContent = "download";
@@ -446,9 +522,8 @@
     if (f.age === null) { showWarning("Date of birth: it must be a date on or before the test date (" + f.testDate + ")."); return; }
     var old = load(f.pid);
     if (!old) { begin(newSession(f, false)); return; }
-    var total = sequence(old.order, false).length;
     var text = "Participant " + f.pid + " already has a session in this browser (order " + old.order + ", " +
-      old.trials.length + " of " + total + " trials, " + (old.finished ? "finished" : "unfinished") + ").";
+      progress(old) + ", " + (old.finished ? "finished" : "unfinished") + ").";
     var buttons = [];
     if (!old.finished) buttons.push(["Resume", function () { begin(old); }]);
     buttons.push(["Overwrite", function () { begin(newSession(f, false)); }]);
