@@ -561,3 +561,72 @@ def test_a_habituation_design_runs(driver, tmp_path_factory: pytest.TempPathFact
     plan = driver.execute_script("return window.bibCoding.plan()")
     assert [x["trial_num"] for x in plan["trials"]] == list(range(1, 23))
     assert [x["position"] for x in plan["trials"]] == [int(r["position"]) for r in rows]
+
+
+TIMING = Criteria(lookaway=1.0, max_trial=6.0, min_on=0.2, play_through=True, measure_from="outcome")
+
+
+def test_presented_frames_stalls_and_the_outcome_frame_shown(driver, tmp_path_factory: pytest.TempPathFactory) -> None:  # noqa: ANN001
+    """With the real clock: the stimulus window reports the frames it presents (requestVideoFrameCallback).
+    Trial 2's video is paused 600 ms before its outcome: the stall is logged with its length, the
+    outcome frame is shown later than nominal, and looking is measured from the frame shown: the saved
+    looking time equals the rule applied to the look log with the presented outcome time."""
+    from browser_sets import tiny_set
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    from test_browser_experiment import stimulus_window
+
+    from bib.experiment import build_experiment
+    from bib.experiment.build import looking_time
+
+    out = tmp_path_factory.mktemp("lab") / "timing"
+    build_experiment(tiny_set(tmp_path_factory), out, TIMING, command="bib experiment tiny --out timing")
+    study = study_of(out)
+    driver.get(out.joinpath("index.html").as_uri())
+    WebDriverWait(driver, 20).until(lambda d: d.execute_script("return window.bibExperiment !== undefined"))
+    start(driver, "p33", order=1)
+    control, screen = stimulus_window(driver)
+    try:
+        for n in (1, 2):
+            WebDriverWait(driver, 20).until(lambda d: d.execute_script("return window.bibExperiment.state()") == "attention")
+            key(driver, "space", True)
+            if n == 2:
+                driver.switch_to.window(screen)
+                driver.set_script_timeout(20)
+                driver.execute_async_script(
+                    "var done = arguments[arguments.length - 1], v = document.getElementById('stimulus');"
+                    "(function poll() { if (v.currentTime > 0.2 && !v.paused) { v.pause();"
+                    " setTimeout(function () { v.play(); done(v.currentTime); }, 600); } else setTimeout(poll, 5); })();")
+                driver.switch_to.window(control)
+            time.sleep(2.5 if n == 1 else 1.9)
+            key(driver, "space", False)
+        WebDriverWait(driver, 20).until(lambda d: d.execute_script("return window.bibExperiment.state()") == "attention")
+        key(driver, "y", True)
+        key(driver, "y", False)
+        report = driver.find_element(By.ID, "timing-report").text
+    finally:
+        driver.switch_to.window(control)
+    rows = rows_of(wait_file(driver.downloads, "tiny-study_p33_trials.csv"))
+    log = rows_of(wait_file(driver.downloads, "tiny-study_p33_looks.csv"))
+    assert len(rows) == 2
+    order = study["orders"]["1"]
+    for r, row in zip(rows, order[:2], strict=True):
+        mine = [x for x in log if x["position"] == r["position"]]
+        start_ms = next(float(x["clock_ms"]) for x in mine if x["event"] == "trial_start")
+        shown = next(float(x["clock_ms"]) for x in mine if x["event"] == "video_outcome_shown")
+        assert float(r["outcome_shown_s"]) == pytest.approx((shown - start_ms) / 1000, abs=1e-3)
+        assert r["looking_from_s"] == r["outcome_shown_s"]  # looking is measured from the frame shown
+        assert float(r["outcome_offset_ms"]) == pytest.approx((shown - start_ms) - row["outcome_s"] * 1000, abs=0.2)
+        frames = round(row["video_s"] * row["fps"])
+        assert frames - 2 <= int(r["frames_shown"]) <= frames, (r["frames_shown"], frames)
+        events = [(float(x["t_s"]), "on" if x["event"] == "look_on" else "off") for x in mine if x["event"] in ("look_on", "look_off")]
+        lt, duration, reason = looking_time(events, TIMING, video_s=row["video_s"], outcome_s=float(r["outcome_shown_s"]))
+        assert float(r["looking_time_s"]) == pytest.approx(lt, abs=1e-3) and reason == r["end_reason"] == "lookaway"
+    stalls = [x for x in log if x["event"].startswith("video_stall:") and x["position"] == rows[1]["position"]]
+    assert int(rows[1]["stalls"]) >= 1 and stalls
+    longest = float(rows[1]["stall_max_ms"])
+    assert 450 <= longest <= 2000, longest  # the 600 ms pause, less the frame it was due in
+    assert max(float(x["event"].split(":")[1]) for x in stalls) * 1000 == pytest.approx(longest, abs=1)
+    assert float(rows[1]["outcome_offset_ms"]) >= 450 + float(rows[0]["outcome_offset_ms"]) - 100  # the stall delayed the outcome
+    assert {r["session_max_stall_ms"] for r in rows} == {f"{max(float(x['stall_max_ms']) for x in rows):.1f}"}
+    assert "worst stall" in report and "(trial 2)" in report, report

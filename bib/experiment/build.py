@@ -35,7 +35,9 @@ __all__ = ["END_REASONS", "Criteria", "ExperimentSummary", "build_experiment", "
 EXTRA_COLUMNS = ("study", "position", "episode_id", "pair_id", "video", "trial_duration_s", "n_looks",
                  "end_reason", "video_s", "looking_from_s", "restarts", "session_date",
                  "trial_exclusion", "session_exclusion", "session_ok", "session_notes", "recording_consent",
-                 "hab_role", "habituated_at", "hab_end", "hab_criterion_s", "study_id", "criteria_hash")
+                 "hab_role", "habituated_at", "hab_end", "hab_criterion_s", "frames_shown", "stalls", "stall_max_ms",
+                 "outcome_shown_s", "outcome_offset_ms", "session_max_stall_ms", "session_max_outcome_offset_ms",
+                 "study_id", "criteria_hash")
 #: Columns of the raw look log.
 LOOK_COLUMNS = ("participant_id", "order", "position", "attempt", "event", "t_s", "clock_ms")
 
@@ -97,16 +99,16 @@ def study_criteria(stimuli: Path, **options: object) -> Criteria:
 
 
 def _trial_times(row: dict[str, str], root: Path, criteria: Criteria) -> dict[str, float]:
-    """``video_s`` and ``outcome_s`` of an order row (seconds in its video), from the orders' timing columns."""
+    """``video_s``, ``outcome_s`` (seconds in its video) and ``fps`` of an order row, from the orders' timing columns."""
     from bib.stimuli.orders import ORDERS
 
     if not row.get("fps"):
         if criteria.needs_video_timing:
             raise BibInputError(f"{root / ORDERS}: no trial timing (fps, video_frames, outcome_frame): the set was generated "
                                 "before bib recorded it; generate it again, or use --no-play-through --measure-from start")
-        return {"video_s": 0.0, "outcome_s": 0.0}
+        return {"video_s": 0.0, "outcome_s": 0.0, "fps": 0}
     fps = int(row["fps"])
-    return {"video_s": int(row["video_frames"]) / fps, "outcome_s": int(row["outcome_frame"]) / fps}
+    return {"video_s": int(row["video_frames"]) / fps, "outcome_s": int(row["outcome_frame"]) / fps, "fps": fps}
 
 
 def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None, *, command: str, lab: str = "",

@@ -217,31 +217,32 @@
     var row = current();
     var m = C.measure_from === "outcome" ? row.outcome_s * 1000 : 0;
     var arm = Math.max(m, C.play_through ? row.video_s * 1000 : 0);
-    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, total: 0, nLooks: 1, m: m, arm: arm, code: "" };
+    var token = session.participant_id + "/" + (session.next + 1) + "/" + session.attempt;
+    trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, spans: [], nLooks: 1, m: m, arm: arm, code: "",
+              token: token, frames: 0, stalls: 0, maxStall: 0, shown: null };
     $("trial-code").value = "";
     state = "trial";
     logEvent("trial_start", 0, t);
     logEvent("look_on", 0, t);
-    screenSend({ cmd: "play", video: row.video });
+    screenSend({ cmd: "play", video: row.video, token: token, fps: row.fps || 0, outcome_s: row.outcome_s });
     updateStatus();
   }
   // The part of a look [a, b) (ms from the trial start) that counts: the part after m.
   function seen(a, b) { return Math.max(0, b - Math.max(a, trial.m)); }
+  // Looking in the completed looks, from m (recomputed, so a presented outcome frame reported late counts)
+  function done() { return trial.spans.reduce(function (acc, l) { return acc + seen(l[0], l[1]); }, 0); }
   // End the trial if the rule says it ended at or before page time t (ms).
   function settle(t) {
     if (state !== "trial" || !trial) return;
     var rel = t - trial.t0, maxMs = C.max_trial * 1000, minMs = C.min_trial * 1000;
-    if (!trial.looking && trial.offSince !== null && trial.total >= C.min_on * 1000) {
+    if (!trial.looking && trial.offSince !== null && done() >= C.min_on * 1000) {
       var from = Math.max(trial.offSince, trial.arm), end = Math.max(from + C.lookaway * 1000, minMs);
       if (end <= Math.min(rel, maxMs)) {
         endTrial(end, from + C.lookaway * 1000 >= minMs ? "lookaway" : "min_trial", "");
         return;
       }
     }
-    if (rel >= maxMs) {
-      if (trial.looking) trial.total += seen(trial.onSince, maxMs);
-      endTrial(maxMs, "max_trial", "");
-    }
+    if (rel >= maxMs) endTrial(maxMs, "max_trial", "");
   }
   function lookOn(t) {
     settle(t);
@@ -255,30 +256,34 @@
     settle(t);
     if (state !== "trial" || !trial.looking) return;
     var rel = t - trial.t0;
-    trial.looking = false; trial.offSince = rel; trial.total += seen(trial.onSince, rel);
+    trial.looking = false; trial.offSince = rel; trial.spans.push([trial.onSince, rel]);
     logEvent("look_off", rel, t);
     updateStatus();
   }
   function endTrial(relEnd, reason, error, last) {
     var row = trial.row;
-    if (trial.looking && reason !== "max_trial") trial.total += seen(trial.onSince, relEnd);
+    if (trial.looking) trial.spans.push([trial.onSince, relEnd]);  // a look in progress is cut at the end
+    var total = done();
     if (trial.looking) logEvent("look_off", relEnd, trial.t0 + relEnd);
     logEvent("trial_end:" + reason, relEnd, trial.t0 + relEnd);
     var values = {
       participant_id: session.participant_id, lab: session.lab, age_days: session.age_days, task: row.task,
       trial_num: session.next + 1, phase: row.phase, outcome: row.outcome,
-      looking_time_s: (trial.total / 1000).toFixed(3), order: session.order, trial_error: error, item: row.pair_id,
+      looking_time_s: (total / 1000).toFixed(3), order: session.order, trial_error: error, item: row.pair_id,
       study: S.name, position: row.position, episode_id: row.episode_id, pair_id: row.pair_id, video: row.video,
       trial_duration_s: (relEnd / 1000).toFixed(3), n_looks: trial.nLooks, end_reason: reason,
       video_s: row.video_s.toFixed(3), looking_from_s: (trial.m / 1000).toFixed(3),
       restarts: session.attempt - 1, session_date: session.session_date, trial_exclusion: trial.code,
       session_exclusion: session.session_exclusion, session_ok: session.session_ok, session_notes: session.session_notes,
-      recording_consent: session.recording_consent, study_id: S.id, criteria_hash: S.criteria_hash
+      recording_consent: session.recording_consent, study_id: S.id, criteria_hash: S.criteria_hash,
+      frames_shown: trial.frames, stalls: trial.stalls, stall_max_ms: trial.maxStall.toFixed(1),
+      outcome_shown_s: trial.shown === null ? "" : (trial.shown / 1000).toFixed(3),
+      outcome_offset_ms: trial.shown === null ? "" : (trial.shown - row.outcome_s * 1000).toFixed(1)
     };
     var record = {};
     S.columns.concat(S.extra_columns).forEach(function (c) { record[c] = values.hasOwnProperty(c) ? values[c] : ""; });
     session.trials.push(record);
-    if (session.hab) advanceHab(record, trial.total / 1000);
+    if (session.hab) advanceHab(record, total / 1000);
     session.next += 1;
     session.attempt = 1;
     trial = null;
@@ -328,6 +333,7 @@
     state = "done";
     if (tick) { clearInterval(tick); tick = null; }
     session.finished = true;
+    $("timing-report").textContent = timingReport(session);
     persist();
     screenSend({ cmd: "blank" });
     $("stage").hidden = true;
@@ -360,7 +366,7 @@
     var clockText = "", criterion = "";
     if (state === "trial" && trial) {
       var rel = Math.max(0, clock.now() - trial.t0);
-      var now = trial.total + (trial.looking ? seen(trial.onSince, rel) : 0);
+      var now = done() + (trial.looking ? seen(trial.onSince, rel) : 0);
       clockText = "trial " + secs(rel) + " · looking " + secs(now) + " · " + trial.nLooks + " look" +
         (trial.nLooks > 1 ? "s" : "") + " · session looking " + secs(before * 1000 + now);
       // the rule's state: minimum looking (the look in progress counts once it ends), then the look-away
@@ -560,9 +566,48 @@
     var m = e.data || {};
     if (m.kind === "ready" && screenNow) screenWin.postMessage(screenNow, "*");
     else if (m.kind === "key") onKey(m.type, m.key, m.repeat, fromScreen(m.at));
-    else if (m.kind === "video" && trial) logEvent(m.event, fromScreen(m.at) - trial.t0, fromScreen(m.at));
+    else if (m.kind === "video" && trial) onVideo(m);
+    else if (m.kind === "frame" && trial && m.token === trial.token) {
+      trial.frames = m.count; trial.stalls = m.stalls; trial.maxStall = m.max_stall_ms;
+    }
     else if (m.kind === "warning") showWarning(m.text);
   });
+
+  // The stimulus window's reports of the frames it presented (requestVideoFrameCallback): its events go
+  // into the look log; the presented outcome frame's time becomes m (looking counts from the frame shown,
+  // not the nominal time) unless the clock is manual (tests), where page times are set by hand.
+  function onVideo(m) {
+    var at = fromScreen(m.at), rel = at - trial.t0;
+    if (m.event === "video_stall") { logEvent("video_stall:" + (m.ms / 1000).toFixed(3), rel, at); return; }
+    logEvent(m.event, rel, at);
+    if (m.event !== "video_outcome_shown" || m.token !== trial.token || manual) return;
+    trial.shown = rel;
+    if (C.measure_from === "outcome") {
+      trial.m = rel;
+      trial.arm = Math.max(trial.m, C.play_through ? trial.row.video_s * 1000 : 0);
+    }
+    updateStatus();
+  }
+  // Per session: the worst stall and the presented outcome's offset from the nominal one, into every
+  // row and onto the end screen.
+  function timingReport(s) {
+    var worst = null, offsets = [];
+    s.trials.forEach(function (r) {
+      var st = parseFloat(r.stall_max_ms) || 0;
+      if (worst === null || st > worst.ms) worst = { ms: st, trial: r.trial_num };
+      if (r.outcome_offset_ms !== "") offsets.push({ ms: parseFloat(r.outcome_offset_ms), trial: r.trial_num });
+    });
+    var maxOff = offsets.reduce(function (a, o) { return a === null || Math.abs(o.ms) > Math.abs(a.ms) ? o : a; }, null);
+    s.trials.forEach(function (r) {
+      r.session_max_stall_ms = worst ? worst.ms.toFixed(1) : "";
+      r.session_max_outcome_offset_ms = maxOff ? maxOff.ms.toFixed(1) : "";
+    });
+    var shown = s.trials.reduce(function (a, r) { return a + (parseInt(r.frames_shown, 10) || 0); }, 0);
+    return "Timing: " + shown + " video frames presented; worst stall " + (worst && worst.ms > 0 ? worst.ms.toFixed(0) +
+      " ms (trial " + worst.trial + ")" : "none") + "; outcome frame shown " + (maxOff ? "at most " + maxOff.ms.toFixed(0) +
+      " ms from its nominal time (trial " + maxOff.trial + "; mean " + (offsets.reduce(function (a, o) { return a + o.ms; }, 0) /
+      offsets.length).toFixed(0) + " ms over " + offsets.length + " trials)" : "not measured (manual clock or no outcome frame reported)") + ".";
+  }
 
   function setup() {
     document.title = S.name + ": looking-time study";
