@@ -517,6 +517,9 @@ def test_a_habituation_design_runs(driver, tmp_path_factory: pytest.TempPathFact
     build_experiment(tiny_set(tmp_path_factory), out, HABITUATION, command="bib experiment tiny --out hab --habituation")
     study = study_of(out)
     open_study(driver, out)
+    assert driver.find_element("id", "criteria").text.endswith(
+        "; habituation: looking on 3 trials in a row below 50% of the first 3 trials, at most 10 trials, "
+        "then the test trials and a recovery trial")
     start(driver, "p60", order=1)
     falling, t, looked = [6.0, 5.0, 4.0, 2.0, 2.0, 1.5], 1000.0, []
     while driver.execute_script("return window.bibExperiment.state()") != "done":

@@ -386,7 +386,7 @@
   }
   function codeSelect(value, none) {
     var sel = document.createElement("select");
-    [[""].concat([none])].concat(Object.keys(S.exclusion_codes).map(function (c) { return [c, S.exclusion_codes[c]]; }))
+    [["", none]].concat(Object.keys(S.exclusion_codes).map(function (c) { return [c, S.exclusion_codes[c]]; }))
       .forEach(function (pair) {
         var opt = document.createElement("option"); opt.value = pair[0]; opt.textContent = pair[1]; sel.appendChild(opt);
       });
@@ -614,7 +614,10 @@
     $("study-name").textContent = S.name;
     $("criteria").textContent = "looking measured from the " + (C.measure_from === "outcome" ? "outcome frame" : "trial start") +
       (C.play_through ? ", the event played through before a look-away counts" : "") + ", look-away " + C.lookaway +
-      " s in a row after " + C.min_on + " s of looking, trial length " + C.min_trial + "-" + C.max_trial + " s";
+      " s in a row after " + C.min_on + " s of looking, trial length " + C.min_trial + "-" + C.max_trial + " s" +
+      (C.habituation ? "; habituation: looking on " + C.hab_window + " trials in a row below " + Math.round(C.hab_ratio * 100) +
+        "% of the " + { first: "first " + C.hab_window, sliding: "largest window of " + C.hab_window, max: C.hab_window + " longest" }[C.hab_basis] +
+        " trials, at most " + C.hab_max_trials + " trials" + (C.hab_recovery ? ", then the test trials and a recovery trial" : ", then the test trials") : "");
     var select = $("order");
     Object.keys(S.orders).forEach(function (o) {
       var opt = document.createElement("option"); opt.value = o; opt.textContent = "order " + o; select.appendChild(opt);
