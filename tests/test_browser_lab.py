@@ -573,7 +573,8 @@ def test_presented_frames_stalls_and_the_outcome_frame_shown(driver, tmp_path_fa
     """With the real clock: the stimulus window reports the frames it presents (requestVideoFrameCallback).
     Trial 2's video is paused 600 ms before its outcome: the stall is logged with its length, the
     outcome frame is shown later than nominal, and looking is measured from the frame shown: the saved
-    looking time equals the rule applied to the look log with the presented outcome time."""
+    looking time and trial length equal the rule applied to the look log with the presented outcome
+    time and, for play-through, the video's real end."""
     from browser_sets import tiny_set
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -612,7 +613,7 @@ def test_presented_frames_stalls_and_the_outcome_frame_shown(driver, tmp_path_fa
     rows = rows_of(wait_file(driver.downloads, "tiny-study_p33_trials.csv"))
     log = rows_of(wait_file(driver.downloads, "tiny-study_p33_looks.csv"))
     assert len(rows) == 2
-    order = study["orders"]["1"]
+    order, ends = study["orders"]["1"], []
     for r, row in zip(rows, order[:2], strict=True):
         mine = [x for x in log if x["position"] == r["position"]]
         start_ms = next(float(x["clock_ms"]) for x in mine if x["event"] == "trial_start")
@@ -623,13 +624,17 @@ def test_presented_frames_stalls_and_the_outcome_frame_shown(driver, tmp_path_fa
         frames = round(row["video_s"] * row["fps"])
         assert frames - 2 <= int(r["frames_shown"]) <= frames, (r["frames_shown"], frames)
         events = [(float(x["t_s"]), "on" if x["event"] == "look_on" else "off") for x in mine if x["event"] in ("look_on", "look_off")]
-        lt, duration, reason = looking_time(events, TIMING, video_s=row["video_s"], outcome_s=float(r["outcome_shown_s"]))
+        ended = next(float(x["t_s"]) for x in mine if x["event"] == "video_ended")  # play-through: the video's real end
+        lt, duration, reason = looking_time(events, TIMING, video_s=ended, outcome_s=float(r["outcome_shown_s"]))
         assert float(r["looking_time_s"]) == pytest.approx(lt, abs=1e-3) and reason == r["end_reason"] == "lookaway"
+        assert float(r["trial_duration_s"]) == pytest.approx(duration, abs=1e-3)
+        ends.append(ended - row["video_s"])
     stalls = [x for x in log if x["event"].startswith("video_stall:") and x["position"] == rows[1]["position"]]
     assert int(rows[1]["stalls"]) >= 1 and stalls
     longest = float(rows[1]["stall_max_ms"])
     assert 450 <= longest <= 2000, longest  # the 600 ms pause, less the frame it was due in
     assert max(float(x["event"].split(":")[1]) for x in stalls) * 1000 == pytest.approx(longest, abs=1)
     assert float(rows[1]["outcome_offset_ms"]) >= 450 + float(rows[0]["outcome_offset_ms"]) - 100  # the stall delayed the outcome
+    assert ends[1] >= 0.45 + ends[0] - 0.1  # and the video's end: look-aways counted from the real end
     assert {r["session_max_stall_ms"] for r in rows} == {f"{max(float(x['stall_max_ms']) for x in rows):.1f}"}
     assert "worst stall" in report and "(trial 2)" in report, report

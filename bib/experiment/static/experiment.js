@@ -219,10 +219,12 @@
     var arm = Math.max(m, C.play_through ? row.video_s * 1000 : 0);
     var token = session.participant_id + "/" + (session.next + 1) + "/" + session.attempt;
     trial = { row: row, t0: t, looking: true, onSince: 0, offSince: null, spans: [], nLooks: 1, m: m, arm: arm, code: "",
-              token: token, frames: 0, stalls: 0, maxStall: 0, shown: null };
+              token: token, frames: 0, stalls: 0, maxStall: 0, shown: null, videoEnd: null };
     $("trial-code").value = "";
     state = "trial";
     logEvent("trial_start", 0, t);
+    // the stimulus window's clock offset (ms) and its uncertainty (half the best round trip)
+    if (!manual) logEvent("clock_offset_ms:" + (isFinite(sync.rtt) ? sync.offset.toFixed(3) + "+-" + (sync.rtt / 2).toFixed(3) : "unknown"), 0, t);
     logEvent("look_on", 0, t);
     screenSend({ cmd: "play", video: row.video, token: token, fps: row.fps || 0, outcome_s: row.outcome_s });
     updateStatus();
@@ -235,7 +237,9 @@
   function settle(t) {
     if (state !== "trial" || !trial) return;
     var rel = t - trial.t0, maxMs = C.max_trial * 1000, minMs = C.min_trial * 1000;
-    if (!trial.looking && trial.offSince !== null && done() >= C.min_on * 1000) {
+    // with the real clock and play-through, a look-away counts only once the video has really ended
+    var playing = C.play_through && !manual && trial.videoEnd === null;
+    if (!playing && !trial.looking && trial.offSince !== null && done() >= C.min_on * 1000) {
       var from = Math.max(trial.offSince, trial.arm), end = Math.max(from + C.lookaway * 1000, minMs);
       if (end <= Math.min(rel, maxMs)) {
         endTrial(end, from + C.lookaway * 1000 >= minMs ? "lookaway" : "min_trial", "");
@@ -373,7 +377,9 @@
       if (now < C.min_on * 1000) criterion = "criterion: looking " + secs(now) + " of " + secs(C.min_on * 1000) + " needed";
       else if (trial.looking) criterion = "criterion: armed (a look-away of " + secs(C.lookaway * 1000) + " ends the trial)";
       else criterion = "criterion: away " + secs(Math.max(0, rel - Math.max(trial.offSince, trial.arm))) + " of " + secs(C.lookaway * 1000);
-      if (rel < trial.arm && now >= C.min_on * 1000) criterion += " · look-aways count once the video has played";
+      if ((rel < trial.arm || (C.play_through && !manual && trial.videoEnd === null)) && now >= C.min_on * 1000) {
+        criterion += " · look-aways count once the video has played";
+      }
     } else {
       clockText = "session looking " + secs(before * 1000) + " · " + session.trials.length + " trial" +
         (session.trials.length === 1 ? "" : "s") + " done";
@@ -560,9 +566,24 @@
     });
   });
   // the stimulus window's messages: its keys and video events (times on the shared clock: timeOrigin + ms)
-  function fromScreen(at) { return manual ? manualNow : at - performance.timeOrigin; }
+  // The two windows' clocks (timeOrigin + now) can differ by some milliseconds (each document's
+  // timeOrigin comes from the wall clock when it loaded): the offset is estimated NTP-style from
+  // ping/pong round trips, keeping the round trip with the least delay, and taken off every time the
+  // stimulus window reports.
+  var sync = { offset: 0, rtt: Infinity, sent: 0 };
+  function ping() {
+    if (screenWin && !screenWin.closed && sync.sent < 20) { sync.sent += 1; screenWin.postMessage({ cmd: "ping", t0: performance.timeOrigin + performance.now() }, "*"); }
+  }
+  function pong(m) {
+    var t2 = performance.timeOrigin + performance.now(), rtt = t2 - m.t0;
+    if (rtt < sync.rtt) { sync.rtt = rtt; sync.offset = m.t1 - (m.t0 + t2) / 2; }
+    if (sync.sent < 20) setTimeout(ping, 25);
+  }
+  function fromScreen(at) { return manual ? manualNow : at - sync.offset - performance.timeOrigin; }
   window.addEventListener("message", function (e) {
     if (!screenWin || e.source !== screenWin) return;
+    if ((e.data || {}).kind === "pong") { pong(e.data); return; }
+    if ((e.data || {}).kind === "ready") { sync.sent = 0; ping(); }
     var m = e.data || {};
     if (m.kind === "ready" && screenNow) screenWin.postMessage(screenNow, "*");
     else if (m.kind === "key") onKey(m.type, m.key, m.repeat, fromScreen(m.at));
@@ -580,12 +601,14 @@
     var at = fromScreen(m.at), rel = at - trial.t0;
     if (m.event === "video_stall") { logEvent("video_stall:" + (m.ms / 1000).toFixed(3), rel, at); return; }
     logEvent(m.event, rel, at);
-    if (m.event !== "video_outcome_shown" || m.token !== trial.token || manual) return;
-    trial.shown = rel;
-    if (C.measure_from === "outcome") {
-      trial.m = rel;
-      trial.arm = Math.max(trial.m, C.play_through ? trial.row.video_s * 1000 : 0);
-    }
+    if (m.token !== trial.token || manual) return;
+    if (m.event === "video_ended") trial.videoEnd = rel;
+    else if (m.event === "video_outcome_shown") {
+      trial.shown = rel;
+      if (C.measure_from === "outcome") trial.m = rel;
+    } else return;
+    trial.arm = Math.max(trial.m, C.play_through ? (trial.videoEnd === null ? trial.row.video_s * 1000 : trial.videoEnd) : 0);
+    settle(clock.now());
     updateStatus();
   }
   // Per session: the worst stall and the presented outcome's offset from the nominal one, into every

@@ -59,6 +59,7 @@
   }
   window.addEventListener("message", function (e) {
     var m = e.data || {};
+    if (m.cmd === "ping") { tell({ kind: "pong", t0: m.t0, t1: now() }); return; }
     if (m.cmd !== "play") stopWatch();
     if (m.cmd === "attention") show("attention", m.video);
     else if (m.cmd === "play") {
@@ -71,7 +72,10 @@
     else if (m.cmd === "close") window.close();
   });
   video.addEventListener("playing", function () { tell({ kind: "video", event: "video_playing", at: now() }); });
-  video.addEventListener("ended", function () { tell({ kind: "video", event: "video_ended", at: now() }); stopWatch(); });
+  video.addEventListener("ended", function () {
+    tell({ kind: "video", event: "video_ended", at: now(), token: run ? run.token : null });
+    stopWatch();
+  });
   ["keydown", "keyup"].forEach(function (type) {
     document.addEventListener(type, function (e) {
       if (e.key === " " || e.key.toLowerCase() === "r" || e.key.toLowerCase() === "y") e.preventDefault();
