@@ -63,12 +63,13 @@ def test_criteria_digest_names_the_criteria() -> None:
     assert Criteria(play_through=False).digest() != Criteria().digest()
 
 
-def _session(path: Path, pid: str, study_id: str = "s-1", criteria: str = "c1", first_trial: int = 1) -> Path:
+def _session(path: Path, pid: str, study_id: str = "s-1", criteria: str = "c1", first_trial: int = 1,
+             looks: tuple[float, float] = (5.0, 6.0)) -> Path:
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["participant_id", "task", "trial_num", "phase", "outcome", "looking_time_s", "study_id", "criteria_hash"])
-        for n, outcome in enumerate(("expected", "unexpected"), start=first_trial):
-            w.writerow([pid, "preference", n, "test", outcome, 4.0 + n, study_id, criteria])
+        for n, (outcome, look) in enumerate(zip(("expected", "unexpected"), looks, strict=True), start=first_trial):
+            w.writerow([pid, "preference", n, "test", outcome, look, study_id, criteria])
     return path
 
 
@@ -100,7 +101,7 @@ def test_analyze_reports_participants_per_order(tmp_path: Path, capsys: pytest.C
     folder = tmp_path / "s"
     folder.mkdir()
     for i, pid in enumerate(("p1", "p2", "p3", "p4", "p5")):
-        path = _session(folder / f"x_{pid}_trials.csv", pid)
+        path = _session(folder / f"x_{pid}_trials.csv", pid, looks=(4.0 + i, 6.0 + i * i / 3))
         text = path.read_text().splitlines()
         rows = [text[0] + ",order,session_ok"] + [f"{line},{i % 2 + 1 if i < 4 else 10},{'no-good' if pid == 'p2' else ''}"
                                                   for line in text[1:]]
