@@ -638,3 +638,31 @@ def test_presented_frames_stalls_and_the_outcome_frame_shown(driver, tmp_path_fa
     assert ends[1] >= 0.45 + ends[0] - 0.1  # and the video's end: look-aways counted from the real end
     assert {r["session_max_stall_ms"] for r in rows} == {f"{max(float(x['stall_max_ms']) for x in rows):.1f}"}
     assert "worst stall" in report and "(trial 2)" in report, report
+
+
+def test_the_pages_habituation_rule_equals_pythons(driver, studies: dict[str, Path]) -> None:  # noqa: ANN001
+    """habituation.js and bib.stimuli.timing.habituation_end on 600 seeded random sequences (each basis,
+    windows 2-4, ratios 0.3-0.7, looking that falls, rises or wanders): the same ending trial, reason
+    and criterion."""
+    from dataclasses import asdict
+
+    import numpy as np
+
+    from bib.stimuli.timing import habituation_end
+
+    open_study(driver, studies["plain"])
+    rng = np.random.default_rng(40)
+    cases = []
+    for k in range(600):
+        w = int(rng.integers(2, 5))
+        crit = Criteria(habituation=True, hab_window=w, hab_ratio=float(rng.choice([0.3, 0.5, 0.7])),
+                        hab_basis=("first", "sliding", "max")[k % 3], hab_max_trials=int(rng.integers(2 * w, 15)))
+        trend = rng.choice([-0.6, 0.0, 0.4])
+        looks = [round(max(0.0, 8 + trend * i + rng.normal(0, 2.5)), 3) for i in range(int(rng.integers(1, 16)))]
+        cases.append((asdict(crit), looks, habituation_end(looks, crit)))
+    got = driver.execute_script(
+        "return arguments[0].map(c => { const r = window.bibHabituation.end(c[1], c[0]); return [r.n, r.reason, r.crit]; })",
+        [[c, looks] for c, looks, _ in cases])
+    assert [tuple(g) for g in got] == [(n, reason, crit) for _, _, (n, reason, crit) in cases]
+    reasons = {reason for _, _, (_, reason, _) in cases}
+    assert reasons == {"criterion", "max_trials", ""}

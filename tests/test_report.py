@@ -284,8 +284,8 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
     with pytest.raises(SystemExit) as done:
         main(["experiment", str(inputs["set"]), "--out", str(out), "--lookaway", "1.5", "--lab", "babylab"])
     assert done.value.code in (None, 0)
-    assert sorted(p.name for p in out.iterdir()) == ["code.html", "code.js", "experiment.css", "experiment.js", "index.html",
-                                                     "provenance.json", "stimulus.html", "stimulus.js", "study.js", "videos"]
+    assert sorted(p.name for p in out.iterdir()) == ["code.html", "code.js", "experiment.css", "experiment.js", "habituation.js",
+                                                     "index.html", "provenance.json", "stimulus.html", "stimulus.js", "study.js", "videos"]
     stimulus = (out / "stimulus.html").read_text(encoding="utf-8")
     body = re.sub(r"<!--.*?-->|<[^>]+>", "", stimulus.split("<body", 1)[1].split(">", 1)[1], flags=re.S)
     assert body.strip() == ""  # the infant's screen holds no text at all
@@ -308,8 +308,8 @@ def test_experiment_study_folder(inputs: dict[str, Path], tmp_path: Path) -> Non
         for t in trials:
             assert (out / t["video"]).is_file()
     html = (out / "index.html").read_text(encoding="utf-8")
-    assert re.findall(r'<script src="([^"]+)"', html) == ["study.js", "experiment.js"]
-    assert "http" not in (out / "experiment.js").read_text(encoding="utf-8") + html
+    assert re.findall(r'<script src="([^"]+)"', html) == ["study.js", "habituation.js", "experiment.js"]
+    assert "http" not in (out / "experiment.js").read_text(encoding="utf-8") + (out / "habituation.js").read_text(encoding="utf-8") + html
 
 
 @pytest.mark.parametrize(

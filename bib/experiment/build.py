@@ -3,7 +3,8 @@
 ``STUDY/`` holds ``index.html`` (the experimenter's window: form, status, data), ``stimulus.html``
 and ``stimulus.js`` (the infant's window, opened and driven by the experimenter's: stimuli and
 attention-getters only),
-``experiment.js`` and ``experiment.css`` (ours; no third-party code, no network), ``study.js``
+``experiment.js``, ``habituation.js`` (the habituation rule) and ``experiment.css`` (ours; no
+third-party code, no network), ``study.js``
 (this study's orders, criteria and columns, loaded with a ``<script>`` tag so the study works from
 ``file://``) and ``videos/`` (the per-trial videos, hard-linked or copied, never re-encoded), so the
 folder can be copied to the lab's computer as it is.
@@ -149,7 +150,7 @@ def build_experiment(stimuli: Path, out: Path, criteria: Criteria | None = None,
         "recording_suffix": RECORDING_SUFFIX,
     }
     with building(folder, command, "bib.experiment") as site:
-        site.copy_static(["experiment.js", "experiment.css", "stimulus.js", "code.js"])
+        site.copy_static(["experiment.js", "habituation.js", "experiment.css", "stimulus.js", "code.js"])
         text = "// Written by bib experiment; the study's orders, criteria and data columns.\n"
         text += f"window.BIB_STUDY = {json.dumps(study, indent=1, sort_keys=True)};\n"
         site.path("study.js").write_text(text, encoding="utf-8")

@@ -138,42 +138,12 @@
     return s.trials.length + (s.hab ? "" : " of " + sequence(s.order, false).length) + " trials";
   }
 
-  // ------------------------------------------------------------------ habituation (PyHab's checkStop)
-  // The same rule as bib.stimuli.timing.habituation_end (docs/experiment.md, "Habituation"): each pair
-  // is a block; its familiarization videos play in turn until the criterion is met or hab_max_trials
-  // ran, then its test trials, then (hab_recovery) one trial of the next block's first video.
-  function blocksOf(order) {
-    var out = [];
-    S.orders[String(order)].forEach(function (r) {
-      var b = out[out.length - 1];
-      if (!b || b.pair_id !== r.pair_id) { b = { pair_id: r.pair_id, fam: [], test: [] }; out.push(b); }
-      (r.phase === "test" ? b.test : b.fam).push(r);
-    });
-    return out;
-  }
+  // ------------------------------------------------------------------ habituation (habituation.js's rule)
+  // Each pair is a block; its familiarization videos play in turn until the criterion is met or
+  // hab_max_trials ran, then its test trials, then (hab_recovery) one trial of the next block's first video.
+  function blocksOf(order) { return window.bibHabituation.blocks(S.orders[String(order)]); }
   function freshBlock(block) { return { block: block, stage: "hab", k: 0, looks: [], crit: 0, at: "", end: "", rows: [] }; }
-  function sum(xs) { return xs.reduce(function (a, b) { return a + b; }, 0); }
-  function habituationEnd(looks) {
-    var w = C.hab_window, ratio = C.hab_ratio, crit = 0, setWhen = -1;
-    for (var n = 1; n <= looks.length; n++) {
-      var seen = looks.slice(0, n), window;
-      if (n === w) { crit = sum(seen) * ratio; setWhen = n; }
-      else if (C.hab_basis === "sliding" && n > w) {
-        window = sum(seen.slice(n - w)) * ratio;
-        if (window > crit) { crit = window; setWhen = n; }
-      } else if (C.hab_basis === "max" && n > w) {
-        var top = seen.slice().sort(function (a, b) { return a - b; }).slice(-w);
-        window = sum(top) * ratio;
-        if (window > crit) {
-          crit = window;
-          setWhen = Math.max.apply(null, top.map(function (v) { return seen.lastIndexOf(v) + 1; }));
-        }
-      }
-      if (n === C.hab_max_trials) return { n: n, reason: "max_trials", crit: crit };
-      if (n >= 2 * w && setWhen > -1 && n >= setWhen + w && sum(seen.slice(n - w)) < crit) return { n: n, reason: "criterion", crit: crit };
-    }
-    return { n: null, reason: "", crit: crit };
-  }
+  function habituationEnd(looks) { return window.bibHabituation.end(looks, C); }
   // After a trial of a habituation session: its role and the block's state into the row, then the next step.
   function advanceHab(record, seconds) {
     var h = session.hab, b = blocksOf(session.order)[h.block];
