@@ -208,7 +208,8 @@
     if (state !== "trial" || !trial) return;
     var rel = t - trial.t0, maxMs = C.max_trial * 1000, minMs = C.min_trial * 1000;
     // with the real clock and play-through, a look-away counts only once the video has really ended
-    var playing = C.play_through && !manual && trial.videoEnd === null;
+    // (if the stimulus window was closed, its nominal end stands)
+    var playing = C.play_through && !manual && trial.videoEnd === null && screenWin !== null && !screenWin.closed;
     if (!playing && !trial.looking && trial.offSince !== null && done() >= C.min_on * 1000) {
       var from = Math.max(trial.offSince, trial.arm), end = Math.max(from + C.lookaway * 1000, minMs);
       if (end <= Math.min(rel, maxMs)) {
