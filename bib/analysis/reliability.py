@@ -188,10 +188,8 @@ def _p(x: float) -> str:
     return "nan" if math.isnan(x) else ("< .001" if x < 0.001 else f"{x:.3f}".lstrip("0"))
 
 
-def _phase(joined: pd.DataFrame, phase: str, pa: Path, pb: Path) -> pd.DataFrame:
+def _phase(joined: pd.DataFrame, phase: str, pa: Path) -> pd.DataFrame:
     """The joined trials of one phase (the first coder's ``phase`` column; the second's must agree)."""
-    if phase not in PHASES:
-        raise BibInputError(f"--phase {phase}: expected {' or '.join(PHASES)}")
     col = "phase_a" if "phase_a" in joined.columns else "phase"
     if col not in joined.columns:
         raise BibInputError(f"{pa}: no phase column: --phase needs the trials CSV of bib experiment")
@@ -218,9 +216,11 @@ def reliability(coder_a: str | Path, coder_b: str | Path, threshold: float = THR
     pa, pb = Path(coder_a), Path(coder_b)
     if not threshold >= 0:
         raise BibInputError(f"--threshold {threshold}: must be >= 0 seconds")
+    if phase is not None and phase not in PHASES:
+        raise BibInputError(f"--phase {phase}: expected {' or '.join(PHASES)}")
     joined = _same_sessions(_read(pa), _read(pb), pa, pb)
     if phase is not None:
-        joined = _phase(joined, phase, pa, pb)
+        joined = _phase(joined, phase, pa)
     both = joined.dropna(subset=["lt_a", "lt_b"])
     if len(both) < 3:
         raise BibInputError(f"{pb}: {len(both)} {phase + ' ' if phase else ''}trials with both coders' looking times; "

@@ -157,9 +157,9 @@ def habituation_end(looks: Sequence[float], criteria: Criteria) -> tuple[int | N
                 crit = window
                 set_when = max(n - seen[::-1].index(v) for v in top)  # the last trial among those used
         if n == criteria.hab_max_trials:
-            return n, "max_trials", crit
+            return n, HAB_ENDS[1], crit
         if n >= 2 * w and set_when > -1 and n >= set_when + w and sum(seen[n - w:]) < crit:
-            return n, "criterion", crit
+            return n, HAB_ENDS[0], crit
     return None, "", crit
 
 
