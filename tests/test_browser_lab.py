@@ -375,6 +375,11 @@ def test_the_coding_tool_frames_speed_timeline_undo_and_recoding(driver, short_s
     assert abs(plan["recording_ms"] - pyav_ms) <= 1000 / fps + 1e-6  # the page's reading of the file equals PyAV's
     assert plan["recording_ms"] >= plan["trials"][-1]["end"] - plan["recording_start"]
     assert 10 <= fps <= 60 and n_frames > 40
+    driver.set_script_timeout(60)
+    small = driver.execute_async_script(  # read in 4 KiB windows: elements across every window's end
+        "var done = arguments[arguments.length - 1];"
+        "window.bibCoding.webmTiming(document.getElementById('recording-file').files[0], 4096).then(done)")
+    assert small["duration_ms"] == plan["recording_ms"] and small["frames"] == n_frames
     s1, s2 = plan["trials"][0]["start"], plan["trials"][1]["start"]
 
     coded(driver, s1, how="seek")

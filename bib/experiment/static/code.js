@@ -67,36 +67,62 @@
     return { value: value, len: len, unknown: !raw && ones };
   }
   function uint(b, i, n) { var v = 0; for (var j = 0; j < n; j++) v = v * 256 + b[i + j]; return v; }
-  function webmTiming(buffer) {
-    var b = new Uint8Array(buffer), i = 0, scale = 1e6, cluster = 0, times = [], track = null;
-    while (i < b.length) {
-      var id = vint(b, i, true); if (!id) break;
-      var size = vint(b, i + id.len, false); if (!size) break;
-      var body = i + id.len + size.len;
-      if (MASTER[id.value]) { i = body; continue; }
-      if (size.unknown || body + size.value > b.length) break;
-      if (id.value === 0x2AD7B1) scale = uint(b, body, size.value);
-      else if (id.value === 0xE7) cluster = uint(b, body, size.value);
+  // The recording's timing, read in windows of 1 MiB (a long recording is never held in memory whole;
+  // ``windowBytes`` for the tests): resolves to {duration_ms, frame_ms, frames}, or null when no frames
+  // with timecodes were found.
+  function webmTiming(file, windowBytes) {
+    var WINDOW = Math.max(64, windowBytes || 1 << 20);
+    var st = { i: 0, scale: 1e6, cluster: 0, times: [], track: null };
+    function element(b, at, last, size) {  // parse the element at b[at]: its end (file offset), or null to stop / -1 to reload
+      var i = at - st.base;
+      if (!last && i + 16 > b.length) return -1;
+      var id = vint(b, i, true); if (!id) return null;
+      var sz = vint(b, i + id.len, false); if (!sz) return null;
+      var body = i + id.len + sz.len;
+      if (MASTER[id.value]) return st.base + body;
+      if (sz.unknown || st.base + body + sz.value > size) return null;  // cut off: the file ends here
+      var reads = id.value === 0x2AD7B1 || id.value === 0xE7 || id.value === 0xA3 || id.value === 0xA1;
+      if (reads && body + Math.min(sz.value, 12) > b.length) return -1;
+      if (id.value === 0x2AD7B1) st.scale = uint(b, body, sz.value);
+      else if (id.value === 0xE7) st.cluster = uint(b, body, sz.value);
       else if (id.value === 0xA3 || id.value === 0xA1) {
         var tn = vint(b, body, false);
         if (tn) {
-          if (track === null) track = tn.value;
-          if (tn.value === track) {
+          if (st.track === null) st.track = tn.value;
+          if (tn.value === st.track) {
             var rel = (b[body + tn.len] << 8) | b[body + tn.len + 1];
             if (rel & 0x8000) rel -= 0x10000;
-            times.push((cluster + rel) * scale / 1e6);
+            st.times.push((st.cluster + rel) * st.scale / 1e6);
           }
         }
       }
-      i = body + size.value;
+      return st.base + body + sz.value;
     }
-    if (times.length < 2) return null;
-    times.sort(function (x, y) { return x - y; });
-    var gaps = [];
-    for (var k = 1; k < times.length; k++) if (times[k] > times[k - 1]) gaps.push(times[k] - times[k - 1]);
-    gaps.sort(function (x, y) { return x - y; });
-    var frame = gaps.length ? gaps[Math.floor(gaps.length / 2)] : 1000 / 30;
-    return { duration_ms: times[times.length - 1] + frame, frame_ms: frame, frames: times.length };
+    function result() {
+      var times = st.times;
+      if (times.length < 2) return null;
+      times.sort(function (x, y) { return x - y; });
+      var gaps = [];
+      for (var k = 1; k < times.length; k++) if (times[k] > times[k - 1]) gaps.push(times[k] - times[k - 1]);
+      gaps.sort(function (x, y) { return x - y; });
+      var frame = gaps.length ? gaps[Math.floor(gaps.length / 2)] : 1000 / 30;
+      return { duration_ms: times[times.length - 1] + frame, frame_ms: frame, frames: times.length };
+    }
+    function round() {
+      st.base = st.i;
+      return file.slice(st.base, Math.min(file.size, st.base + WINDOW)).arrayBuffer().then(function (buf) {
+        var b = new Uint8Array(buf), last = st.base + b.length >= file.size;
+        while (st.i < file.size) {
+          if (st.i >= st.base + b.length) return round();  // skipped past this window
+          var next = element(b, st.i, last, file.size);
+          if (next === null) break;
+          if (next === -1) return round();  // the element's head lies across the window's end
+          st.i = next;
+        }
+        return result();
+      });
+    }
+    return round();
   }
 
   // ------------------------------------------------------------------ the session
@@ -133,8 +159,7 @@
     if (file.name !== want) fail(file.name + ": not the recording of session " + S.name + " " + p.participant_id +
       " (its recording is " + want + ")");
     if (p.recording_start === null) fail(file.name + ": session " + S.name + " " + p.participant_id + " was not recorded (its look log has no recording_start)");
-    return file.arrayBuffer().then(function (buffer) {
-      var timing = webmTiming(buffer);
+    return webmTiming(file).then(function (timing) {
       if (!timing) fail(file.name + ": not a WebM recording (no video frames with timecodes found)");
       var need = p.trials[p.trials.length - 1].end - p.recording_start;
       if (timing.duration_ms < need - TOLERANCE_MS) fail(file.name + ": the recording lasts " + (timing.duration_ms / 1000).toFixed(3) +
