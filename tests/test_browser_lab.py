@@ -374,7 +374,8 @@ def test_the_coding_tool_frames_speed_timeline_undo_and_recoding(driver, short_s
     fps = driver.execute_script("return window.bibCoding.fps()")
     assert abs(plan["recording_ms"] - pyav_ms) <= 1000 / fps + 1e-6  # the page's reading of the file equals PyAV's
     assert plan["recording_ms"] >= plan["trials"][-1]["end"] - plan["recording_start"]
-    assert 10 <= fps <= 60 and n_frames > 40
+    # the fake webcam's rate falls with the machine's load (6 fps at load 7 in CI, 30 when idle): a rate, not a value
+    assert 1 <= fps <= 60 and n_frames >= 10
     driver.set_script_timeout(60)
     small = driver.execute_async_script(  # read in 4 KiB windows: elements across every window's end
         "var done = arguments[arguments.length - 1];"
