@@ -317,6 +317,8 @@ def train(
     force: bool = False,
     log: Any = None,
     options: Mapping[str, Any] | None = None,
+    patience: int = 0,
+    resume_from: str | os.PathLike[str] | None = None,
     **more_options: Any,
 ) -> Trained:
     """Train a model on a background set into the folder ``out``: what ``bib train`` does, from Python.
@@ -329,7 +331,8 @@ def train(
             folder that cannot be written is refused), written atomically with ``provenance.json`` when training
             ends; rerunning the same job replaces it, ``force`` replaces another's.
         config: a learned observer's TOML config (``--config``).
-        epochs: a learned observer's epochs override (``--epochs``).
+        epochs: a learned observer's epochs override (``--epochs``); your class: the context's ``max_epochs``
+            (its ``fit(episodes, context)`` reads it).
         max_episodes: use N episodes spread evenly over the id-sorted set (0 = all).
         seed: a learned observer's ``[train] seed`` override; your class: the seed of ``random``, numpy and torch
             (default 0).
@@ -337,6 +340,10 @@ def train(
         log: where progress lines go (default: stderr).
         options: your class's constructor options (``--option KEY=VALUE``), checked against its annotations; one
             named like a keyword of ``train`` (``epochs``, ``seed``, ...) goes here.
+        patience: stop after N epochs without a lower validation loss (``--patience``; 0: never early); a learned
+            observer's ``[train] patience`` override, your class's context.
+        resume_from: a folder an earlier ``bib train`` wrote (its ``last.pt``): training continues after its last
+            epoch (``--resume-from``).
         **more_options: more constructor options, as keywords.
 
     The model's ``fit`` gets the episodes' blind view (opaque ids, no outcome), as ``bib train`` hands it.
@@ -363,31 +370,41 @@ def train(
     else:
         name = trainable(model)
     user = ":" in name
-    if user and (config is not None or epochs is not None):
-        raise BibInputError("--config and --epochs configure the built-in learned observers; "
+    if user and config is not None:
+        raise BibInputError("--config configures the built-in learned observers; "
                             "give your own class its settings with --option KEY=VALUE")
     if not user and options:
         raise BibInputError(f"--option is for your own package.module:Class; configure {name} with --config")
     dev = check_device(device) if user else resolve_device(device)  # a learned observer: resolved before any work
-    overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed}
+    overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed,
+                 **({"patience": patience} if patience else {})}
     job = {"command": "train", "observer": name, "background": Path(background), "config": config,
-           "overrides": overrides, **({"options": options} if options else {})}
+           "overrides": overrides, **({"options": options} if options else {}),
+           **({"resume_from": Path(resume_from)} if resume_from is not None else {})}
+    if resume_from is not None:
+        from bib.observers.context import resume_file
+
+        resume_file(resume_from)  # refused before any work
     folder = OutputFolder(out, job, force=force)
     if user:
         from bib.observers.user_training import train_model
 
         with folder as tmp:
             card = train_model(name, background, tmp, options=options, seed=seed or 0, max_episodes=max_episodes or 0,
-                               log=say, device=dev, model=instance)
+                               log=say, device=dev, model=instance, epochs=epochs, patience=patience,
+                               resume_from=resume_from)
         files = f"{MODEL_CARD} and {WEIGHTS if card['saved'] == 'state_dict' else SAVED + '/'}"
         return Trained(str(card["name"]), Path(out), files, card)
     from bib.observers.training import train as run
 
     with folder as tmp:
-        report = run(name, background, tmp / CHECKPOINT, config, overrides, log=say, device=dev)
+        report = run(name, background, tmp / CHECKPOINT, config, overrides, log=say, device=dev,
+                     resume_from=resume_from)
     return Trained(name, Path(out), CHECKPOINT, {"best_epoch": report.best_epoch,
                                                  "best_val_loss": report.best_val_loss,
-                                                 "n_train": report.n_train, "n_val": report.n_val})
+                                                 "n_train": report.n_train, "n_val": report.n_val,
+                                                 "stopped_early": report.stopped_early,
+                                                 "warnings": report.warnings})
 
 
 def read_episodes(path: str | os.PathLike[str]) -> Sequence[Episode]:

@@ -453,13 +453,14 @@ def test_cli_train_then_score(tmp_path, episodes, capsys):
     again = tmp_path / "ck2"
     assert cli(["train", "bc-rnn", str(bg), "--out", str(again), "--config", str(cfg), "--epochs", "1"]) == 0
     assert (again / "checkpoint.pt").read_bytes() == ckpt.read_bytes()
-    assert sorted(p.name for p in ckdir.iterdir()) == ["checkpoint.log.json", "checkpoint.pt", "provenance.json"]
+    assert sorted(p.name for p in ckdir.iterdir()) == ["checkpoint.log.json", "checkpoint.pt", "last.pt", "metrics.csv",
+                                                       "provenance.json"]
     history = read_checkpoint(ckpt)["config"]["metrics"]["history"]
     assert [sorted(h) for h in history] == [["batches", "epoch", "train_loss", "val_loss"]] * 2
     log = json.loads((ckdir / "checkpoint.log.json").read_text())
     assert [h["epoch"] for h in log["history"]] == [0, 1] and log["history"][0]["train_loss"] is None
     assert log["history"][0]["seconds"] == 0.0 and log["history"][1]["seconds"] > 0
-    assert [{k: v for k, v in h.items() if k != "seconds"} for h in log["history"][1:]] == history[1:]
+    assert [{k: v for k, v in h.items() if k not in ("seconds", "cpu_seconds")} for h in log["history"][1:]] == history[1:]
     assert (log["best_epoch"], log["n_train"]) == (read_checkpoint(ckpt)["config"]["metrics"]["best_epoch"], 13)
     evals = tmp_path / "eval"
     evals.mkdir()

@@ -50,6 +50,7 @@ class TrainConfig:
         threads: torch intra-op threads during training (0 = torch's default).
         loader_workers: processes that load and encode episodes while the main process trains
             (0 = load inline).
+        patience: stop after N epochs without a lower validation loss (0 = never stop early).
     """
 
     epochs: int = 5
@@ -63,6 +64,7 @@ class TrainConfig:
     max_val_episodes: int = 0
     threads: int = 1
     loader_workers: int = 1
+    patience: int = 0
 
 
 GPU_LOADER_WORKERS = 2

@@ -13,7 +13,6 @@ contiguous, so a plain first-80% cut would leave whole tasks out of training).
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +26,9 @@ from bib.episode import Episode
 from bib.errors import BibInputError
 from bib.evaluation import find_episodes
 from bib.guard import load_toml
-from bib.io import atomic_write_text, ensure_dir
+from bib.io import ensure_dir
 from bib.observers.config import TrainConfig, as_is, config_from_dict, loader_workers, torch_threads
+from bib.observers.context import LAST, TrainingContext, provenance, split
 from bib.observers.encoders import Batch, collate
 from bib.observers.registry import learned_class
 from bib.observers.trainable import subset
@@ -40,13 +40,6 @@ if TYPE_CHECKING:  # a type only: bib.observers.learned imports this module (Lea
 
 Item = Path | Episode
 """A training item: an episode file (loaded when its batch is built) or an episode in memory."""
-
-
-def split(ids: Sequence[Any]) -> tuple[list[int], list[int]]:
-    """Positions of the training and validation items of an id-sorted list (every fifth is validation)."""
-    train = [i for i in range(len(ids)) if i % 5 != 4]
-    val = [i for i in range(len(ids)) if i % 5 == 4]
-    return train, val
 
 
 def load_config(observer: str, path: str | Path | None = None) -> tuple[Any, TrainConfig]:
@@ -143,6 +136,8 @@ class TrainReport:
             ``batches``), preceded by epoch 0 (the untrained validation loss).
         best_epoch: the epoch whose weights were kept (lowest validation loss).
         best_val_loss: its validation loss.
+        warnings: what the run warned of (the best epoch is the untrained one).
+        stopped_early: early stopping ended the run (``[train] patience``).
         sets: the generated sets the episodes came from (``name``, ``seed``, ``limited`` of each set's
             ``spec.toml``; no path, so the checkpoint's bytes do not depend on where the set lies).
     """
@@ -153,6 +148,8 @@ class TrainReport:
     history: list[dict[str, float]] = field(default_factory=list)
     best_epoch: int = 0
     best_val_loss: float = float("inf")
+    warnings: list[str] = field(default_factory=list)
+    stopped_early: bool = False
 
 
 def run_training(
@@ -163,31 +160,41 @@ def run_training(
     out: str | Path | None = None,
     log: Callable[[str], None] = print,
     sets: Sequence[Mapping[str, Any]] = (),
+    resume_from: str | Path | None = None,
 ) -> TrainReport:
     """Train ``observer.net`` in place and keep the weights of the epoch with the lowest validation loss.
 
-    Each epoch shuffles the training items with ``numpy.random.default_rng(cfg.seed)`` (one
-    Generator for the run), steps Adam on the mean per-step error of each batch with gradient
-    clipping, then measures the validation loss. When ``out`` is given, the best checkpoint so
-    far is written there (atomically) after every epoch, so an interrupted run keeps its progress.
-    With no validation items the training loss selects the epoch. ``sets`` (:attr:`TrainReport.sets`)
-    go into the checkpoint, so its model card names the training data.
+    The loop runs on a :class:`~bib.observers.context.TrainingContext`, the one a user's ``fit(episodes, context)``
+    gets: each epoch shuffles the training items with its Generator (``numpy.random.default_rng(cfg.seed)``, one for
+    the run), steps Adam on the mean per-step error of each batch with gradient clipping, then measures the
+    validation loss; training stops early after ``cfg.patience`` epochs without a lower one (0: never). When
+    ``out`` is given, the best checkpoint so far is written there (atomically) after every epoch, ``last.pt``
+    beside it (the last epoch's weights, optimizer and generators: what ``resume_from`` continues) and the log
+    (:func:`log_path`, ``metrics.csv``). With no validation items the training loss selects the epoch. ``sets``
+    (:attr:`TrainReport.sets`) go into the checkpoint, so its model card names the training data. When no epoch
+    beats the untrained model (epoch 0), a warning is logged and recorded (:attr:`TrainReport.warnings`).
     """
-    torch.manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
     net = observer.net
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     report = TrainReport(len(train_items), len(val_items), [dict(s) for s in sets])
+    ctx = TrainingContext(train_items, val_items, seed=cfg.seed, device=observer.device, threads=cfg.threads,
+                          max_epochs=cfg.epochs, patience=cfg.patience, log=log,
+                          log_file=None if out is None else log_path(out),
+                          last_file=None if out is None else Path(out).with_name(LAST),
+                          resume_from=None if resume_from is None else Path(resume_from))
+    ctx.fields = {"observer": observer.name,
+                  "provenance": provenance(observer, device=observer.device, options=_options(observer, cfg))}
     workers = cfg.loader_workers
+    cpu = time.process_time()
     with torch_threads(cfg.threads):
-        val0 = mean_loss(observer, val_items or train_items, cfg.batch_size, workers)
-        report.history.append({"epoch": 0, "train_loss": float("nan"), "val_loss": val0, "seconds": 0.0, "batches": 0})
-        report.best_val_loss = val0
-        best_state = copy.deepcopy(net.state_dict())
-        log(f"epoch 0/{cfg.epochs}: validation loss {val0:.4f} (untrained)")
-        for epoch in range(1, cfg.epochs + 1):
+        first = ctx.start(net, opt)
+        if first == 1:
+            val0 = mean_loss(observer, val_items or train_items, cfg.batch_size, workers)
+            ctx.end_epoch(0, net, opt, train_loss=float("nan"), val_loss=val0, seconds=0.0, batches=0)
+            log(f"epoch 0/{cfg.epochs}: validation loss {val0:.4f} (untrained)")
+        for epoch in ctx.epochs(first):
             t0 = time.perf_counter()
-            order = rng.permutation(len(train_items))
+            order = ctx.rng.permutation(len(train_items))
             if cfg.max_batches:
                 order = order[: cfg.max_batches * cfg.batch_size]
             n_batches = -(-len(order) // cfg.batch_size)
@@ -206,25 +213,37 @@ def run_training(
             train_loss = total / max(count, 1)
             val = mean_loss(observer, val_items, cfg.batch_size, workers) if val_items else train_loss
             seconds = time.perf_counter() - t0
-            report.history.append(
-                {"epoch": epoch, "train_loss": train_loss, "val_loss": val, "seconds": seconds, "batches": n_batches}
-            )
             log(f"epoch {epoch}/{cfg.epochs}: train loss {train_loss:.4f}, validation loss {val:.4f} ({seconds:.1f} s)")
-            if val < report.best_val_loss:
-                report.best_epoch, report.best_val_loss = epoch, val
-                best_state = copy.deepcopy(net.state_dict())
-                if out is not None:
-                    observer.save(out, cfg, _metrics(report))
-            if out is not None:  # after the best epoch is updated, so the log names the checkpoint's epoch
-                write_log(out, report)
-    net.load_state_dict(best_state)
+            ctx.end_epoch(epoch, net, opt, train_loss=train_loss, val_loss=val, seconds=seconds, batches=n_batches)
+            _sync(report, ctx)
+            if out is not None and ctx.best_epoch == epoch:
+                observer.save(out, cfg, _metrics(report))
+    ctx.fields["provenance"]["cpu_seconds"] = round(time.process_time() - cpu, 3)
+    ctx.finish(net)
     net.eval()
+    _sync(report, ctx)
     if out is not None and report.best_epoch == 0:
         observer.save(out, cfg, _metrics(report))
     return report
 
 
-CLOCKED = ("seconds",)
+def _sync(report: TrainReport, ctx: TrainingContext) -> None:
+    """Copy the context's history, best epoch and warnings into ``report``."""
+    report.history = ctx.history
+    report.best_epoch = int(ctx.best_epoch or 0)
+    report.best_val_loss = ctx.best_value
+    report.warnings = list(ctx.warnings)
+    report.stopped_early = ctx.stopped_early
+
+
+def _options(observer: LearnedObserver, cfg: TrainConfig) -> dict[str, Any]:
+    """The resolved options of a learned observer's run: its model config and its training config, defaults in."""
+    import dataclasses
+
+    return {"model": dataclasses.asdict(observer.config), "train": dataclasses.asdict(cfg)}
+
+
+CLOCKED = ("seconds", "cpu_seconds")
 """History fields measured by the clock: they go to the log (:func:`log_path`), never into the
 checkpoint, so the same seed gives the same checkpoint bytes."""
 
@@ -246,18 +265,6 @@ def log_path(checkpoint: str | Path) -> Path:
     return Path(checkpoint).with_suffix(".log.json")
 
 
-def write_log(checkpoint: str | Path, report: TrainReport) -> None:
-    """Write the run's whole history, epoch timings included, to :func:`log_path` (atomically; JSON
-    null for the untrained epoch's NaN training loss)."""
-    import json
-    import math
-
-    history = [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in h.items()} for h in report.history]
-    doc = {"n_train": report.n_train, "n_val": report.n_val, "best_epoch": report.best_epoch,
-           "best_val_loss": report.best_val_loss, "history": history}
-    atomic_write_text(log_path(checkpoint), json.dumps(doc, indent=2) + "\n")
-
-
 def fit_episodes(observer: LearnedObserver, episodes: Sequence[Episode], cfg: TrainConfig,
                  log: Callable[[str], None] = lambda _: None) -> TrainReport:
     """Train on in-memory episodes, split 80/20 by sorted id (what ``Observer.fit`` calls)."""
@@ -274,6 +281,7 @@ def train(
     overrides: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
     device: str = "cpu",
+    resume_from: str | Path | None = None,
 ) -> TrainReport:
     """Train the learned observer ``observer`` on the episodes under ``background``; write ``out``.
 
@@ -286,6 +294,8 @@ def train(
         overrides: ``[train]`` fields to override (e.g. ``{"epochs": 1}``).
         log: where progress lines go.
         device: a resolved torch device (:func:`bib.observers.device.resolve_device`); ``cpu`` moves nothing.
+        resume_from: a folder an earlier ``bib train`` of the same observer wrote: training continues after the
+            epoch its ``last.pt`` saved (``--resume-from``).
 
     Raises:
         BibInputError: bad config, no episodes, or an unreadable episode file.
@@ -310,6 +320,7 @@ def train(
     log(f"{observer}: {len(tr)} training and {len(val_files)} validation episodes from {background}; "
         f"{sum(p.numel() for p in obs.net.parameters())} parameters")
     sets = [{k: s.get(k) for k in ("name", "seed", "limited")} for s in found.sets]
-    report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log, sets=sets)
+    report = run_training(obs, [refs[i].path for i in tr], val_files, train_cfg, out, log, sets=sets,
+                          resume_from=resume_from)
     log(f"best epoch {report.best_epoch}: validation loss {report.best_val_loss:.4f}")  # the caller names the final path
     return report

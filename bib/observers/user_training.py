@@ -3,13 +3,24 @@ into a folder made or refused before ``fit`` (:mod:`bib.observers.trainable` sav
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from bib.errors import BibInputError, ModelError
+from bib.observers.context import (
+    TrainingContext,
+    provenance,
+    resolved_options,
+    resume_file,
+    split,
+    takes_context,
+)
 from bib.observers.device import device_for, place
 from bib.observers.registry import OBSERVERS, make_observer
 from bib.observers.trainable import (
@@ -53,6 +64,10 @@ def train_model(
     log: Callable[[str], None] = print,
     device: str = "auto",
     model: Any = None,
+    epochs: int | None = None,
+    patience: int = 0,
+    threads: int = 1,
+    resume_from: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Train a user's model ``package.module:Class`` on the background set and save it into ``folder``.
 
@@ -69,6 +84,14 @@ def train_model(
     folder, before anything is trained. ``model``: an instance already built (of the class ``target`` names; no
     ``options`` then) to train instead of building one.
 
+    A ``fit(episodes, context)`` that takes a second argument (:func:`bib.observers.context.takes_context`) is
+    given a :class:`~bib.observers.context.TrainingContext` instead of the whole set: the 80/20 split (blind
+    views), the seed, the device, ``threads``, ``epochs`` (``max_epochs``), early stopping after ``patience``
+    epochs without gain, a logger writing ``checkpoint.log.json`` and ``metrics.csv`` into ``folder``, ``last.pt``
+    after every epoch, and ``resume_from`` (a folder an earlier run wrote). After ``fit`` the best epoch's weights
+    of a ``torch.nn.Module`` are the ones saved. Either way ``model.json`` and ``checkpoint.log.json`` record the
+    provenance (:func:`bib.observers.context.provenance`).
+
     Returns:
         The model card written (:data:`MODEL_CARD`).
 
@@ -79,7 +102,8 @@ def train_model(
     path = prepare_folder(folder)
     try:
         return _train_into(target, background, path, options=options, seed=seed, max_episodes=max_episodes, log=log,
-                           device=device, model=model)
+                           device=device, model=model, epochs=epochs, patience=patience, threads=threads,
+                           resume_from=resume_from)
     except BaseException:
         if created:  # leave nothing behind that the call made
             import shutil
@@ -89,12 +113,14 @@ def train_model(
 
 
 def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *, options: Mapping[str, Any] | None,
-                seed: int, max_episodes: int, log: Callable[[str], None], device: str, model: Any = None
-                ) -> dict[str, Any]:
+                seed: int, max_episodes: int, log: Callable[[str], None], device: str, model: Any = None,
+                epochs: int | None = None, patience: int = 0, threads: int = 1,
+                resume_from: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """:func:`train_model` into a folder that exists and is empty."""
     from bib.stimuli.sets import find_episodes
 
     opts = dict(options or {})
+    given = model is not None
     if model is not None:
         if opts:
             raise BibInputError(f"observer {target!r}: options build a model from its class; "
@@ -105,14 +131,30 @@ def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *
         seed_everything(seed)
         model = make_observer(target, None, **opts)
     check_trainable(target, model)
-    place(model, device_for(model, device))
+    dev = device_for(model, device)
+    place(model, dev)
     found = find_episodes(background)
     refs = subset(found.refs, max_episodes)
     episodes = BackgroundEpisodes([r.path for r in refs], blind=True)
+    with_context = takes_context(model.fit)
+    if not with_context and (epochs is not None or patience or resume_from is not None):
+        raise BibInputError(f"observer {target!r}: --epochs, --patience and --resume-from go to a fit(episodes, "
+                            f"context); {type(model).__name__}.fit takes the episodes alone")
+    if resume_from is not None:
+        resume_file(resume_from)  # refused now, before fit
+    tr, va = split([r.id for r in refs])
+    context = TrainingContext(BackgroundEpisodes([refs[i].path for i in tr], blind=True),
+                              BackgroundEpisodes([refs[i].path for i in va], blind=True), seed=seed, device=dev,
+                              threads=threads, max_epochs=epochs, patience=patience, folder=folder,
+                              resume_from=None if resume_from is None else Path(resume_from), log=log)
     log(f"{target}: fit on {len(episodes)} background episodes from {background}"
+        + (f" ({len(context.train)} training, {len(context.val)} validation, with a training context)"
+           if with_context else "")
         + (f"; {count_parameters(model)} parameters" if _is_module(model) else ""))
+    cpu = time.process_time()
     try:
-        returned = model.fit(episodes)
+        with _threads(threads):
+            returned = model.fit(episodes, context) if with_context else model.fit(episodes)
     except BibInputError:
         raise
     except Exception as exc:  # noqa: BLE001 - the model's own code: one line, its traceback kept for --debug
@@ -123,6 +165,31 @@ def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *
     if trained is not model and not (_is_module(trained) or callable(getattr(trained, "save", None))):
         raise BibInputError(f"observer {target!r}: fit returned a {type(trained).__name__}, which bib train "
                             "cannot save (neither a torch.nn.Module nor has save(folder))")
+    cpu = time.process_time() - cpu
+    context.finish(trained if with_context else None)
+    # the options the class was built with, defaults included (an instance the caller built: not known here)
+    resolved = None if given else resolved_options(OBSERVERS[target].resolve(), opts)
+    record = provenance(trained, device=dev, options=resolved or {}, cpu_seconds=cpu)
+    if given:
+        record["options"] = None
     card = {"options": opts, "seed": seed,
-            "training_data": {"path": str(background), "episodes": len(episodes), "sets": found.sets}}
+            "training_data": {"path": str(background), "episodes": len(episodes), "sets": found.sets},
+            "training": context.summary() if with_context else None, "provenance": record}
+    context.fields = {"target": target, "provenance": record}
+    context.write()
     return save_trained(target, trained, folder, card)
+
+
+@contextlib.contextmanager
+def _threads(n: int) -> Iterator[None]:
+    """``torch.set_num_threads(n)`` around the body when torch is imported (restored after; n <= 0 keeps it)."""
+    torch = sys.modules.get("torch")
+    if torch is None or n <= 0:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
