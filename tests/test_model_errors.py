@@ -286,6 +286,8 @@ def test_bib_train_is_bib_train_from_python(here: Path, sets: Path, capsys) -> N
     assert len(seen) == len(real) and not {i for i, _ in seen} & real and {o for _, o in seen} == {"none"}
     assert (here / "api" / "weights.pt").read_bytes() == (here / "cli" / "weights.pt").read_bytes()
     api_card, cli_card = (json.loads((here / d / "model.json").read_text()) for d in ("api", "cli"))
+    cpu = [card["provenance"].pop("cpu_seconds") for card in (api_card, cli_card)]  # the one clocked field
+    assert all(isinstance(c, float) and c >= 0 for c in cpu)
     assert api_card == cli_card and api_card["options"] == {"scale": 2}
     assert json.loads((here / "api" / "provenance.json").read_text())["job"]["observer"] == "seen:Seen"
     # an instance: trained as it is, restored by its class
@@ -304,7 +306,10 @@ def test_bib_train_refuses_before_fit(here: Path, sets: Path) -> None:
         (lambda: bib.train("seen:Seen", sets / "background", here / "afile"), "exists and is a file"),
         (lambda: bib.train("random", sets / "background", here / "o"), "'random' is not a learned observer"),
         (lambda: bib.train("bc-mlp", sets / "background", here / "o", scale=2), "--option is for your own"),
-        (lambda: bib.train("seen:Seen", sets / "background", here / "o", epochs=2), "--config and --epochs"),
+        (lambda: bib.train("seen:Seen", sets / "background", here / "o", epochs=2),
+         r"--epochs, --patience and --resume-from go to a fit\(episodes, context\); Seen.fit takes the episodes alone"),
+        (lambda: bib.train("seen:Seen", sets / "background", here / "o", config="x.toml"), "--config configures"),
+        (lambda: bib.train("seen:Seen", sets / "background", here / "o", resume_from=here), "nothing to resume from"),
         (lambda: bib.train("seen:Seen", sets / "background", here / "o", scale="big"), r"scale='big' \(str\)"),
     ):
         with pytest.raises(BibInputError, match=message):

@@ -150,7 +150,8 @@ def test_the_documented_model_trains_on_400_episodes_and_cli_and_api_give_the_sa
 def test_a_model_with_its_own_save_and_load(here, sets, capsys):
     bg, tiny = sets / "background", sets / "tiny"
     assert run("train", "toys:Counter", str(bg), "--out", "ck", "--max-episodes", "50", "--option", "scale=2") == 0
-    assert sorted(p.name for p in (here / "ck").iterdir()) == ["model.json", "provenance.json", "saved"]
+    assert sorted(p.name for p in (here / "ck").iterdir()) == ["checkpoint.log.json", "model.json", "provenance.json",
+                                                                "saved"]
     expected = float(np.mean([ep.test.n_steps for ep in subset(list(read_episodes(bg)), 50)]))
     assert float((here / "ck" / "saved" / "mean.txt").read_text()) == expected
     assert json.loads((here / "ck" / "model.json").read_text())["options"] == {"scale": 2}

@@ -70,7 +70,7 @@ def source_hash(obj: Any) -> dict[str, Any]:
     cls = obj if inspect.isclass(obj) else type(obj)
     try:
         path = inspect.getsourcefile(cls)
-    except TypeError:
+    except (TypeError, OSError):  # a class of a module with no file (an interactive session, exec'd code)
         path = None
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest() if path and Path(path).is_file() else None
     return {"module": cls.__module__, "class": cls.__qualname__, "file": Path(path).name if path else None,
@@ -131,6 +131,7 @@ class Logger:
     def __init__(self, log_file: Path | None) -> None:
         self.log_file = log_file
         self.writer: Any = None
+        self.sent = 0
         if log_file is not None:
             folder = log_file.parent
             try:
@@ -155,11 +156,12 @@ class Logger:
         w.writeheader()
         w.writerows([{k: "" if h.get(k) is None else h.get(k) for k in columns} for h in rows])
         atomic_write_text(self.log_file.parent / METRICS, buf.getvalue())
-        if self.writer is not None and rows:
-            last = rows[-1]
-            for k, v in last.items():
-                if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool):
-                    self.writer.add_scalar(k, v, int(last.get("epoch", 0)))
+        if self.writer is not None:
+            for row in rows[self.sent:]:  # each epoch once
+                for k, v in row.items():
+                    if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                        self.writer.add_scalar(k, v, int(row.get("epoch", 0)))
+            self.sent = len(rows)
             self.writer.flush()
 
     def close(self) -> None:

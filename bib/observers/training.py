@@ -222,8 +222,10 @@ def run_training(
     ctx.finish(net)
     net.eval()
     _sync(report, ctx)
-    if out is not None and report.best_epoch == 0:
-        observer.save(out, cfg, _metrics(report))
+    if out is not None and not Path(out).exists():
+        # the best epoch is 0 (the whole history, as before), or one before the epoch resumed from: the history up
+        # to it, what an uninterrupted run wrote at that epoch
+        observer.save(out, cfg, _metrics(report, upto=report.best_epoch or None))
     return report
 
 
@@ -248,15 +250,17 @@ CLOCKED = ("seconds", "cpu_seconds")
 checkpoint, so the same seed gives the same checkpoint bytes."""
 
 
-def _metrics(report: TrainReport) -> dict[str, Any]:
-    """What the checkpoint's config records of the run: no wall-clock field (:data:`CLOCKED`)."""
+def _metrics(report: TrainReport, upto: int | None = None) -> dict[str, Any]:
+    """What the checkpoint's config records of the run: no wall-clock field (:data:`CLOCKED`); the history up to
+    epoch ``upto`` when given."""
     out: dict[str, Any] = {"n_train": report.n_train, "n_val": report.n_val}
     if report.sets:  # only episodes of generated sets name one (loose files' checkpoints keep their bytes)
         out["sets"] = report.sets
     return out | {
         "best_epoch": report.best_epoch,
         "best_val_loss": report.best_val_loss,
-        "history": [{k: v for k, v in h.items() if k not in CLOCKED} for h in report.history],
+        "history": [{k: v for k, v in h.items() if k not in CLOCKED} for h in report.history
+                    if upto is None or h["epoch"] <= upto],
     }
 
 
