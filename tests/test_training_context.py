@@ -14,6 +14,7 @@ import textwrap
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from test_train_any_model import run
@@ -312,3 +313,66 @@ def test_built_in_best_epoch_zero_warns_and_stops_early(tmp_path, background):
     assert prov["source"]["file"] == "bc.py"
     assert prov["source"]["sha256"] == hashlib.sha256(Path(bc.__file__).read_bytes()).hexdigest()
     assert (prov["device"], prov["torch"]) == ("cpu", torch.__version__) and prov["cpu_seconds"] > 0
+
+
+def test_cli_patience_and_resume_from(tmp_path, background, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = str(tiny_config(tmp_path / "tiny.toml", lr=0.01))
+    bg = str(background)
+    assert run("train", "bc-mlp", bg, "--out", "a", "--config", cfg, "--epochs", "1", "--device", "cpu") == 0
+    assert run("train", "bc-mlp", bg, "--out", "b", "--config", cfg, "--epochs", "2", "--resume-from", "a",
+               "--device", "cpu") == 0
+    assert "resumed from a/last.pt after epoch 1" in capsys.readouterr().err
+    assert [h["epoch"] for h in json.loads((tmp_path / "b" / "checkpoint.log.json").read_text())["history"]] == [0, 1, 2]
+    assert run("train", "bc-mlp", bg, "--out", "c", "--config", cfg, "--resume-from", "nowhere") == 2
+    assert "bib: error: nowhere: nothing to resume from (no last.pt;" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
+    frozen = str(tiny_config(tmp_path / "frozen.toml", lr=0.0))
+    assert run("train", "bc-mlp", bg, "--out", "d", "--config", frozen, "--epochs", "4", "--patience", "2",
+               "--device", "cpu") == 0
+    err = capsys.readouterr().err
+    assert "early stop after epoch 2: val_loss did not improve for 2 epochs (best epoch 0)" in err
+    assert "warning: best epoch is 0, the untrained model" in err
+
+
+def test_spread_numbers_of_known_embeddings():
+    from bib.observers.spread import collapse_warning, spread_of
+
+    got = spread_of(np.array([[0.0, 0.0], [3.0, 4.0], [3.0, 4.0], [3.0, 4.000001]]))
+    # 4 states, 2 vectors to 5 decimals; distances 5, 5, 5, 0, 0, 0 (x2 ordered) over 12 -> 2.5; mean norm 3.75
+    assert got == {"states": 4, "distinct_vectors": 2, "distinct_fraction": 0.5, "units": 2, "varying_units": 2,
+                   "distance_to_norm": round(2.5 / 3.75, 4)}
+    assert collapse_warning(got) == ("the state encoder collapses: 4 distinct validation states map to 2 distinct "
+                                     "vectors (50.0%, below 90%); 2 of 2 units vary")
+    assert collapse_warning({**got, "distinct_fraction": 0.9}) is None
+
+
+def test_embedding_spread_sees_a_collapsed_encoder(tmp_path, background):
+    from bib.observers.bc import BCMLPObserver
+    from bib.observers.config import TrainConfig
+    from bib.observers.encoders import collate
+    from bib.observers.spread import embedding_spread
+    from bib.observers.training import run_training
+    from bib.stimuli.blind import read_blind
+
+    paths = [r.path for r in find_episodes(background).refs]
+    eps = [read_blind(p, set()) for p in paths[:10]]
+    obs = BCMLPObserver(**TINY)
+    dense = [collate([obs.encode(e)]) for e in eps]
+    states = len(np.unique(np.concatenate([b.dense(torch.arange(b.n_states)).flatten(1).numpy() for b in dense]), axis=0))
+    fresh = embedding_spread(obs, eps)
+    assert fresh["states"] == states and fresh["units"] == 16
+    assert fresh["distinct_fraction"] >= 0.9 and fresh["distance_to_norm"] > 0
+    last = obs.net.encoder.head[1]  # the embedding layer: all zero, so every state maps to one vector
+    with torch.no_grad():
+        last.weight.zero_()
+        last.bias.zero_()
+    dead = embedding_spread(obs, eps)
+    assert (dead["states"], dead["distinct_vectors"], dead["varying_units"], dead["distance_to_norm"]) == (states, 1, 0, 0.0)
+    msgs: list[str] = []
+    report = run_training(obs, paths[:8], paths[8:12], TrainConfig(epochs=1, lr=0.0, batch_size=4, loader_workers=0),
+                          tmp_path / "checkpoint.pt", log=msgs.append)
+    log = json.loads((tmp_path / "checkpoint.log.json").read_text())
+    assert log["embedding"]["distinct_vectors"] == 1 and log["embedding"]["states"] > 1
+    collapse = [w for w in report.warnings if w.startswith("the state encoder collapses")]
+    assert collapse and log["warnings"] == report.warnings and f"warning: {collapse[0]}" in msgs

@@ -165,8 +165,10 @@ class Logger:
             self.writer.flush()
 
     def close(self) -> None:
+        """Close the TensorBoard writer (later writes go to the log and the CSV only)."""
         if self.writer is not None:
             self.writer.close()
+            self.writer = None
 
 
 @dataclass

@@ -31,6 +31,7 @@ from bib.observers.config import TrainConfig, as_is, config_from_dict, loader_wo
 from bib.observers.context import LAST, TrainingContext, provenance, split
 from bib.observers.encoders import Batch, collate
 from bib.observers.registry import learned_class
+from bib.observers.spread import SPREAD_EPISODES, collapse_warning, embedding_spread
 from bib.observers.trainable import subset
 from bib.progress import track
 from bib.stimuli.blind import blind_episode, episode_secret, read_blind
@@ -172,7 +173,9 @@ def run_training(
     beside it (the last epoch's weights, optimizer and generators: what ``resume_from`` continues) and the log
     (:func:`log_path`, ``metrics.csv``). With no validation items the training loss selects the epoch. ``sets``
     (:attr:`TrainReport.sets`) go into the checkpoint, so its model card names the training data. When no epoch
-    beats the untrained model (epoch 0), a warning is logged and recorded (:attr:`TrainReport.warnings`).
+    beats the untrained model (epoch 0), a warning is logged and recorded (:attr:`TrainReport.warnings`). With
+    ``out``, the log also gets the kept weights' embedding spread
+    (:func:`bib.observers.spread.embedding_spread`, ``embedding``) and a warning when the encoder collapses.
     """
     net = observer.net
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -221,6 +224,14 @@ def run_training(
     ctx.fields["provenance"]["cpu_seconds"] = round(time.process_time() - cpu, 3)
     ctx.finish(net)
     net.eval()
+    if out is not None:  # the kept weights' embedding spread (issue 42 item 3): the log only, never the checkpoint
+        with torch_threads(cfg.threads):
+            spread = embedding_spread(observer, [_episode(i) for i in (val_items or train_items)[:SPREAD_EPISODES]])
+        ctx.fields["embedding"] = spread
+        if (warning := collapse_warning(spread)) is not None:
+            ctx.warnings.append(warning)
+            log(f"warning: {warning}")
+        ctx.write()
     _sync(report, ctx)
     if out is not None and not Path(out).exists():
         # the best epoch is 0 (the whole history, as before), or one before the epoch resumed from: the history up
