@@ -66,7 +66,7 @@ def train_model(
     model: Any = None,
     epochs: int | None = None,
     patience: int = 0,
-    threads: int = 1,
+    threads: int = 0,
     resume_from: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Train a user's model ``package.module:Class`` on the background set and save it into ``folder``.
@@ -114,7 +114,7 @@ def train_model(
 
 def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *, options: Mapping[str, Any] | None,
                 seed: int, max_episodes: int, log: Callable[[str], None], device: str, model: Any = None,
-                epochs: int | None = None, patience: int = 0, threads: int = 1,
+                epochs: int | None = None, patience: int = 0, threads: int = 0,
                 resume_from: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """:func:`train_model` into a folder that exists and is empty."""
     from bib.stimuli.sets import find_episodes
