@@ -140,22 +140,91 @@ def write_steps(path: str | os.PathLike[str], steps: Iterable[tuple[str, np.ndar
         pq.write_table(table, fh)
 
 
-def read_steps(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Per-step surprise by episode id, steps in order."""
+STEPS_COLUMNS = {"episode_id": "a string", "step": "an integer", "surprise": "a floating-point number"}
+"""The per-step Parquet's columns and their types (:func:`write_steps` writes them, :func:`read_steps` checks them)."""
+
+
+def _steps_type_ok(column: str, kind: object) -> bool:
+    import pyarrow as pa
+
+    t = pa.types
+    if column == "episode_id":
+        return bool(t.is_string(kind) or t.is_large_string(kind))
+    if column == "step":
+        return bool(t.is_integer(kind))
+    return bool(t.is_floating(kind))
+
+
+def read_steps(path: str | os.PathLike[str], episodes: EpisodeSet | None = None,
+               n_steps: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Read and validate a per-step Parquet (the one reader of them): per-step surprise by episode id, steps in order.
+
+    The file must be Parquet (its footer readable) with the columns of :data:`STEPS_COLUMNS` in their types
+    and no nulls; every surprise finite; each episode's steps 1, 2, ..., n, each once. With ``episodes``,
+    no id outside the set; with ``n_steps`` (``{id: its test trial's steps}``), each episode has exactly as
+    many steps as its test trial. The first problem is one line naming the file (and the row, from 1).
+
+    Raises:
+        BibInputError: on the first problem.
+    """
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path, columns=["episode_id", "step", "surprise"])
+        schema = pq.ParquetFile(path).schema_arrow
+    except (OSError, ValueError) as exc:
+        raise BibInputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+    for column, kind in STEPS_COLUMNS.items():
+        if column not in schema.names:
+            raise BibInputError(f"{path}: no column {column!r} (the columns are {', '.join(STEPS_COLUMNS)})")
+        if not _steps_type_ok(column, schema.field(column).type):
+            raise BibInputError(f"{path}: column {column!r} is {schema.field(column).type}, must be {kind}")
+    try:
+        table = pq.read_table(path, columns=list(STEPS_COLUMNS))
     except (OSError, ValueError, KeyError) as exc:
         raise BibInputError(f"{path}: cannot read per-step surprise ({exc})") from None
+    for column in STEPS_COLUMNS:
+        nulls = table.column(column).null_count
+        if nulls:
+            raise BibInputError(f"{path}: column {column!r} has {nulls} empty value(s)")
     ids = table.column("episode_id").to_pylist()
-    step = table.column("step").to_numpy()
-    value = table.column("surprise").to_numpy()
-    order = np.lexsort((step, np.asarray(ids, dtype=object).astype(str)))
-    out: dict[str, list[float]] = {}
-    for i in order:
-        out.setdefault(ids[i], []).append(float(value[i]))
-    return {k: np.asarray(v) for k, v in out.items()}
+    step = table.column("step").to_numpy().astype(np.int64)
+    value = table.column("surprise").to_numpy().astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(value))
+    if bad.size:
+        i = int(bad[0])
+        raise BibInputError(f"{path}: row {i + 1}: surprise of {ids[i]!r} at step {step[i]} is {value[i]} (must be finite)")
+    known = episodes.ids() if episodes is not None else None
+    rows: dict[str, list[int]] = {}
+    for i, eid in enumerate(ids):
+        rows.setdefault(eid, []).append(i)
+    out: dict[str, np.ndarray] = {}
+    for eid, where in rows.items():
+        if known is not None and eid not in known:
+            raise BibInputError(f"{path}: row {where[0] + 1}: unknown episode id {eid!r}")
+        order = sorted(where, key=lambda i: step[i])
+        got = step[order]
+        if not np.array_equal(got, np.arange(1, len(got) + 1)):
+            raise BibInputError(f"{path}: episode {eid!r}: steps must be 1..{len(got)}, each once "
+                                f"(got {', '.join(str(int(s)) for s in got[:6])}{', ...' if len(got) > 6 else ''})")
+        if n_steps is not None and eid in n_steps and len(got) != n_steps[eid]:
+            raise BibInputError(f"{path}: episode {eid!r} has {len(got)} steps; its test trial has {n_steps[eid]}")
+        out[eid] = value[order]
+    return out
+
+
+def check_steps_agree(results_path: str | os.PathLike[str], per_episode: Mapping[str, float],
+                      steps: Mapping[str, np.ndarray]) -> None:
+    """Refuse (BibInputError) per-step surprise that misses an episode of the results file, or whose max is not
+    the file's surprise (``bib score`` writes the max readout beside the steps: the two must say the same)."""
+    steps_file = steps_path(results_path)
+    missing = [eid for eid in per_episode if eid not in steps]
+    if missing:
+        raise BibInputError(f"{steps_file}: no per-step surprise for {len(missing)} episode(s), e.g. {missing[0]}")
+    for eid, value in per_episode.items():
+        top = readout(steps[eid], "max")
+        if top != value:
+            raise BibInputError(f"{steps_file}: episode {eid!r}: the max of its steps is {top}, but "
+                                f"{Path(results_path).name} says {value!r}")
 
 
 # ---------------------------------------------------------------- accuracy
@@ -649,10 +718,8 @@ def surprise_by_episode(
     per_episode = read_results(results_path, episodes)
     steps_file = steps_path(results_path)
     if steps_file.exists():
-        steps = read_steps(steps_file)
-        missing = [eid for eid in per_episode if eid not in steps]
-        if missing:
-            raise BibInputError(f"{steps_file}: no per-step surprise for {len(missing)} episode(s), e.g. {missing[0]}")
+        steps = read_steps(steps_file, episodes)
+        check_steps_agree(results_path, per_episode, steps)
         return {eid: readout(steps[eid], how) for eid in per_episode}
     if how != "max":
         raise BibInputError(

@@ -35,7 +35,7 @@ class KitFormat(str, Enum):
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``score``, ``blind``, ``evaluate``, ``audit`` and ``leaderboard`` to ``app``."""
+    """Add ``score``, ``blind``, ``check-submission``, ``evaluate``, ``audit`` and ``leaderboard`` to ``app``."""
 
     @app.command()
     def score(
@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def blind(
         episodes: Path = typer.Argument(..., help="The VOE set to hand out: a folder searched recursively for episodes / manifests, or a manifest.csv."),
-        out: Path = out_option("the kit: episodes/<id>.json (blind), kit.csv (episode_id,condition), videos/ when the set has them (.mp4 or .webm), bib-json/ with --format bib-json, each folder's files padded to one size; a new or empty folder"),
+        out: Path = out_option("the kit: README.md (the files, how to score, the results formats), sample-submission/ (results.csv and results.steps.parquet, surprise 0), episodes/<id>.json (blind), kit.csv (episode_id,condition), videos/ when the set has them (.mp4 or .webm), bib-json/ with --format bib-json, each folder's files padded to one size; a new or empty folder"),
         key: Path = typer.Option(..., "--key", help="Where to write the key (a CSV for `bib evaluate KEY RESULTS`); never inside the kit.", show_default=False),
         fmt: KitFormat = typer.Option(KitFormat.episodes, "--format", help="episodes (blind bib.episode/1 files) or bib-json (also BIB's per-frame JSON)."),
         seed: int = typer.Option(None, "--seed", help="Base seed of a reproducible kit (default: a fresh random secret); the seed tells the key, keep it as secret.", show_default=False),
@@ -91,9 +91,10 @@ def register(app: typer.Typer) -> None:
 
         The set must be one no one can rebuild (`bib generate SPEC --secret-seed --out SET`); any
         other is refused unless --allow-public. Score the kit with any model (`bib score OBSERVER KIT
-        --out R`, or a program that writes episode_id,surprise over kit.csv's ids), then
-        `bib evaluate KEY.csv RESULTS`. See docs/blind-scoring.md.
+        --out R`, or a program that writes episode_id,surprise over kit.csv's ids), check it with
+        `bib check-submission KIT R`, then `bib evaluate KEY.csv R`. See docs/blind-scoring.md.
         """
+        from bib.challenge.submission import write_kit_docs
         from bib.stimuli.kit import check_kit_paths, make_kit
 
         check_kit_paths(out, key, force)
@@ -103,11 +104,28 @@ def register(app: typer.Typer) -> None:
             from bib.challenge import check_bundle_path, write_codabench
 
             check_bundle_path(codabench, out, force)
-        summary = make_kit(episodes, out, key, fmt=fmt.value, seed=seed, force=force, allow_public=allow_public)
+        summary = make_kit(episodes, out, key, fmt=fmt.value, seed=seed, force=force, allow_public=allow_public,
+                           extras=write_kit_docs)
         typer.echo(summary.to_json_text() if as_json else summary.to_markdown(), nl=not as_json)
         if codabench is not None:
             bundle = write_codabench(key, out, codabench, docker_image=docker_image)
             typer.echo(f"Codabench bundle in {bundle}: upload it as a competition bundle (it holds the key)", err=as_json)
+
+    @app.command("check-submission")
+    def check_submission(
+        kit: Path = typer.Argument(..., help="The kit folder `bib blind` wrote (its kit.csv lists the ids).", show_default=False),
+        results: Path = typer.Argument(..., help="The submission: a `bib score` folder or a results CSV (episode_id,surprise); a results.steps.parquet beside it is checked too.", show_default=False),
+        as_json: bool = JSON,
+    ) -> None:
+        """Check a submission's format against a kit, without the key: every kit id once, no other id, finite surprise; the per-step Parquet's footer, columns, types, step counts and max.
+
+        The rules are those of `bib evaluate` and the Codabench scoring program. One line and exit
+        code 2 on the first problem; a one-line OK otherwise. See docs/blind-scoring.md.
+        """
+        from bib.challenge.submission import check_submission as run
+
+        result = run(kit, results)
+        typer.echo(result.to_json_text() if as_json else result.to_markdown(), nl=not as_json)
 
     @app.command()
     def evaluate(

@@ -40,6 +40,7 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -150,13 +151,16 @@ def check_secret(found: EpisodeSet, source: object, allow_public: bool = False) 
 
 def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike[str], key: str | os.PathLike[str],
              *, fmt: str = "episodes", seed: int | None = None, force: bool = False,
-             progress: bool = True, allow_public: bool = False) -> KitSummary:
+             progress: bool = True, allow_public: bool = False,
+             extras: Callable[[Path], None] | None = None) -> KitSummary:
     """Write the kit of a set into ``out`` and its key to ``key`` (see the module docstring).
 
     The kit is built in a temporary sibling folder and renamed at the end; the key is written
     (atomically) after it. Every episode is read with the world checks first. A set that anyone can
     rebuild (not generated with ``--secret-seed``: :mod:`bib.stimuli.origin`) is refused unless
-    ``allow_public``, and then the key says :data:`bib.stimuli.origin.PUBLIC_NOTE`.
+    ``allow_public``, and then the key says :data:`bib.stimuli.origin.PUBLIC_NOTE`. ``extras`` (``bib blind``
+    gives :func:`bib.challenge.submission.write_kit_docs`: the README and the sample submission) is called on the
+    finished kit's temporary folder before the rename, so what it writes is in the kit or nothing is.
 
     Raises:
         BibInputError: the paths of :func:`check_kit_paths`, an unknown format, a public set without
@@ -211,7 +215,9 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
                 _pad(tmp / sub)
         kit_text = _csv([[ids[r.id], r.condition] for r in refs], KIT_COLUMNS)
         (tmp / KIT_LIST).write_text(kit_text, encoding="utf-8")
-        fingerprint = hashlib.sha256(kit_text.encode("utf-8")).hexdigest()[:16]
+        fingerprint = kit_fingerprint(kit_text)
+        if extras is not None:
+            extras(tmp)
         if kit.is_dir():
             kit.rmdir()  # empty (checked): the rename replaces it
         os.replace(tmp, kit)
@@ -231,6 +237,37 @@ def make_kit(source: str | os.PathLike[str] | EpisodeSet, out: str | os.PathLike
     for r in refs:
         counts[r.condition] = counts.get(r.condition, 0) + 1
     return KitSummary(kit, k, fingerprint, videos, dict(sorted(counts.items())), meta.get("note"))  # type: ignore[arg-type]
+
+
+def kit_fingerprint(kit_text: str) -> str:
+    """A kit's fingerprint: the first 16 hex digits of the SHA-256 of its ``kit.csv``."""
+    return hashlib.sha256(kit_text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_kit(kit: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
+    """``(the kit's episodes as a set, its fingerprint)`` from its ``kit.csv`` (no key needed): refs under the
+    opaque ids with their condition and their file ``episodes/<id>.json``; no outcome, pair or design.
+
+    Raises:
+        BibInputError: not a kit folder, or a ``kit.csv`` that is not ``episode_id,condition`` rows of distinct ids.
+    """
+    folder = Path(kit)
+    p = folder / KIT_LIST
+    if not p.is_file():
+        raise BibInputError(f"{kit}: no {KIT_LIST} inside (not a `bib blind` kit folder)")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BibInputError(f"{p}: cannot read ({exc})") from None
+    reader = csv.reader(text.splitlines())
+    if next(reader, None) != KIT_COLUMNS:
+        raise BibInputError(f"{p}: line 1: header must be {','.join(KIT_COLUMNS)}")
+    refs: dict[str, EpisodeRef] = {}
+    for n, row in enumerate(reader, start=2):
+        if len(row) != len(KIT_COLUMNS) or not row[0] or row[0] in refs:
+            raise BibInputError(f"{p}: line {n}: malformed or repeated row")
+        refs[row[0]] = EpisodeRef(row[0], None, row[1], "", folder / "episodes" / f"{row[0]}.json", task=row[1])
+    return EpisodeSet(sorted(refs.values(), key=lambda r: r.id), []), kit_fingerprint(text)
 
 
 def _json_filler(n: int) -> bytes:
@@ -346,8 +383,10 @@ def read_key(path: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
     return EpisodeSet(sorted(refs, key=lambda r: r.id), sets), fingerprint
 
 
-def check_results_kit(results: str | os.PathLike[str], found: EpisodeSet, fingerprint: str, key: str | os.PathLike[str]) -> None:
-    """Refuse results that share no id with the key: they belong to another kit (the ids of each kit differ)."""
+def check_results_kit(results: str | os.PathLike[str], found: EpisodeSet, fingerprint: str, key: str | os.PathLike[str],
+                      what: str = "the key") -> None:
+    """Refuse results that share no id with the key (``what``: "the key", or "the kit" for ``bib check-submission``):
+    they belong to another kit (the ids of each kit differ)."""
     p = Path(results)
     try:
         with open(p, newline="", encoding="utf-8") as fh:
@@ -355,9 +394,9 @@ def check_results_kit(results: str | os.PathLike[str], found: EpisodeSet, finger
     except (OSError, UnicodeDecodeError):
         return  # the results reader names the problem
     if ids and not ids & found.ids():
-        raise BibInputError(f"{p}: none of its {len(ids)} episode ids is in the key {key} (kit {fingerprint}); "
+        raise BibInputError(f"{p}: none of its {len(ids)} episode ids is in {what} {key} (kit {fingerprint}); "
                             "these are results on another kit")
 
 
-__all__ = ["FORMATS", "KEY_COLUMNS", "KIT_COLUMNS", "KitSummary", "check_kit_paths", "check_results_kit", "check_secret",
-           "is_key", "key_note", "make_kit", "read_key"]
+__all__ = ["FORMATS", "KEY_COLUMNS", "KIT_COLUMNS", "KIT_LIST", "KitSummary", "check_kit_paths", "check_results_kit",
+           "check_secret", "is_key", "key_note", "kit_fingerprint", "make_kit", "read_key", "read_kit"]

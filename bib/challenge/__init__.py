@@ -178,7 +178,8 @@ bib score inverse-planner KIT --out RUN
 bib score my_model:MyObserver KIT --out RUN
 ```
 
-and `RUN/{RESULTS_NAME}` is the file to zip.
+and `RUN/{RESULTS_NAME}` is the file to zip; `bib check-submission KIT RUN` checks its format first (no key
+needed; the kit's `README.md` describes the formats).
 
 A submission that breaks a rule fails with one line in its error log naming the file and the rows.
 """
