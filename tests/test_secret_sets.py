@@ -140,7 +140,7 @@ def test_a_secret_sets_kit_names_no_seed_and_evaluates_quietly(secret: tuple[Pat
     assert code == 0 and PUBLIC_NOTE not in printed
     header = json.loads(key.read_text().splitlines()[0].removeprefix("# bib blind key "))
     assert header["sets"] == [{"limited": True, "name": "bib-ctrl", "seed": "secret"}] and "public" not in header
-    assert seed not in key.read_text() and not [f for f in kit.rglob("*") if f.is_file() and seed in f.read_text()]
+    assert seed not in key.read_text() and not [f for f in kit.rglob("*") if f.is_file() and seed.encode() in f.read_bytes()]
     code, table, _ = run_cli(capsys, "evaluate", str(key), str(_results(kit, tmp_path / "r.csv")), "--json")
     doc = json.loads(table)
     assert code == 0 and "note" not in doc and doc["set"]["seed"] == "secret"
