@@ -170,7 +170,7 @@ def read_steps(path: str | os.PathLike[str], episodes: EpisodeSet | None = None,
     import pyarrow.parquet as pq
 
     try:
-        schema = pq.ParquetFile(path).schema_arrow
+        schema = pq.read_schema(path)
     except (OSError, ValueError) as exc:
         raise BibInputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
     for column, kind in STEPS_COLUMNS.items():

@@ -7,7 +7,9 @@ A kit is what an organiser gives a submitter whose model they do not run themsel
 - ``videos/<id>.mp4`` (or ``.webm``) when the set has videos, copied byte for byte (they are rendered
   without metadata and draw no id), then padded;
 - ``bib-json/<id>.json`` with ``--format bib-json``: the blind episode in BIB's per-frame JSON;
-- ``kit.csv``: ``episode_id,condition``, one row per episode, sorted by opaque id.
+- ``kit.csv``: ``episode_id,condition``, one row per episode, sorted by opaque id;
+- from ``bib blind`` (``extras``: :func:`bib.challenge.submission.write_kit_docs`), ``README.md`` and
+  ``sample-submission/`` (the results formats, and a sample in them: surprise 0 at every test step).
 
 Nothing else: no provenance, no set name, no seed. The opaque ids are hashes of the kit's secret
 (32 random bytes, or derived from ``--seed`` for a reproducible kit: then the seed must stay as
