@@ -148,6 +148,27 @@ def test_a_bad_submission_is_one_line(challenge: dict[str, Path], tmp_path: Path
     assert code == 2 and "holds 2 .csv files (a.csv, b.csv); submit only results.csv" in err
 
 
+def test_a_zipped_per_step_parquet_is_checked_by_the_same_reader(challenge: dict[str, Path], tmp_path: Path) -> None:
+    """A results.steps.parquet zipped beside results.csv is read with the rules `bib check-submission` applies."""
+    csv_bytes = (challenge["run"] / "results.csv").read_bytes()
+    steps = (challenge["run"] / "results.steps.parquet").read_bytes()
+    code, _, err, output = _codabench_run(challenge["bundle"], {"results.csv": csv_bytes, "results.steps.parquet": steps},
+                                          tmp_path / "good")
+    assert code == 0 and err == "" and (output / "scores.json").is_file()
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(challenge["run"] / "results.steps.parquet")
+    buf = io.BytesIO()  # steps as floats: read without a word before issue 42
+    pq.write_table(table.set_column(1, "step", table.column("step").cast(pa.float64())), buf)
+    for name, data, says in (("bad", b"PAR1 not a footer", "results.steps.parquet: not a readable Parquet file"),
+                             ("float", buf.getvalue(), "results.steps.parquet: column 'step' is double, must be an integer")):
+        code, _, err, output = _codabench_run(challenge["bundle"], {"results.csv": csv_bytes, "results.steps.parquet": data},
+                                              tmp_path / name)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and says in err, (name, err)
+        assert not (output / "scores.json").exists()
+
+
 def test_the_bundle_bytes_follow_the_kit_and_key(challenge: dict[str, Path], tmp_path: Path) -> None:
     from bib.challenge import write_codabench
 
