@@ -55,17 +55,24 @@ def _check(capsys: pytest.CaptureFixture[str], kit: Path, results: Path) -> tupl
     return run_cli(capsys, "check-submission", str(kit), str(results))
 
 
-def test_the_readme_names_every_file_the_kit_holds(kit: dict[str, Path]) -> None:
-    readme = (kit["kit"] / "README.md").read_text()
-    files = sorted(p.relative_to(kit["kit"]).as_posix() for p in kit["kit"].rglob("*") if p.is_file())
-    ids = set(_ids(kit["kit"]))
+def _readme_names_every_file(folder: Path) -> str:
+    """Assert that the kit's README names each of its files (an episode's as `<folder>/<id>.<suffix>`); the README."""
+    readme = (folder / "README.md").read_text()
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    ids = set(_ids(folder))
     assert {"README.md", "kit.csv", "sample-submission/results.csv", "sample-submission/results.steps.parquet"} <= set(files)
-    assert len([f for f in files if f.startswith("episodes/")]) == len(ids) == 28
+    assert len([f for f in files if f.startswith("episodes/")]) == len(ids)
     for f in files:
-        folder, _, name = f.rpartition("/")
+        where, _, name = f.rpartition("/")
         stem, dot, suffix = name.partition(".")
-        shown = f"{folder}/<id>{dot}{suffix}" if stem in ids else f
+        shown = f"{where}/<id>{dot}{suffix}" if stem in ids else f
         assert f"`{shown}`" in readme, shown
+    return readme
+
+
+def test_the_readme_names_every_file_the_kit_holds(kit: dict[str, Path]) -> None:
+    readme = _readme_names_every_file(kit["kit"])
+    assert len(_ids(kit["kit"])) == 28
     assert "videos/" not in readme and "bib-json/" not in readme  # only what this kit holds
     for column in ("`episode_id`", "`step`", "`surprise`", "a string", "an integer", "a floating-point number"):
         assert column in readme
@@ -200,3 +207,21 @@ def test_not_a_kit_is_one_line(kit: dict[str, Path], tmp_path: Path, capsys: pyt
     assert code == 2 and err == f"bib: error: {tmp_path}: no kit.csv inside (not a `bib blind` kit folder)\n"
     code, _, err = _check(capsys, kit["kit"], tmp_path / "nothing")
     assert code == 2 and err == f"bib: error: {tmp_path / 'nothing'}: no such file or folder\n"
+
+
+def test_the_readme_of_a_kit_with_videos_and_bib_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bib.challenge.submission import write_kit_docs
+    from bib.render.frames import RenderSettings
+    from bib.stimuli.build import build
+    from bib.stimuli.kit import make_kit
+
+    build([("preference", 2), ("efficiency-path", 2)], 7, tmp_path / "set", video=True,
+          settings=RenderSettings(cell_px=4, fps=5))
+    make_kit(tmp_path / "set", tmp_path / "kit", tmp_path / "key.csv", fmt="bib-json", seed=2, progress=False,
+             allow_public=True, extras=write_kit_docs)
+    assert sorted(p.name for p in (tmp_path / "kit").iterdir()) == ["README.md", "bib-json", "episodes", "kit.csv",
+                                                                     "sample-submission", "videos"]
+    readme = _readme_names_every_file(tmp_path / "kit")
+    assert "`videos/<id>.mp4`" in readme and "`bib-json/<id>.json`" in readme and "- preference: 4" in readme
+    code, out, _ = _check(capsys, tmp_path / "kit", tmp_path / "kit" / "sample-submission")
+    assert code == 0 and "8 episodes" in out

@@ -28,9 +28,9 @@ SAMPLE = "sample-submission"
 """The sample submission's folder inside a kit."""
 
 
-def kit_readme(n_episodes: int, conditions: dict[str, int], folders: list[str]) -> str:
-    """The kit's README: what it is, its files (``folders``: the kit's folders besides the sample), how to score a
-    model and the accepted results formats."""
+def kit_readme(n_episodes: int, conditions: dict[str, int], folders: list[str], video_suffix: str = ".mp4") -> str:
+    """The kit's README: what it is, its files (``folders``: the kit's folders besides the sample; its videos'
+    ``video_suffix``), how to score a model and the accepted results formats."""
     from bib.evaluation import RESULTS, STEPS_COLUMNS, steps_path
     from bib.stimuli.kit import KIT_LIST
 
@@ -38,7 +38,7 @@ def kit_readme(n_episodes: int, conditions: dict[str, int], folders: list[str]) 
     what = {
         "episodes": "`episodes/<id>.json`: every episode of the kit in its blind view (bib's episode schema, "
                     "`bib.episode/1`), under its opaque id; each file padded with spaces to one size.",
-        "videos": "`videos/<id>.mp4` (or `.webm`): the episode's video, padded to one size with a block players skip.",
+        "videos": f"`videos/<id>{video_suffix}`: the episode's video, padded to one size with a block players skip.",
         "bib-json": "`bib-json/<id>.json`: the episode in BIB's per-frame JSON, padded with spaces to one size.",
     }
     files = [f"- `{README}`: this file.", f"- `{KIT_LIST}`: `episode_id,condition`, one row per episode, sorted by id.",
@@ -122,7 +122,9 @@ def write_kit_docs(folder: str | os.PathLike[str]) -> None:
     for r in found.refs:
         counts[r.condition] = counts.get(r.condition, 0) + 1
     folders = [f for f in ("episodes", "videos", "bib-json") if (root / f).is_dir()]
-    atomic_write_text(root / README, kit_readme(len(found.refs), dict(sorted(counts.items())), folders))
+    suffixes = sorted({v.suffix for v in (root / "videos").iterdir()}) if "videos" in folders else [".mp4"]
+    atomic_write_text(root / README, kit_readme(len(found.refs), dict(sorted(counts.items())), folders,
+                                                "` or `".join(suffixes)))
 
 
 @dataclass(frozen=True)
