@@ -59,12 +59,24 @@ def read_results(path: str | Path, episodes: pd.DataFrame, name: str | None = No
         BibInputError: a malformed file, non-finite surprise, duplicate or unknown episode ids.
     """
     p = Path(path)
-    known = EpisodeSet([EpisodeRef(e, None, "", "", p) for e in episodes["episode_id"]])
-    scores = read_results_file(p, known, complete=False)
-    raw = pd.DataFrame({"episode_id": list(scores), "surprise": list(scores.values())})
+    ids, surprise = read_model_scores(p, episodes)
+    raw = pd.DataFrame({"episode_id": ids, "surprise": surprise})
     df = raw.merge(episodes, on="episode_id", how="left")
     df = df[df["outcome"].isin(OUTCOMES)]
     return _responses(name or p.stem, df["condition"], df["pair_id"], df["outcome"], df["surprise"])
+
+
+def read_model_scores(path: str | Path, episodes: pd.DataFrame) -> tuple[list[str], list[float]]:
+    """A model's results file (``episode_id,surprise``) read by :func:`bib.evaluation.read_results`
+    against the episode index (it may cover part of the set): its episode ids and surprises.
+
+    Raises:
+        BibInputError: a malformed file, non-finite surprise, duplicate or unknown episode ids.
+    """
+    p = Path(path)
+    known = EpisodeSet([EpisodeRef(e, None, "", "", p) for e in episodes["episode_id"]])
+    scores = read_results_file(p, known, complete=False)
+    return list(scores), [float(v) for v in scores.values()]
 
 
 def infant_responses(rows: pd.DataFrame) -> pd.DataFrame:

@@ -81,20 +81,42 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def compare(
-        infants: Path = typer.Argument(..., help="Infant looking-time data (as for bib analyze): a file or a folder of session files."),
-        episodes: Path = typer.Argument(..., help="The episode set the models scored: a folder with manifest.csv or episode JSON files."),
-        results: list[Path] = typer.Argument(..., help="Each model's `bib score` folder (named by the folder) or results CSV episode_id,surprise (named by the file stem)."),
+        inputs: list[Path] = typer.Argument(..., metavar="[INFANTS] EPISODES RESULTS...",
+                                            help="INFANTS: looking-time data as for bib analyze, a file or a folder of session "
+                                                 "files (left out with --ratings); EPISODES: the episode set the models scored "
+                                                 "(a folder with manifest.csv or episode JSON files); RESULTS: each model's "
+                                                 "`bib score` folder (named by the folder) or results CSV episode_id,surprise "
+                                                 "(named by the file stem)."),
+        ratings: Path | None = typer.Option(None, "--ratings", show_default=False,  # noqa: UP007
+                                            help="A folder of adult surprise-rating sessions (NAME_ID_ratings.csv, from `bib "
+                                                 "experiment SET --ratings`): report per-trial agreement of each model with the "
+                                                 "mean rating instead of the infant comparison; then give EPISODES RESULTS..."),
+        boot: int = typer.Option(2000, "--boot", min=100, max=100000, show_default=True,
+                                 help="With --ratings: bootstrap resamples per correlation CI."),
+        splits: int = typer.Option(200, "--splits", min=10, max=100000, show_default=True,
+                                   help="With --ratings: random rater splits for the split-half reliability."),
+        seed: int = typer.Option(0, "--seed", min=0, show_default=True, help="With --ratings: seed of the bootstrap and the splits."),
         fmt: Format | None = FormatOpt,  # noqa: UP007
         spec: Path | None = SpecOpt,  # noqa: UP007
         scale: Scale | None = ScaleOpt,  # noqa: UP007
         as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-        out: Path | None = optional_out("compare.json, compare.csv, forest.{png,svg} and provenance.json"),  # noqa: UP007
+        out: Path | None = optional_out("compare.json, compare.csv, forest.{png,svg} (with --ratings: ratings.json, "  # noqa: UP007
+                                        "ratings.md) and provenance.json"),
         force: bool = FORCE,
     ) -> None:
-        """Models vs infants: z-scored responses, response_z ~ outcome * observer + (1 | unit) per task."""
+        """Models vs infants: z-scored responses, response_z ~ outcome * observer + (1 | unit) per task;
+        with --ratings, models vs adults' surprise ratings per trial (Pearson, Spearman, pairwise accuracy, reliability)."""
         from bib.analysis import compare as cmp
         from bib.evaluation import RESULTS, results_file
 
+        least = 2 if ratings is not None else 3
+        if len(inputs) < least:
+            usage = "EPISODES RESULTS... with --ratings" if ratings is not None else "INFANTS EPISODES RESULTS..."
+            raise BibInputError(f"compare: give {usage} ({len(inputs)} path{'s' if len(inputs) != 1 else ''} given)")
+        if ratings is not None and (fmt is not None or spec is not None or scale is not None):
+            raise BibInputError("compare: --format, --spec and --scale read infant data; with --ratings give EPISODES RESULTS... only")
+        infants = None if ratings is not None else inputs[0]
+        episodes, results = (inputs[0], inputs[1:]) if ratings is not None else (inputs[1], inputs[2:])
         files = [results_file(r) for r in results]
         names = [f.parent.name if f.name == RESULTS and Path(r).is_dir() else f.stem for f, r in zip(files, results)]
         clash = sorted({n for n in names if names.count(n) > 1 or n == cmp.INFANTS})
@@ -104,8 +126,23 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             from bib.io import OutputFolder
 
-            folder = OutputFolder(out, {"command": "compare", "infants": infants, "episodes": episodes, "results": files,
-                                        "spec": spec, "format": value(fmt), "scale": value(scale)}, force=force)
+            job = ({"command": "compare", "ratings": ratings, "episodes": episodes, "results": files, "boot": boot,
+                    "splits": splits, "seed": seed} if ratings is not None else
+                   {"command": "compare", "infants": infants, "episodes": episodes, "results": files,
+                    "spec": spec, "format": value(fmt), "scale": value(scale)})
+            folder = OutputFolder(out, job, force=force)
+        if ratings is not None:
+            from bib.analysis import ratings as rt
+
+            index = cmp.read_episode_index(episodes)
+            table = rt.read_ratings(ratings, index)
+            models = {n: dict(zip(*cmp.read_model_scores(f, index))) for f, n in zip(files, names)}
+            agreement = rt.RatingAgreement(rt.agreement(table, index, models, n_boot=boot, n_splits=splits, seed=seed))
+            if folder is not None:
+                with folder as tmp:
+                    agreement.save(tmp)
+            typer.echo(agreement.to_json_text().rstrip() if as_json else agreement.to_markdown())
+            return
         analysis, spec_obj = _load([infants], fmt, spec, scale)
         index = cmp.read_episode_index(episodes)
         result = cmp.Comparison(cmp.compare(analysis.data, [cmp.read_results(f, index, n) for f, n in zip(files, names)],
@@ -119,6 +156,30 @@ def register(app: typer.Typer) -> None:
                 cmp.write_table(result.result, tmp / "compare.csv")
                 atomic_write_text(tmp / "compare.json", result.to_json_text())
         typer.echo(result.to_json_text().rstrip() if as_json else result.to_markdown())
+
+    @app.command("simulate-ratings")
+    def simulate_ratings(
+        episodes: Path = typer.Argument(..., help="The episode set to rate: a folder with manifest.csv or episode JSON files."),
+        out: Path = out_option("One SYNTHETIC rating session per rater, NAME_rNN_ratings.csv (synthetic = true on every row), "
+                               "and provenance.json"),
+        raters: int = typer.Option(20, "--raters", min=2, max=10000, show_default=True, help="Raters (one session file each)."),
+        seed: int = typer.Option(0, "--seed", min=0, show_default=True, help="Seed of the raters' plans and their ratings."),
+        name: str = typer.Option("", "--name", show_default=False, help="The study name in the file names (default: the set folder's name)."),
+        force: bool = FORCE,
+    ) -> None:
+        """SYNTHETIC adult surprise ratings of a set's pairs (AGENT's design: each rater sees one outcome of every pair)."""
+        from bib.analysis import ratings as rt
+        from bib.analysis.compare import read_episode_index
+        from bib.io import OutputFolder, atomic_write_text
+
+        folder = OutputFolder(out, {"command": "simulate-ratings", "episodes": episodes, "raters": raters, "seed": seed,
+                                    "name": name}, force=force)
+        index = read_episode_index(episodes)
+        sessions = rt.simulate_ratings(index, raters, seed, name or Path(episodes).resolve().name)
+        with folder as tmp:
+            for file, rows in sessions.items():
+                atomic_write_text(tmp / file, rows.to_csv(index=False, lineterminator="\n"))
+        typer.echo(f"{out}: {len(sessions)} SYNTHETIC rating sessions of {rows['pair_id'].nunique()} pairs")
 
     @app.command()
     def reliability(
