@@ -7,10 +7,12 @@
 - ``published/reflection_table1_environments.csv``: the extended-environments library's results behind Table 1
   (every agent, environment, seed and length), for ``bib.reflection.published``.
 - ``looking_times/example.csv``: SYNTHETIC example looking times (the demo's analysis input).
+- ``ratings/example/*_ratings.csv``: SYNTHETIC adult surprise ratings of the infant-pilot set (20 raters), written by
+  ``bib simulate-ratings`` (data/README.md).
 - ``analysis/infant-pilot.toml``: the analysis spec of the infant pilot (the demo's).
 - ``stimuli/*.toml``: the built-in stimulus specs (``bib generate bib-eval``).
 
-In a checkout, ``baselines/results.csv``, ``data/published``, ``data/looking_times``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
+In a checkout, ``baselines/results.csv``, ``data/published``, ``data/looking_times``, ``data/ratings``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
 links to these files, so the paths the docs use work there too.
 """
 
