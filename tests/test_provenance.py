@@ -35,6 +35,7 @@ RECIPES: dict[str, Recipe] = {
     "import": lambda i, o: ["import", str(i["exported"]), "--out", o],
     "analyze": lambda i, o: ["analyze", EXAMPLE, "--out", o],
     "compare": lambda i, o: ["compare", EXAMPLE, str(i["manifest_set"]), str(i["model"]), "--spec", SPEC, "--out", o],
+    "simulate-ratings": lambda i, o: ["simulate-ratings", str(i["manifest_set"]), "--raters", "4", "--out", o],
     "reliability": lambda i, o: ["reliability", str(ROOT / "tests" / "fixtures" / "reliability" / "coder_a.csv"),
                                  str(ROOT / "tests" / "fixtures" / "reliability" / "coder_b.csv"), "--out", o],
     "power simulate": lambda i, o: ["power", "simulate", "--out", o],

@@ -63,11 +63,14 @@ def test_agreement_numbers_equal_scipy_and_independent_loops(inputs: dict[str, P
     # the documented draws, redone here: the splits first, then Pearson's and Spearman's resamples
     rng = np.random.default_rng(seed)
     raters = np.array(sorted(table["participant_id"].unique()))
+    by_episode: dict[str, list[tuple[str, float]]] = {e: [] for e in means.index}
+    for who, e, v in zip(table["participant_id"], table["episode_id"], table["rating"]):
+        by_episode[e].append((who, v))
     sb = []
     for _ in range(n_splits):
         half = set(rng.permutation(raters)[:6])
-        a = {e: [r.rating for r in table.itertuples() if r.episode_id == e and r.participant_id in half] for e in means.index}
-        b = {e: [r.rating for r in table.itertuples() if r.episode_id == e and r.participant_id not in half] for e in means.index}
+        a = {e: [v for who, v in by_episode[e] if who in half] for e in means.index}
+        b = {e: [v for who, v in by_episode[e] if who not in half] for e in means.index}
         both = [e for e in means.index if a[e] and b[e]]  # episodes rated in both halves
         r = stats.pearsonr([np.mean(a[e]) for e in both], [np.mean(b[e]) for e in both])[0]
         sb.append(2 * r / (1 + r))
