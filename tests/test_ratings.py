@@ -208,3 +208,10 @@ def test_shipped_example_is_the_documented_command_output(tmp_path: Path, capsys
     assert made == sorted(p.name for p in shipped.glob("*_ratings.csv")) and len(made) == 20
     for name in made:
         assert (tmp_path / "r" / name).read_bytes() == (shipped / name).read_bytes(), name
+
+
+def test_bib_experiment_ratings_refuses_bad_input(inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "experiment", str(inputs["set"]), "--ratings", "--out", str(tmp_path / "s"))
+    assert code == 2 and "the set has no presentation orders" in err and not (tmp_path / "s").exists()
+    code, _, err = run_cli(capsys, "experiment", str(inputs["set"]), "--ratings", "--lookaway", "3", "--out", str(tmp_path / "s"))
+    assert code == 2 and "--ratings: the looking-time options" in err and not (tmp_path / "s").exists()

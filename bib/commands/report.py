@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from bib.commands._common import OUT_PATH, value
+from bib.errors import BibInputError
 from bib.stimuli.timing import HAB_BASES, MEASURE_FROM
 
 MeasureFrom = Enum("MeasureFrom", {m: m for m in MEASURE_FROM}, type=str)  # type: ignore[misc]
@@ -88,11 +89,32 @@ def register(app: typer.Typer) -> None:
         lab: str = typer.Option("", "--lab", show_default=True, help="Lab id written into every row (editable in the form)."),
         practice_trials: int = typer.Option(2, "--practice-trials", min=1, max=50, show_default=True,
                                             help="Trials of order 1 that practice mode plays (nothing is saved)."),
+        ratings: bool = typer.Option(False, "--ratings", help="An adult surprise-rating study instead (AGENT's: each pair's "
+                                     "familiarization videos, one test video, a 0-100 slider); the timing options do not apply."),
+        raters: int = typer.Option(40, "--raters", min=2, max=10000, show_default=True,
+                                   help="With --ratings: raters' plans written into the study (rater numbers 1..N)."),
+        seed: int = typer.Option(0, "--seed", min=0, show_default=True,
+                                 help="With --ratings: seed of the raters' plans (which outcome of each pair, in which order)."),
         force: bool = typer.Option(False, "--force", help="Replace an --out folder that holds something other than a study."),
     ) -> None:
-        """Write a browser looking-time experiment (works from file://) for a set's presentation orders."""
+        """Write a browser looking-time experiment (works from file://) for a set's presentation orders
+        (with --ratings, an adult surprise-rating study)."""
         from bib.experiment import build_experiment, study_criteria
 
+        if ratings:
+            from bib.experiment.ratings import build_rating_study
+
+            timing_given = [lookaway, max_trial, min_on, min_trial, play_through, measure_from, habituation, hab_window,
+                            hab_ratio, hab_basis, hab_max_trials, hab_recovery]
+            if any(v is not None for v in timing_given) or lab or practice_trials != 2:
+                raise BibInputError("--ratings: the looking-time options (--lookaway, --habituation, --lab, --practice-trials, ...) "
+                                    "do not apply to a rating study")
+            command = command_line("experiment", [stimuli], {"--ratings": True, "--raters": raters, "--seed": seed, "--out": out,
+                                                             "--force": force}, {"--raters": 40, "--seed": 0, "--force": False})
+            made = build_rating_study(stimuli, out, command=command, seed=seed, raters=raters, force=force)
+            typer.echo(f"{made.out}/ratings.html: {made.n_pairs} pairs, plans for {made.n_raters} raters, "
+                       f"{made.n_videos} videos; open it in a browser")
+            return
         timing = {"lookaway": lookaway, "max_trial": max_trial, "min_on": min_on, "min_trial": min_trial,
                   "play_through": play_through, "measure_from": value(measure_from), "habituation": habituation,
                   "hab_window": hab_window, "hab_ratio": hab_ratio, "hab_basis": value(hab_basis),
