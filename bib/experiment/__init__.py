@@ -1,4 +1,5 @@
-"""``bib experiment``: a self-contained browser looking-time study; see :mod:`bib.experiment.build`."""
+"""``bib experiment``: a self-contained browser looking-time study (:mod:`bib.experiment.build`) or an adult
+surprise-rating study (:mod:`bib.experiment.ratings`)."""
 
 from __future__ import annotations
 
