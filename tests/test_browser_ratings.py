@@ -124,3 +124,19 @@ def _set_of(study: Path) -> Path:
     from browser_sets import _BUILT
 
     return _BUILT["tiny"]
+
+
+def test_the_form_refuses_a_missing_id_and_a_rater_number_without_a_plan(driver, study: Path) -> None:  # noqa: ANN001
+    from selenium.webdriver.common.by import By
+
+    driver.get(study.joinpath("ratings.html").as_uri())
+    browser.wait_for(driver, "return window.bibRatings !== undefined")
+    driver.find_element(By.ID, "start").click()
+    assert driver.find_element(By.ID, "warning").text == "Enter the rater id."
+    driver.find_element(By.ID, "pid").send_keys("r9")
+    box = driver.find_element(By.ID, "rater")
+    box.clear()
+    box.send_keys("7")
+    driver.find_element(By.ID, "start").click()
+    assert driver.find_element(By.ID, "warning").text == "The rater number must be from 1 to 6."
+    assert driver.execute_script("return window.bibRatings.state()") == "setup"
