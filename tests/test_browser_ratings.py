@@ -112,7 +112,7 @@ def test_a_rater_rates_the_plan_and_the_sessions_join(driver, study: Path, tmp_p
     for pid in ("rA", "rB"):
         shutil.copy(driver.downloads / f"tiny-study_{pid}_ratings.csv", folder)
     table = rt.read_ratings(folder, read_episode_index(_set_of(study)))
-    assert len(table) == 4 and sorted(table["rating"]) == [7, 12, 64, 90]
+    assert len(table) == 4 and sorted(table["rating"]) == [7, 12, 64, 90] and not table["synthetic"].any()
     # the page suggests the next unused rater number in this browser
     driver.get(study.joinpath("ratings.html").as_uri())
     browser.wait_for(driver, "return window.bibRatings !== undefined")

@@ -176,6 +176,7 @@ def test_bib_compare_ratings_cli(inputs: dict[str, Path], tmp_path: Path, capsys
                               "--boot", "200", "--splits", "20", "--out", str(tmp_path / "o"))
     assert code == 0, err
     assert "split-half reliability" in out and (tmp_path / "o" / "ratings.json").is_file()
+    assert doc["synthetic"] is True and out.startswith("**SYNTHETIC ratings**")
     assert (tmp_path / "o" / "ratings.md").read_text().rstrip("\n") == out.rstrip("\n")
     code, _, err = run_cli(capsys, "compare", str(inputs["set"]), "--ratings", str(inputs["sessions"]))
     assert code == 2 and "give EPISODES RESULTS... with --ratings (1 path given)" in err

@@ -110,7 +110,8 @@ def read_ratings(folder: Path, episodes: pd.DataFrame) -> pd.DataFrame:
     """The raters' ratings, joined and checked against the episode index (:func:`bib.analysis.compare.read_episode_index`).
 
     Returns:
-        ``participant_id, episode_id, pair_id, task, outcome, rating, row`` (``row`` is ``FILE:LINE``).
+        ``participant_id, episode_id, pair_id, task, outcome, rating, synthetic, row`` (``row`` is ``FILE:LINE``;
+        ``synthetic`` is True on rows marked ``synthetic = true``, made by :func:`simulate_ratings`).
 
     Raises:
         BibInputError: a file with other columns, sessions of different studies or protocols, a rater in
@@ -160,6 +161,7 @@ def read_ratings(folder: Path, episodes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"participant_id": raw["participant_id"].to_numpy(), "episode_id": raw["episode_id"].to_numpy(),
                          "pair_id": meta["pair_id"].to_numpy(), "task": meta["condition"].to_numpy(),
                          "outcome": meta["outcome"].to_numpy(), "rating": rating.to_numpy(dtype=float),
+                         "synthetic": (raw["synthetic"].str.lower() == "true").to_numpy() if "synthetic" in raw.columns else False,
                          "row": raw[ROW].to_numpy()})
 
 
@@ -296,6 +298,7 @@ def agreement(ratings: pd.DataFrame, episodes: pd.DataFrame, models: dict[str, d
                             "pair_accuracy": acc, "n_pairs": n_pairs}
     return {
         "alpha": alpha, "seed": seed, "n_boot": n_boot, "n_raters": int(ratings["participant_id"].nunique()),
+        "synthetic": bool(ratings["synthetic"].any()) if "synthetic" in ratings.columns else False,
         "n_ratings": len(ratings), "n_trials": len(means), "ratings_per_trial": [int(counts.min()), int(counts.max())],
         "humans": {"mean_rating_accuracy": humans_acc, "single_rater_accuracy": single_acc, "n_pairs": humans_pairs,
                    "n_pairs_single": single_pairs},
@@ -374,7 +377,8 @@ class RatingAgreement(Result):
                 for name, m in r["models"].items()]
         rows.append(["humans (mean rating)", r["n_trials"], None, "", None, "", h["mean_rating_accuracy"], h["n_pairs"]])
         rows.append(["humans (single rater, z)", "", None, "", None, "", h["single_rater_accuracy"], h["n_pairs_single"]])
-        lines = [
+        lines = ["**SYNTHETIC ratings** (rows with synthetic = true): made-up raters, not people.", ""] if r.get("synthetic") else []
+        lines += [
             f"Per-trial agreement with the mean human rating: {r['n_raters']} raters, {r['n_ratings']} ratings, "
             f"{r['n_trials']} trials ({r['ratings_per_trial'][0]}-{r['ratings_per_trial'][1]} ratings each); "
             f"{level} bootstrap CIs ({r['n_boot']} resamples, seed {r['seed']})", "",
