@@ -54,7 +54,9 @@ def test_the_study_folder_hides_outcomes_in_file_names(study: Path) -> None:
         assert "http://" not in (study / page).read_text() and "https://" not in (study / page).read_text()
 
 
-def run_rater(driver, study: Path, pid: str, rater: int, values: list[int]) -> list[dict[str, str]]:  # noqa: ANN001
+def run_rater(driver, study: Path, pid: str, rater: int, values: list[int], play_first: bool = False) -> list[dict[str, str]]:  # noqa: ANN001
+    """Rate every scene with ``values`` (slider moved by key presses); the videos are skipped, except with
+    ``play_first`` those of the first scene, which play through one after the other by themselves."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -68,6 +70,10 @@ def run_rater(driver, study: Path, pid: str, rater: int, values: list[int]) -> l
     for k, value in enumerate(values):
         # the first video really plays (its time advances), the rest are skipped to keep the test short
         assert browser.wait_for(driver, "return document.getElementById('video').currentTime > 0 || window.bibRatings.state() === 'rate'")
+        if play_first and k == 0:
+            n_fam = len(doc["pairs"][driver.execute_script("return window.bibRatings.session().plan[0][0]")]["familiarization"])
+            assert browser.wait_for(driver, "return window.bibRatings.state() === 'rate'", timeout=120)
+            assert driver.execute_script("return window.bibRatings.session().clip") == n_fam  # every video, then the test
         while driver.execute_script("return window.bibRatings.state()") == "video":
             text = driver.execute_script("return document.body.innerText")
             assert not [w for w in forbidden if w in text] and not re.search(r"\bexpected\b", text), text
@@ -93,7 +99,7 @@ def test_a_rater_rates_the_plan_and_the_sessions_join(driver, study: Path, tmp_p
 
     doc = study_of(study)
     pairs = rating_pairs(_set_of(study))
-    rows3 = run_rater(driver, study, "rA", 3, [7, 64])
+    rows3 = run_rater(driver, study, "rA", 3, [7, 64], play_first=True)
     rows4 = run_rater(driver, study, "rB", 4, [90, 12])
     assert list(rows3[0]) == list(rt.RATING_COLUMNS)
     for rows, rater, values in ((rows3, 3, [7, 64]), (rows4, 4, [90, 12])):

@@ -149,6 +149,14 @@ def test_a_folder_mixing_studies_or_protocols_is_refused(inputs: dict[str, Path]
         _write(folder, files[1].name, rows.assign(**{col: "x" + rows[col]}))
         with pytest.raises(BibInputError, match=f"sessions of different {what} .*{files[0].name}.*{files[1].name}"):
             rt.read_ratings(folder, index)
+    # one rater in two files
+    folder = tmp_path / "twice"
+    folder.mkdir()
+    shutil.copy(files[0], folder / files[0].name)
+    rows = pd.read_csv(files[1], dtype=str, keep_default_na=False)
+    _write(folder, files[1].name, rows.assign(participant_id=pd.read_csv(files[0], dtype=str)["participant_id"].iloc[0]))
+    with pytest.raises(BibInputError, match=f"{files[1].name}: participant r01 is also in .*{files[0].name}"):
+        rt.read_ratings(folder, index)
     # a looking-time session among the rating sessions: one header per folder
     folder = tmp_path / "mixed"
     folder.mkdir()
