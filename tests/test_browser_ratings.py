@@ -146,3 +146,52 @@ def test_the_form_refuses_a_missing_id_and_a_rater_number_without_a_plan(driver,
     driver.find_element(By.ID, "start").click()
     assert driver.find_element(By.ID, "warning").text == "The rater number must be from 1 to 6."
     assert driver.execute_script("return window.bibRatings.state()") == "setup"
+
+
+def test_a_reload_resumes_at_the_next_scene_and_a_finished_id_is_refused(driver, study: Path) -> None:  # noqa: ANN001
+    """Rater rC (number 5) rates scene 1, the page is reloaded, the same id continues at scene 2 with its plan;
+    the saved file has both scenes, the first with the rating given before the reload."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from bib.analysis import ratings as rt
+
+    driver.get(study.joinpath("ratings.html").as_uri() + "?rater=5&id=rC")
+    browser.wait_for(driver, "return window.bibRatings !== undefined")
+    driver.find_element(By.ID, "start").click()
+    while driver.execute_script("return window.bibRatings.state()") == "video":
+        driver.execute_script("window.bibRatings.skipVideo()")
+    slider = driver.find_element(By.ID, "slider")
+    slider.send_keys(Keys.END)  # 100
+    driver.find_element(By.ID, "next").click()
+    assert driver.execute_script("return window.bibRatings.session().trial") == 1
+    driver.get(study.joinpath("ratings.html").as_uri() + "?id=rC")  # the reload; the number field is not given
+    browser.wait_for(driver, "return window.bibRatings !== undefined")
+    driver.find_element(By.ID, "start").click()
+    assert "Scene 2 of 2" in driver.execute_script("return document.body.innerText")
+    run_rater_rest(driver, [33])
+    rows = rows_of(wait_file(driver.downloads, "tiny-study_rC_ratings.csv"))
+    plan = rt.rating_plan(2, 5, SEED)
+    assert [int(r["rating"]) for r in rows] == [100, 33] and {r["rater_number"] for r in rows} == {"5"}
+    assert [r["trial_num"] for r in rows] == ["1", "2"]
+    assert [r["outcome"] for r in rows] == [("unexpected" if u else "expected") for _, u in plan]
+    driver.get(study.joinpath("ratings.html").as_uri() + "?id=rC")
+    browser.wait_for(driver, "return window.bibRatings !== undefined")
+    driver.find_element(By.ID, "start").click()
+    assert driver.find_element(By.ID, "warning").text == "Rater rC has already finished in this browser; give another id."
+
+
+def run_rater_rest(driver, values: list[int]) -> None:  # noqa: ANN001
+    """Rate the running session's remaining scenes with ``values`` (videos skipped)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    for value in values:
+        while driver.execute_script("return window.bibRatings.state()") == "video":
+            driver.execute_script("window.bibRatings.skipVideo()")
+        slider = driver.find_element(By.ID, "slider")
+        slider.send_keys(Keys.HOME)
+        for _ in range(value):
+            slider.send_keys(Keys.ARROW_RIGHT)
+        driver.find_element(By.ID, "next").click()
+    assert browser.wait_for(driver, "return window.bibRatings.state() === 'done'")

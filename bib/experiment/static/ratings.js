@@ -28,14 +28,30 @@
     return d.getFullYear() + "-" + String(d.getMonth() + 1).padStart(2, "0") + "-" + String(d.getDate()).padStart(2, "0");
   }
 
+  // every finished trial is kept in this browser (per study, protocol and rater id), so a closed tab
+  // or a reload loses at most the scene that was running: the same id resumes at the next scene
+  function storeKey(pid) { return "bib-ratings:" + S.id + ":" + S.criteria_hash + ":session:" + pid; }
+  function stored(pid) { try { return JSON.parse(localStorage.getItem(storeKey(pid)) || "null"); } catch (e) { return null; } }
+  function keep() {
+    try {
+      localStorage.setItem(storeKey(session.pid), JSON.stringify({ rater: session.rater, rows: session.rows, date: session.date,
+                                                                   done: state === "done" }));
+    } catch (e) { warn("This browser could not keep the ratings (storage full or off); the file is still saved at the end."); }
+  }
+
   function start() {
     var pid = $("pid").value.trim(), rater = parseInt($("rater").value, 10);
     if (!pid) { warn("Enter the rater id."); return; }
     if (!/^[A-Za-z0-9._-]+$/.test(pid)) { warn("The rater id may hold letters, digits, '.', '_' and '-' only."); return; }
+    var old = stored(pid);
+    if (old && old.done) { warn("Rater " + pid + " has already finished in this browser; give another id."); return; }
+    if (old) rater = old.rater;
     if (!(rater >= 1 && rater <= S.plans.length)) { warn("The rater number must be from 1 to " + S.plans.length + "."); return; }
     warn("");
-    session = { pid: pid, rater: rater, plan: S.plans[rater - 1], trial: 0, clip: 0, rows: [], date: today() };
+    session = { pid: pid, rater: rater, plan: S.plans[rater - 1], trial: old ? old.rows.length : 0, clip: 0,
+                rows: old ? old.rows : [], date: old ? old.date : today() };
     $("setup").hidden = true; $("stage").hidden = false;
+    if (session.trial >= session.plan.length) { finish(); return; }
     beginTrial();
   }
 
@@ -88,6 +104,7 @@
       synthetic: "false", study_id: S.id, criteria_hash: S.criteria_hash
     });
     session.trial += 1;
+    keep();
     if (session.trial < session.plan.length) { beginTrial(); return; }
     finish();
   }
@@ -115,6 +132,7 @@
     csvText = csv(session.rows);
     var u = used(); if (u.indexOf(session.rater) < 0) u.push(session.rater);
     try { localStorage.setItem(usedKey, JSON.stringify(u)); } catch (e) { /* storage full or off: the file is still saved */ }
+    keep();
     $("stage").hidden = true; $("done").hidden = false;
     $("file-name").textContent = fileName();
     download();
