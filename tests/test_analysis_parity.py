@@ -26,6 +26,7 @@ from bib.analysis.analyze import fit_ladder
 from bib.analysis.formula import parse_formula
 from bib.analysis.mixed import fit_lmm, model_frame, scale_warning
 from bib.analysis.optimum import GRAD_TOL, minimise
+from bib.analysis.rexpr import BinOp, Call, Name, Num
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "lme4"
 #: Data set of each parity model, and its columns that are factors in R.
@@ -299,7 +300,7 @@ def test_ml_fit_reports_lme4s_loglik() -> None:
 
 @pytest.mark.parametrize("index", range(5))
 def test_function_terms_match_lme4(index: int) -> None:
-    """I(), poly(), offset(), log() in the fixed part, evaluated by formulaic, against lme4: names as R
+    """I(), poly(), offset(), log() in the fixed part, evaluated by bib's walk of their tree, against lme4: names as R
     deparses them (factor(recipe)B, poly(temp, 2)1, I(Days^2)), estimates 1e-4, SE and df 1e-3, REML
     criterion no worse than lme4's."""
     ref = json.loads((FIX / "parity_formulas.json").read_text())[index]
@@ -316,8 +317,10 @@ def test_function_terms_match_lme4(index: int) -> None:
 def test_function_terms_parse_as_r_names_them() -> None:
     f = parse_formula("y ~ I(x^2) + poly(x, 3) + log(z + 1) + I(x/10) + x:I(x * 1e-3) + offset(log(n)) + (1 | g)")
     assert [":".join(t) for t in f.terms] == ["I(x^2)", "poly(x, 3)", "log(z + 1)", "I(x/10)", "x:I(x * 1e-3)"]
-    assert dict(f.calls)["I(x^2)"] == "I(x**2)" and dict(f.calls)["poly(x, 3)"] == "poly(x, degree=3)"
-    assert f.offsets == (("offset(log(n))", "I(np.log(n))"),)
+    # Parsed into bib's own tree (issue 39: never text for an eval): R's ^, poly's degree, the offset's value.
+    assert dict(f.calls)["I(x^2)"] == Call("I", (BinOp("^", Name("x"), Num("2")),))
+    assert dict(f.calls)["poly(x, 3)"] == Call("poly", (Name("x"), Num("3")))
+    assert f.offsets == (("offset(log(n))", Call("log", (Name("n"),))),)
     assert f.intercept
 
 

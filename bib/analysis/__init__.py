@@ -2,7 +2,7 @@
 
 Modules: ``schema`` (the per-trial table), ``spec`` (analysis specs), ``importers`` (CSV, mapped
 CSV, PyHab), ``exclusions``, ``formula``, ``mixed`` (lme4's PLS), ``optimum`` (BOBYQA and lme4's checks),
-``lmm`` (statsmodels MixedLM), ``anova`` (likelihood-ratio and F tests), ``effects`` (ranef, fitted,
+``rexpr`` (expressions inside a formula, evaluated over a whitelist), ``lmm`` (statsmodels MixedLM), ``anova`` (likelihood-ratio and F tests), ``effects`` (ranef, fitted,
 residuals, predict), ``emmeans`` (marginal means, pairwise contrasts),
 ``intervals`` (confint: Wald, profile, bootstrap), ``analyze`` (the VOE analysis),
 ``compare`` (models vs infants), ``pilot`` (published pilot summaries), ``power``, ``example``

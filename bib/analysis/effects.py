@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.linalg import spsolve
 
-from bib.analysis.formula import Variable, call_variable, group_codes, make_variable, term_matrix
+from bib.analysis.formula import Variable, call_variable, evaluate_term, group_codes, make_variable, term_matrix
 from bib.errors import BibInputError
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ def predict(fit: LmmFit, newdata: pd.DataFrame | None = None, *, re: bool = True
     X = X[:, [position[n] for n in frame.xnames]]
     value = X @ fit.coefficients["estimate"].to_numpy()
     for text, expr in f.offsets:
-        value = value + call_variable(text, expr, newdata, where).matrix[:, 0]  # type: ignore[index]
+        value = value + evaluate_term(text, expr, newdata, where).astype(float)
     if not re:
         return value
     b = modes(fit)

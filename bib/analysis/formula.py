@@ -5,8 +5,9 @@ A formula is ``response ~ fixed part + (random | group) + ...``:
 - fixed part: variables joined by ``+``, ``*`` (``a*b`` = ``a + b + a:b``), ``:`` (interaction) and
   ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` (or ``C(x)``,
   ``as.factor(x)``) makes column ``x`` a factor, named as written (``factor(x)B``, as R names it); ``I(...)``, ``poly(x, k)``, ``log()``, ``exp()``, ``sqrt()``, ``scale()`` are
-  evaluated by formulaic and named as R names them (``I(x^2)``, ``poly(x, 2)1``); ``offset(...)`` is
-  subtracted from the response; ``log(x)`` on the response.
+  parsed into a tree and evaluated by walking it over a fixed table (:mod:`bib.analysis.rexpr`; no
+  text of a formula is ever evaluated as code), named as R deparses them (``I(x^2)``, ``poly(x, 2)1``);
+  ``offset(...)`` is subtracted from the response; ``log(x)`` on the response.
 - random terms: ``(1 | g)``, ``(1 + x | g)``, ``(0 + x | g)``, ``(x || g)`` (uncorrelated),
   ``(1 | a/b)`` (= ``(1 | a) + (1 | b:a)``, named as lme4 names it), ``(1 | a:b)``, crossed terms side by side.
 
@@ -26,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from bib.analysis import rexpr
 from bib.errors import BibInputError
 
-_TOKEN = re.compile(r"\s*(?:(\|\|)|([A-Za-z_.][A-Za-z0-9_.]*)|(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)|(.))")
 #: Values read as logical (R's TRUE/FALSE); such a column is a factor with levels FALSE, TRUE.
 _LOGICAL = {"TRUE", "FALSE", "True", "False", "true", "false"}
 
@@ -71,9 +72,10 @@ class Formula:
     factor_calls: tuple[tuple[str, str], ...] = ()
     lhs_text: str = ""
     fixed_source: str = "1"
-    #: Function terms and offsets: (R's name, the expression formulaic evaluates).
-    calls: tuple[tuple[str, str], ...] = ()
-    offsets: tuple[tuple[str, str], ...] = ()
+    #: Function terms (R's name, the call's tree) and offsets (R's name, the tree of the offset's value),
+    #: evaluated by :func:`bib.analysis.rexpr.evaluate` (a walk over a fixed table, never ``eval``).
+    calls: tuple[tuple[str, rexpr.Call], ...] = ()
+    offsets: tuple[tuple[str, rexpr.Node], ...] = ()
 
     @property
     def text(self) -> str:
@@ -137,64 +139,27 @@ def _strip_random(rhs: str) -> str:
     return text.strip("+ ").strip() or "1"
 
 
-#: Functions a formula may apply to predictors, beyond factor()/C(): evaluated by formulaic
-#: (R's names on the left; ``poly`` is R's orthogonal polynomial, ``scale`` centres and divides by
-#: the SD with n - 1, as R's). ``offset()`` is subtracted from the response.
-FUNCTIONS = {"I": "I", "poly": "poly", "log": "np.log", "log2": "np.log2", "log10": "np.log10", "exp": "np.exp",
-             "sqrt": "np.sqrt", "scale": "scale", "offset": "offset"}
-
-
-def _deparse(tokens: list[str]) -> str:
-    """Tokens of an R expression as R's ``deparse`` writes them (``x^2``, ``x * 2``, ``x/2``, ``poly(x, 2)``)."""
-    out = ""
-    for i, tok in enumerate(tokens):
-        if tok == ",":
-            out += ", "
-        elif tok in ("+", "-", "*") and i > 0 and tokens[i - 1] not in ("(", ",", "^"):
-            out += f" {tok} "
-        else:
-            out += tok
-    return out
-
-
-def _python(fn: str, tokens: list[str]) -> str:
-    """The formulaic expression of an R call: ``^`` is ``**``, ``poly(x, 2)`` is ``poly(x, degree=2)``,
-    ``log`` is ``np.log``."""
-    inner = "".join("**" if t == "^" else f" {t} " if t in ("+", "-", "*", "/", ",") else
-                    FUNCTIONS[t] if t in FUNCTIONS and i + 1 < len(tokens) and tokens[i + 1] == "(" else t
-                    for i, t in enumerate(tokens))
-    if fn == "offset":
-        return f"I({inner})"
-    if fn == "poly":
-        args = [a.strip() for a in inner.split(",")]
-        if len(args) == 2 and re.fullmatch(r"\d+", args[1]):
-            inner = f"{args[0]}, degree={args[1]}"
-    mapped = FUNCTIONS[fn]
-    return f"{mapped}({inner})"
+#: Functions a formula may apply to predictors, beyond factor()/C(): the fixed table of
+#: :mod:`bib.analysis.rexpr` (R's names; ``poly`` is R's orthogonal polynomial, ``scale`` centres and
+#: divides by the SD with n - 1, as R's). ``offset()`` is subtracted from the response.
+FUNCTIONS = tuple(rexpr.FUNCTIONS)
 
 
 class _Parser:
     def __init__(self, text: str, where: str) -> None:
         self.text = text
         self.where = where
-        self.tokens: list[str] = []
-        pos = 0
-        while pos < len(text):
-            m = _TOKEN.match(text, pos)
-            if m is None or m.end() == pos:
-                break
-            tok = m.group(1) or m.group(2) or m.group(3) or m.group(4)
-            pos = m.end()
-            if tok is not None and tok.strip():
-                self.tokens.append(tok)
+        self.tokens = rexpr.tokenize(text, where)
         self.i = 0
+        self.depth = 0
         self.order: list[str] = []  # variables in order of first appearance
         self.forced: dict[str, str] = {}  # factor(x) -> x
-        self.calls: dict[str, str] = {}  # term name (R's) -> the expression formulaic evaluates
-        self.offsets: list[tuple[str, str]] = []  # (R's text, formulaic's expression)
+        self.calls: dict[str, rexpr.Call] = {}  # term name (R's) -> its expression tree
+        self.offsets: list[tuple[str, rexpr.Node]] = []  # (R's text, the expression subtracted)
 
     def fail(self, message: str) -> None:
-        raise BibInputError(f"{self.where}: {message} in {self.text!r}")
+        shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
+        raise BibInputError(f"{self.where}: {message} in {shown!r}")
 
     def peek(self) -> str | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -212,25 +177,19 @@ class _Parser:
 
     def call(self, fn: str) -> list[tuple[bool, frozenset[str]]]:
         """``I(...)``, ``poly(...)``, ``log(...)``, ... as one term named as R deparses it;
-        ``offset(...)`` as an offset (no term)."""
-        self.take("(")
-        depth, inner = 1, []
-        while True:
-            tok = self.take()
-            depth += {"(": 1, ")": -1}.get(tok, 0)
-            if depth == 0:
-                break
-            inner.append(tok)
-        name = f"{fn}({_deparse(inner)})"
-        if fn not in FUNCTIONS:
-            self.fail(f"term {name}: function {fn}() is not supported (supported: factor(), C(), "
-                      + ", ".join(f"{f}()" for f in FUNCTIONS) + ")")
-        if not inner:
-            self.fail(f"term {name}: {fn}() needs an argument")
+        ``offset(...)`` as an offset (no term). The call is parsed into a tree (never text to eval)
+        and checked against the table before any data is read."""
+        parser = rexpr.ExprParser(self.tokens, self.fail, self.i)
+        parser.depth = self.depth
+        node = parser.call(fn)
+        self.i = parser.i
+        name = rexpr.deparse(node)
+        shown = name if len(name) <= 80 else name[:80] + "..."
+        rexpr.check(node, lambda message: self.fail(f"term {shown}: {message}"))
         if fn == "offset":
-            self.offsets.append((name, _python(fn, inner)))
+            self.offsets.append((name, node.args[0]))
             return []
-        self.calls[name] = _python(fn, inner)
+        self.calls[name] = node
         self.note(name)
         return [(False, frozenset([name]))]
 
@@ -271,6 +230,16 @@ class _Parser:
         return out
 
     def atom(self) -> list[tuple[bool, frozenset[str]]]:
+        # Parentheses and signs nest through here: bounded, so a formula never meets Python's recursion limit.
+        self.depth += 1
+        if self.depth > rexpr.DEPTH_MAX:
+            self.fail(f"nested more than {rexpr.DEPTH_MAX} deep")
+        try:
+            return self._atom()
+        finally:
+            self.depth -= 1
+
+    def _atom(self) -> list[tuple[bool, frozenset[str]]]:
         tok = self.peek()
         if tok is None:
             self.fail("unexpected end")
@@ -282,17 +251,19 @@ class _Parser:
         if tok == "-":
             self.take()
             return [(not neg, t) for neg, t in self.atom()]
-        if re.fullmatch(r"\d+(\.\d*)?([eE][+-]?\d+)?", tok):
+        if rexpr.is_number(tok):
             self.take()
             if float(tok) not in (0.0, 1.0):
                 self.fail(f"only 0 or 1 may stand alone, got {tok}")
             return [(float(tok) == 0.0, frozenset())]
-        if re.fullmatch(r"[A-Za-z_.][A-Za-z0-9_.]*", tok):
+        if rexpr.is_name(tok):
             self.take()
             if self.peek() == "(":
                 if tok in ("factor", "C", "as.factor"):
                     self.take("(")
                     column = self.take()
+                    if not rexpr.is_name(column):
+                        self.fail(f"term {tok}(): {tok}() takes a column name, got {column!r}")
                     name = f"{tok}({column})"
                     if self.peek() != ")":
                         self.fail(f"term {tok}({column}, ...): {tok}() takes one column (bib uses treatment contrasts, "
@@ -354,6 +325,11 @@ def parse_formula(text: str, where: str = "model.formula") -> Formula:
     Raises:
         BibInputError: a syntax error, naming ``where`` and the formula.
     """
+    if not isinstance(text, str):
+        raise BibInputError(f"{where}: a formula is text, got {type(text).__name__}")
+    if len(text) > rexpr.TEXT_MAX:
+        raise BibInputError(f"{where}: the formula is {len(text):,} characters long; at most "
+                            f"{rexpr.TEXT_MAX:,} are read")
     if text.count("~") != 1:
         raise BibInputError(f"{where}: a formula needs exactly one '~', got {text!r}")
     lhs, rhs = (s.strip() for s in text.split("~"))
@@ -488,28 +464,37 @@ def make_variable(name: str, values: pd.Series, *, factor: bool = False, referen
     return Variable(name, codes=position[inverse], levels=levels)
 
 
-def call_variable(name: str, expr: str, data: pd.DataFrame, where: str) -> Variable:
-    """A function term (``I(x^2)``, ``poly(x, 2)``, ``offset(log(n))``) evaluated on ``data`` by
-    formulaic: its columns, named with R's suffixes (``poly(x, 2)1``, ``poly(x, 2)2``).
+def evaluate_term(name: str, node: rexpr.Node, data: pd.DataFrame, where: str) -> np.ndarray:
+    """The values of a function term or offset on ``data``: rows x columns (or a bool vector).
 
     Raises:
-        BibInputError: the expression names a missing column or cannot be evaluated, or gives
-            missing or infinite values: one line naming the term.
+        BibInputError: the expression names a missing or non-numeric column, or gives missing or
+            infinite values: one line naming the term.
     """
-    import formulaic
-
     try:
-        mm = formulaic.model_matrix(f"0 + {expr}", data, na_action="ignore")
-    except Exception as exc:  # formulaic raises its own and numpy's errors for a bad expression
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BibInputError(f"{where}: term {name} cannot be evaluated on the data ({first})") from None
-    values = np.asarray(mm, dtype=float)
-    if values.shape[0] != len(data) or not np.isfinite(values).all():
-        raise BibInputError(f"{where}: term {name} is missing or not finite in "
-                            f"{int((~np.isfinite(values).all(axis=1)).sum())} rows")
-    cols = [str(c) for c in mm.columns]
-    suffixes = [re.sub(r"^.*\[(.*)\]$", r"\1", c) if c.endswith("]") else "" for c in cols] if len(cols) > 1 else [""]
-    return Variable(name, matrix=values, suffixes=suffixes)
+        values = rexpr.evaluate(node, data)
+    except rexpr.EvalError as exc:
+        raise BibInputError(f"{where}: term {name} cannot be evaluated on the data ({exc})") from None
+    bad = ~rexpr.finite_rows(values)
+    if values.shape[0] != len(data) or bad.any():
+        raise BibInputError(f"{where}: term {name} is missing or not finite in {int(bad.sum())} rows")
+    return values
+
+
+def call_variable(name: str, node: rexpr.Call, data: pd.DataFrame, where: str) -> Variable:
+    """A function term (``I(x^2)``, ``poly(x, 2)``, ``log(z + 1)``) evaluated on ``data`` by walking
+    its tree: its columns, named with R's suffixes (``poly(x, 2)1``, ``poly(x, 2)2``); a logical value
+    (``I(x > 3)``) is a factor with levels FALSE, TRUE, as in R (``I(x > 3)TRUE``).
+
+    Raises:
+        BibInputError: as :func:`evaluate_term`.
+    """
+    values = evaluate_term(name, node, data, where)
+    if values.dtype == bool:
+        return make_variable(name, pd.Series(values), factor=True, where=where)
+    if values.ndim == 1:
+        return Variable(name, matrix=values[:, None], suffixes=[""])
+    return Variable(name, matrix=values, suffixes=[str(j + 1) for j in range(values.shape[1])])
 
 
 def _columns(var: Variable, contrasts: bool) -> tuple[np.ndarray, list[str]]:

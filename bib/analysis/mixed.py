@@ -51,6 +51,7 @@ from bib.analysis.formula import (
     RandomTerm,
     Variable,
     call_variable,
+    evaluate_term,
     group_codes,
     make_variable,
     parse_formula,
@@ -240,7 +241,7 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
                             f"{int((~np.isfinite(y)).sum())} rows")
     y_offset = None
     for text, expr in formula.offsets:  # lme4 fits y - offset: the same estimates and criterion
-        value = call_variable(text, expr, data, where).matrix[:, 0]  # type: ignore[index]
+        value = evaluate_term(text, expr, data, where).astype(float)
         y = y - value
         y_offset = value if y_offset is None else y_offset + value
     variables = _variables(formula, data, reference, where, contrasts)
