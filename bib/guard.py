@@ -5,6 +5,7 @@ One place for the checks every command applies to its inputs and output paths:
 * :func:`check_name`: an id used in a file name is a safe file name (letters, digits, ``.``, ``_``,
   ``-``; not starting with ``.`` or ``-``), so ``<id>.json`` / ``<id>.mp4`` cannot climb out;
 * :func:`inside`: a path resolves (symbolic links followed) inside a root, ``--out`` or a set;
+* :func:`no_links`: a folder written or cleaned in place holds no symbolic link;
 * :func:`set_path`: a path a set names (manifest rows) is relative and resolves inside the set;
 * :func:`read_bytes` / :func:`read_text`: only regular files are read (a FIFO or device is refused
   without blocking), up to a size cap, text as UTF-8 (a byte-order mark accepted) with the first bad
@@ -70,6 +71,18 @@ def output_path(out: str | os.PathLike[str], *names: str) -> Path:
     for name in names:
         p = p / check_name(name, f"{os.fspath(out)}: output name")
     return inside(out, p, f"{os.fspath(out)}: output")
+
+
+def no_links(root: str | os.PathLike[str], option: str = "--out") -> None:
+    """Refuse (one line naming it) the first symbolic link inside the folder ``root``: a job that
+    writes or deletes in place (a `bib generate` rerun, `bib agency report`) would write into, or
+    delete from, the folder the link points to (issue 39). ``root`` itself is checked by the caller."""
+    for dirpath, dirnames, filenames in os.walk(root):  # links to folders are listed, never entered
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                raise BibInputError(f"{p}: is a symbolic link inside {option} {os.fspath(root)}; bib does not "
+                                    "write or delete through links (remove it, or choose another folder)")
 
 
 def _open_regular(path: Path) -> tuple[int, os.stat_result]:

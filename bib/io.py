@@ -309,6 +309,10 @@ class OutputFolder:
         p = self.path
         if p.exists() and not p.is_dir():
             raise BibInputError(f"{p}: exists and is a file; {option} names a folder")
+        if p.is_dir() and resume:
+            from bib.guard import no_links
+
+            no_links(p, option)  # a rerun writes and deletes in place: never through a planted link
         if p.is_dir():
             if not os.access(p, os.W_OK | os.X_OK):
                 raise BibInputError(f"{p}: output folder is not writable")
@@ -341,6 +345,10 @@ class OutputFolder:
         if not self.force and not self.checked and p.is_dir() and any(p.iterdir()):
             self.check_same_job(read_provenance(p))  # again under the lock: a job may have finished meanwhile
         if self.resume:
+            if p.is_dir():
+                from bib.guard import no_links
+
+                no_links(p, self.option)  # again under the lock: a link planted since the check
             if self.force and p.is_dir():
                 import shutil
 
@@ -349,7 +357,9 @@ class OutputFolder:
         parent = ensure_dir(p.parent if str(p.parent) else Path("."))
         _remove_stale(parent, p.name)
         self.tmp = parent / f".{p.name}.tmp-{os.getpid()}"
-        if self.tmp.exists():
+        if self.tmp.is_symlink() or self.tmp.is_file():
+            self.tmp.unlink()  # a planted link is removed, never followed
+        elif self.tmp.exists():
             import shutil
 
             shutil.rmtree(self.tmp)
@@ -398,10 +408,12 @@ class FolderLock:
     """
 
     def __init__(self, path: Path, option: str = "--out") -> None:
+        if os.path.islink(path):  # a job would write through it, or replace the link; one writer per real folder
+            raise BibInputError(f"{os.fspath(path)}: {option} is a symbolic link (to {os.readlink(path)[:200]}); "
+                                f"name the folder itself as {option}")
         self.shown = path
         self.option = option
-        full = Path(os.path.abspath(path))
-        full = full.parent.resolve() / full.name if full.name else full.resolve()
+        full = Path(os.path.realpath(path))  # keyed on the fully resolved folder: any spelling, any link
         self.file = full.parent / f".{full.name}.lock"
         self.folder = full
         self.fd: int | None = None
@@ -422,10 +434,33 @@ class FolderLock:
 
     def _held_by(self) -> str:
         try:
-            text = self.file.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
+            fd = self._open(os.O_RDONLY)
+            try:
+                text = os.read(fd, 300).decode("utf-8", errors="replace").strip()
+            finally:
+                os.close(fd)
+        except (OSError, BibInputError):
             text = ""
-        return text[:300] or "a job whose lock file names no command"
+        return text or "a job whose lock file names no command"
+
+    def _open(self, flags: int) -> int:
+        """The lock file opened without following a link or blocking (a FIFO would), refused unless it is
+        a regular file with one link: a lock planted as a symbolic or hard link to another file would
+        make bib truncate and write that file (issue 39)."""
+        try:
+            fd = os.open(self.file, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise BibInputError(f"{self.file}: the lock of {self.option} is a symbolic link; bib does not "
+                                    "follow it (remove the link)") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            why = "has another hard link" if stat.S_ISREG(st.st_mode) else "is not a regular file"
+            raise BibInputError(f"{self.file}: the lock of {self.option} {why}; bib does not write through it "
+                                "(remove it)")
+        return fd
 
     def check(self) -> None:
         """Refuse (BibInputError) when another process holds the lock; take nothing, write nothing."""
@@ -435,7 +470,7 @@ class FolderLock:
             return
         for target, flags in ((self.file, os.O_RDONLY), (self.folder, os.O_RDONLY | os.O_DIRECTORY)):
             try:
-                fd = os.open(target, flags | os.O_CLOEXEC)
+                fd = self._open(flags) if target == self.file else os.open(target, flags | os.O_CLOEXEC)
             except OSError:
                 continue
             try:
@@ -463,7 +498,7 @@ class FolderLock:
         ensure_dir(self.file.parent)
         while True:
             try:
-                fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+                fd = self._open(os.O_RDWR | os.O_CREAT)
             except OSError as exc:
                 raise BibInputError(f"{self.file}: cannot create the lock of {self.option} ({exc.strerror})") from None
             try:

@@ -148,3 +148,43 @@ def test_a_job_writing_in_place_without_an_output_folder_takes_the_same_lock(hol
         with pytest.raises(BibInputError, match="another bib job is writing into this folder"):
             OutputFolder(out, {"command": "x"}, force=True)  # (this process holds it: a second open is refused too)
     assert not (out.parent / ".o.lock").exists()
+
+
+def test_the_lock_is_keyed_on_the_fully_resolved_folder(tmp_path):
+    """Issue 39: every spelling of --out, through a linked ancestor too, takes the same lock file; an
+    --out that is itself a link is refused (a job would write through it or replace the link)."""
+    from bib.io import FolderLock
+
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "alias")
+    a = FolderLock(tmp_path / "real" / "o")
+    b = FolderLock(tmp_path / "alias" / "sub" / ".." / "o")
+    assert a.file == b.file == tmp_path.resolve() / "real" / ".o.lock"
+    a.acquire()
+    try:
+        with pytest.raises(BibInputError, match="another bib job is writing into this folder"):
+            b.acquire()
+    finally:
+        a.release()
+    (tmp_path / "real" / "o").mkdir()
+    os.symlink(tmp_path / "real" / "o", tmp_path / "link")
+    with pytest.raises(BibInputError, match=r"link: --out is a symbolic link \(to .*real/o\); name the folder itself"):
+        OutputFolder(tmp_path / "link", {"command": "x"})
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo"])
+def test_a_planted_lock_file_is_refused_and_its_target_kept(tmp_path, kind):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    lock = tmp_path / ".o.lock"
+    {"symlink": lambda: os.symlink(victim, lock), "hardlink": lambda: os.link(victim, lock),
+     "fifo": lambda: os.mkfifo(lock)}[kind]()
+    message = {"symlink": "is a symbolic link; bib does not follow it", "hardlink": "has another hard link",
+               "fifo": "is not a regular file"}[kind]
+    with pytest.raises(BibInputError, match=message):
+        OutputFolder(tmp_path / "o", {"command": "x"})
+    from bib.io import FolderLock
+
+    with pytest.raises(BibInputError, match=message):
+        FolderLock(tmp_path / "o").acquire()
+    assert victim.read_text() == "keep\n" and not (tmp_path / "o").exists()

@@ -179,7 +179,10 @@ def agency_tables(folder: str | Path) -> AgencyTables:
 
 def write_tables(folder: str | Path) -> AgencyTables:
     """Write ``tables/*.csv`` and ``tables.md`` for a run folder (a suite run, probes, or both); return the result."""
+    from bib.guard import no_links
+
     folder = Path(folder)
+    no_links(folder, "the run folder")  # tables/, plots/ are written in place: never through a planted link
     result = agency_tables(folder)
     tdir = ensure_dir(folder / "tables")
     for name, table in result.tables.items():

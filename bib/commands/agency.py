@@ -162,6 +162,9 @@ def register(app: typer.Typer) -> None:
             # beside a run's results: probes.json is written atomically and the tables are redone from both
             if not os.access(out, os.W_OK | os.X_OK):
                 raise BibInputError(f"{out}: output folder is not writable")
+            from bib.guard import no_links
+
+            no_links(out, "the run folder")  # probes.json and tables/ are written in place
             folder = FolderLock(out)  # one writer here too
             folder.check()
         else:
