@@ -5,6 +5,7 @@ One place for the checks every command applies to its inputs and output paths:
 * :func:`check_name`: an id used in a file name is a safe file name (letters, digits, ``.``, ``_``,
   ``-``; not starting with ``.`` or ``-``), so ``<id>.json`` / ``<id>.mp4`` cannot climb out;
 * :func:`inside`: a path resolves (symbolic links followed) inside a root, ``--out`` or a set;
+* :func:`folder_files`: the files of a folder a command reads (sessions, plots), each inside it;
 * :func:`no_links`: a folder written or cleaned in place holds no symbolic link;
 * :func:`set_path`: a path a set names (manifest rows) is relative and resolves inside the set;
 * :func:`read_bytes` / :func:`read_text`: only regular files are read (a FIFO or device is refused
@@ -55,6 +56,16 @@ def inside(root: str | os.PathLike[str], path: str | os.PathLike[str], what: str
         raise BibInputError(f"{what + ': ' if what else ''}{os.fspath(path)} resolves to {real}, "
                             f"outside {os.fspath(root)}")
     return Path(path)
+
+
+def folder_files(folder: str | os.PathLike[str], pattern: str) -> list[Path]:
+    """The entries of ``folder`` matching ``pattern`` (sorted), each resolving inside ``folder``: an
+    entry that links out of it (a session file, a plot beside a report) is refused, naming it, rather
+    than read or copied (issue 39)."""
+    found = sorted(Path(folder).glob(pattern))
+    for f in found:
+        inside(folder, f, f"{os.fspath(folder)}: a file of the folder")
+    return found
 
 
 def set_path(root: str | os.PathLike[str], rel: str, what: str) -> Path:

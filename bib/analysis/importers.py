@@ -15,7 +15,7 @@ from bib.analysis.formats import IMPORTERS
 from bib.analysis.schema import LOOK_LOG_SUFFIX, MISSING_ID, OUTCOMES, ROW, rows_text, split_missing_ids, validate
 from bib.analysis.spec import AnalysisSpec, Mapping, PyHab, RowFilter
 from bib.errors import BibInputError
-from bib.guard import check_header, read_text
+from bib.guard import check_header, folder_files, read_text
 
 #: PyHab writes these summary files beside the per-infant trial files; they are not trial tables.
 PYHAB_SIDE_FILES: tuple[str, ...] = ("_Stats", "_BlockSumm_", "_HabSumm_", "_trialTiming", "_VERBOSE")
@@ -128,7 +128,7 @@ def session_files(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     skipped: list[str] = []
     for path in paths:
         if path.is_dir():
-            every = sorted(path.glob("*.csv"))
+            every = folder_files(path, "*.csv")
             logs = [f for f in every if f.name.endswith(LOOK_LOG_SUFFIX)]
             if len(logs) == len(every):
                 raise BibInputError(f"{path}: no session files (*.csv other than *{LOOK_LOG_SUFFIX}) in the folder")
@@ -265,7 +265,7 @@ def _pyhab_listing(path: Path) -> tuple[list[Path], list[str]]:
         return [path], []
     if not path.is_dir():
         raise BibInputError(f"{path}: no such file or directory")
-    every = sorted(path.glob("*.csv"))
+    every = folder_files(path, "*.csv")
     side = [f.name for f in every if any(s in f.name for s in PYHAB_SIDE_FILES)]
     files = [f for f in every if f.name not in side]
     if not files:

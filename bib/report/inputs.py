@@ -18,12 +18,12 @@ Anything else is refused with one line naming the path.
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bib.errors import BibInputError
+from bib.guard import folder_files, inside, load_json, read_text, text_lines
 
 KINDS = ("stimuli", "evaluation", "audit", "analysis", "profile")
 #: Fixed file names inside an output folder, per kind.
@@ -102,20 +102,21 @@ class Input:
 
 
 def _json_keys(path: Path) -> tuple[set[str], object]:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BibInputError(f"{path}: not a report input (cannot read JSON: {exc})") from None
+    doc = load_json(read_text(path), path)  # a regular file, size-capped, depth-checked: never a FIFO or /dev/zero
     return (set(doc), doc.get("schema")) if isinstance(doc, dict) else (set(), None)
 
 
 def _csv_header(path: Path) -> list[str]:
-    try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            lines = (line for line in fh if not line.startswith("#"))
-            return next(csv.reader(lines), [])
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BibInputError(f"{path}: cannot read ({exc})") from None
+    lines = (line for line in text_lines(path) if not line.startswith("#"))
+    return next(csv.reader(lines), [])
+
+
+def _beside(path: Path) -> Path | None:
+    """A figure beside an input (``audit.svg``, ``profile.svg``) when there: a regular file resolving
+    inside the input's folder (a link out of it is refused, not copied into the site)."""
+    if not path.is_file():
+        return None
+    return inside(path.parent, path, f"{path.parent}: a file beside the input")
 
 
 def detect(path: Path) -> tuple[str, Path]:
@@ -206,7 +207,7 @@ def read_audit_input(path: Path) -> AuditReport:
     from bib.observers.audit import read_audit
 
     figure = path.parent / "audit.svg"
-    return AuditReport(path, read_audit(path), figure if figure.is_file() else None)
+    return AuditReport(path, read_audit(path), _beside(figure))
 
 
 def read_analysis_input(path: Path) -> AnalysisReport:
@@ -215,17 +216,14 @@ def read_analysis_input(path: Path) -> AnalysisReport:
 
     doc = read_report(path)
     folder = path.parent
-    plots = sorted(folder.glob("*.svg")) + sorted((folder / "plots").glob("*.svg"))
+    plots = folder_files(folder, "*.svg") + folder_files(folder, "plots/*.svg")
     return AnalysisReport(path, doc, plots)
 
 
 def _read_profile_doc(path: Path) -> dict[str, Any]:
     from bib.profile.result import Profile
 
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BibInputError(f"{path}: cannot read the profile ({exc})") from None
+    doc = load_json(read_text(path), path)
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema not in PROFILE_FILES:
         raise BibInputError(f"{path}: not a `bib profile` output (schema {schema!r})")
@@ -244,10 +242,10 @@ def read_profile_input(path: Path) -> ProfileReport:
     ``<agent>/profile.json`` read from the folders beside it, when there) and the figure beside it."""
     doc = _read_profile_doc(path)
     figure = path.with_suffix(".svg")
-    report = ProfileReport(path, doc, figure if figure.is_file() else None)
+    report = ProfileReport(path, doc, _beside(figure))
     if report.is_table:
         found: dict[str, ProfileReport] = {}
-        for sub in sorted(p for p in path.parent.glob("*/profile.json") if p.is_file()):
+        for sub in (p for p in folder_files(path.parent, "*/profile.json") if p.is_file()):
             one = read_profile_input(sub)
             if not one.is_table:
                 found.setdefault(one.doc["agent"]["name"], one)

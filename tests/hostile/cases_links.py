@@ -92,3 +92,56 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
+
+
+# --- reads: a folder's files resolve inside it; special files are refused without waiting -----------
+
+def _sessions_with_link(inp: Path) -> None:
+    from hostile.cases_formulas import LOOKING_TIMES
+
+    (inp / "sessions").mkdir()
+    (inp / "sessions" / "a.csv").write_text(LOOKING_TIMES)
+    (inp / "outside.csv").write_text(LOOKING_TIMES)
+    os.symlink(inp / "outside.csv", inp / "sessions" / "b.csv")
+
+
+def _analysis_with_plot_link(plots: bool):
+    def build(inp: Path) -> None:
+        from hostile.cases_formulas import LOOKING_TIMES
+
+        (inp / "lt.csv").write_text(LOOKING_TIMES)
+        subprocess.run([sys.executable, "-c", "import sys; from bib.cli import main; main(sys.argv[1:])",
+                        "analyze", str(inp / "lt.csv"), "--out", str(inp / "an")], check=True, capture_output=True,
+                       env={**os.environ, "BIB_NO_PROGRESS": "1"})
+        (inp / "secret.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'><text>secret</text></svg>\n")
+        if plots:
+            (inp / "elsewhere").mkdir()
+            os.symlink(inp / "secret.svg", inp / "elsewhere" / "x.svg")
+            os.symlink(inp / "elsewhere", inp / "an" / "plots")
+        else:
+            os.symlink(inp / "secret.svg", inp / "an" / "forest.svg")
+    return build
+
+
+def _special(name: str, kind: str):
+    def build(inp: Path) -> None:
+        if kind == "fifo":
+            os.mkfifo(inp / name)
+        else:
+            os.symlink("/dev/zero", inp / name)
+    return build
+
+
+READS = [
+    Case("analyze-session-links-out", ["analyze", "{in}/sessions"], build=_sessions_with_link,
+         culprit="{in}/sessions/b.csv resolves to"),
+    Case("report-analysis-svg-links-out", ["report", "{in}/an", "--out", "{out}"],
+         build=_analysis_with_plot_link(False), culprit="{in}/an/forest.svg resolves to"),
+    Case("report-analysis-plots-folder-links-out", ["report", "{in}/an", "--out", "{out}"],
+         build=_analysis_with_plot_link(True), culprit="{in}/an/plots/x.svg resolves to"),
+    *[Case(f"report-{name.replace('.', '-')}-{kind}", ["report", f"{{in}}/{name}", "--out", "{out}"],
+           build=_special(name, kind), culprit="bib reads regular files only")
+      for name in ("x.json", "x.csv") for kind in ("fifo", "dev-zero")],
+]
+
+CASES += READS
