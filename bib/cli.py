@@ -71,6 +71,7 @@ AREAS = [
     "bib.commands.train",
     "bib.commands.report",
     "bib.commands.profile",
+    "bib.commands.cache",
 ]
 
 for _name in AREAS:

@@ -12,7 +12,8 @@ One place for the checks every command applies to its inputs and output paths:
   without blocking), up to a size cap, text as UTF-8 (a byte-order mark accepted) with the first bad
   byte named;
 * :func:`text_lines`: the same for streamed text (CSV readers take its lines);
-* :func:`load_json`: JSON with its depth and malformations turned into one line;
+* :func:`load_json` / :func:`read_json`: JSON with its depth (:data:`DEPTH_MAX`) and malformations
+  turned into one line; :func:`load_toml` likewise for TOML;
 * :func:`gunzip`: gzip inflated in chunks up to a size cap (a bomb is refused, not inflated);
 * :func:`check_header`: a CSV header without duplicated column names.
 
@@ -183,16 +184,59 @@ def check_header(header: Iterable[str] | None, path: str | os.PathLike[str]) -> 
     return names
 
 
+DEPTH_MAX = 64
+"""Deepest nesting of lists and tables read from JSON or TOML (no bib file nests more than 10)."""
+
+
+def check_depth(doc: object, source: str | os.PathLike[str], kind: str, limit: int = DEPTH_MAX) -> object:
+    """``doc`` if its lists and dicts nest at most ``limit`` deep (walked without recursion), else
+    BibInputError ``SOURCE: KIND nested too deeply (more than LIMIT levels)``: code that walks a
+    document recursively (pydantic, bib's readers) never meets Python's recursion limit."""
+    level = [doc] if isinstance(doc, dict | list) else []
+    depth = 0
+    while level:  # one level at a time: list comprehensions, fast on many small lists (frames, paths)
+        depth += 1
+        if depth > limit:
+            raise BibInputError(f"{os.fspath(source)}: {kind} nested too deeply (more than {limit} levels)")
+        level = [c for node in level for c in (node.values() if type(node) is dict else node)
+                 if type(c) is dict or type(c) is list]
+    return doc
+
+
 def load_json(text: str | bytes, source: str | os.PathLike[str]) -> object:
     """``json.loads(text)`` with a one-line BibInputError naming ``source`` for malformed or too deeply
-    nested JSON (the parser's recursion limit, about 1000 levels; no bib file nests more than 10)."""
+    nested JSON (more than :data:`DEPTH_MAX` levels, or the parser's recursion limit)."""
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BibInputError(f"{os.fspath(source)}: malformed JSON at line {exc.lineno} column {exc.colno}: "
                             f"{exc.msg}") from None
     except RecursionError:
-        raise BibInputError(f"{os.fspath(source)}: JSON nested too deeply") from None
+        raise BibInputError(f"{os.fspath(source)}: JSON nested too deeply (more than {DEPTH_MAX} levels)") from None
+    return check_depth(doc, source, "JSON")
+
+
+_TOML_NESTING = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]')
+
+
+def _toml_depth(text: str, source: str | os.PathLike[str]) -> None:
+    """Refuse TOML whose arrays and inline tables nest more than :data:`DEPTH_MAX` deep, before the parser
+    (tomllib recurses once per level: 500 levels reach Python's recursion limit)."""
+    depth = 0
+    for m in _TOML_NESTING.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > DEPTH_MAX:
+                raise BibInputError(f"{os.fspath(source)}: TOML nested too deeply (more than {DEPTH_MAX} levels)")
+        elif ch in "]}":
+            depth -= 1
+
+
+def read_json(path: str | os.PathLike[str], limit: int = TEXT_MAX) -> object:
+    """A regular file's JSON (:func:`read_text`, :func:`load_json`): size-capped, never a FIFO or device,
+    depth-checked; every refusal one line naming the file."""
+    return load_json(read_text(path, limit), path)
 
 
 def gunzip(data: bytes, source: str | os.PathLike[str], limit: int = INFLATED_MAX) -> bytearray:
@@ -231,7 +275,11 @@ def load_toml(path: str | os.PathLike[str], what: str = "file") -> dict[str, obj
     p = Path(path)
     if not os.path.lexists(p):
         raise BibInputError(f"{p}: no such {what}")
+    text = read_text(p)
+    _toml_depth(text, p)
     try:
-        return tomllib.loads(read_text(p))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BibInputError(f"{p}: malformed TOML ({exc})") from None
+    except RecursionError:
+        raise BibInputError(f"{p}: TOML nested too deeply (more than {DEPTH_MAX} levels)") from None

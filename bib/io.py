@@ -230,10 +230,10 @@ def write_provenance(folder: str | os.PathLike[str], job: dict[str, object] | No
 
 def read_provenance(folder: str | os.PathLike[str]) -> dict[str, object] | None:
     """``folder/provenance.json`` as a dict, or None when absent or unreadable."""
-    import json
+    from bib.guard import read_json
 
     try:
-        doc = json.loads((Path(folder) / PROVENANCE).read_text(encoding="utf-8"))
+        doc = read_json(Path(folder) / PROVENANCE, 16 << 20)  # never a FIFO, /dev/zero or a deep document
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

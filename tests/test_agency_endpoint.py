@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -91,6 +92,8 @@ class Server:
                         "garbage": lambda: "I would probably go up, maybe.",
                         "illegal": lambda: '{"action": "JUMP"}',
                         "not-json": lambda: "",
+                        "huge": lambda: "x" * (3 << 20),
+                        "huge-unsized": lambda: "x" * (3 << 20),
                     }[outer.behaviour]()
                     payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
                     if outer.behaviour == "not-json":
@@ -106,7 +109,8 @@ class Server:
                         return
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    if outer.behaviour != "huge-unsized":  # no length: the body runs until the connection closes
+                        self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     if outer.behaviour == "drip":  # a byte every 0.2 s: each read gets data before a socket timeout
                         for byte in data:
@@ -368,3 +372,67 @@ def test_cli_agency_run_refuses_a_bad_endpoint_before_the_run(tmp_path) -> None:
     assert run.returncode == 2 and run.stderr == f"bib: error: endpoint {srv.url} (model m): http-500: Internal Server Error\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no --out, no cache
     assert srv.requests == 2 and took < 60  # the whole process, imports included; the check itself is timed above
+
+
+# --- issue 39: bounded answers, a bounded cache, `bib cache clear` ----------------------------------
+
+
+@pytest.mark.parametrize("behaviour", ["huge", "huge-unsized"])
+def test_an_answer_over_1_mib_is_refused_before_it_is_read_whole(behaviour: str) -> None:
+    """A 3 MiB answer (declared, or streamed without a length) is a bad-response, not 3 MiB in memory."""
+    from bib.agency.endpoint import BODY_MAX
+
+    with Server(behaviour) as srv:
+        client = ChatClient(srv.url, "m", timeout=30.0, retries=0)
+        with pytest.raises(EndpointError) as err:
+            client.complete("hi")
+    assert err.value.reason == "bad-response"
+    assert f"bib reads at most {BODY_MAX:,}" in str(err.value) and BODY_MAX == 1 << 20
+
+
+def test_the_answer_cache_is_capped_by_age_and_size(tmp_path) -> None:
+    from bib.agency.endpoint import CACHE_AGE, prune_cache
+
+    now = 1_000_000_000.0
+    for i, (age, size) in enumerate([(10, 100), (20, 100), (30, 100), (CACHE_AGE + 1, 10)]):
+        p = tmp_path / f"{i:064x}.json"
+        p.write_bytes(b"x" * size)
+        os.utime(p, (now - age, now - age))
+    (tmp_path / "notes.txt").write_text("not an answer")
+    assert prune_cache(tmp_path, max_bytes=250, now=now) == 200  # the too-old one, then the oldest of the rest
+    assert sorted(p.name[-6:] for p in tmp_path.iterdir()) == ["0.json", "1.json", "es.txt"]
+    # a client opening the folder prunes it too (here: everything is older than 30 days)
+    ChatClient("http://127.0.0.1:9/v1", "m", cache_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_bib_cache_clear_removes_only_cached_answers(tmp_path, monkeypatch, capsys) -> None:
+    from bib.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "bib" / "endpoint" / "0123456789abcdef"
+    folder.mkdir(parents=True)
+    for i in range(3):
+        (folder / f"{i:064x}.json").write_text('{"content": "UP"}\n')
+    (tmp_path / "keep.json").write_text("{}")
+    os.symlink(tmp_path / "keep.json", folder / f"{9:064x}.json")  # a link: left alone, never followed
+    with pytest.raises(SystemExit) as exc:
+        main(["cache", "clear"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("removed 3 cached answers (0.0 MiB) from ") and out.strip().endswith("bib/endpoint")
+    assert (tmp_path / "keep.json").read_text() == "{}"
+    assert sorted(p.name for p in folder.iterdir()) == [f"{9:064x}.json"]
+
+
+@pytest.mark.parametrize("url", ["http://[::1/v1", "http://[fe80::1%eth0/v1", "http://h:port/v1"])
+def test_a_malformed_endpoint_is_one_line(url: str) -> None:
+    from bib.agency.endpoint import check_reachable
+    from bib.errors import BibInputError
+
+    with pytest.raises(BibInputError) as err:
+        check_reachable(url, 0.5)
+    assert str(err.value).startswith(f"--endpoint {url}: ") and "\n" not in str(err.value)
+    with pytest.raises(EndpointError) as exc:
+        ChatClient(url, "m", timeout=0.5, retries=0).complete("hi")
+    assert exc.value.reason == "connection"

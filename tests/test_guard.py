@@ -112,8 +112,32 @@ def test_text_utf8_bom_and_bad_bytes_named(tmp_path):
 
 def test_json_depth_and_malformation_are_one_line():
     assert load_json('{"a": [1, 2]}', "x.json") == {"a": [1, 2]}
-    with pytest.raises(BibInputError, match=r"^x.json: JSON nested too deeply$"):
+    with pytest.raises(BibInputError, match=r"^x.json: JSON nested too deeply \(more than 64 levels\)$"):
         load_json("[" * 100000 + "]" * 100000, "x.json")
+    # issue 39: capped at 64 levels, lists and objects alike, whatever the parser could take
+    expected: list = []
+    for _ in range(63):
+        expected = [expected]
+    assert load_json("[" * 64 + "]" * 64, "x.json") == expected
+    for deep in ("[" * 65 + "]" * 65, '{"a":' * 65 + "1" + "}" * 65, '[{"a":' * 40 + "1" + "}]" * 40):
+        with pytest.raises(BibInputError, match=r"^x.json: JSON nested too deeply \(more than 64 levels\)$"):
+            load_json(deep, "x.json")
+
+
+@pytest.mark.parametrize("text", ["x = " + "[" * 65 + "]" * 65, "x = " + "{a = " * 65 + "1" + "}" * 65,
+                                  "x = " + "[" * 5000 + "]" * 5000, "x = [" + "[{a = " * 40 + "1" + "}]" * 40 + "]"])
+def test_toml_depth_is_capped_before_the_parser(tmp_path, text):
+    p = tmp_path / "s.toml"
+    p.write_text(text + "\n")
+    with pytest.raises(BibInputError, match=r"s.toml: TOML nested too deeply \(more than 64 levels\)$"):
+        load_toml(p)
+
+
+def test_toml_brackets_in_strings_and_comments_do_not_count(tmp_path):
+    p = tmp_path / "s.toml"
+    body = 'a = "' + "[" * 100 + '"\nb = \'' + "{" * 100 + "'\n# " + "[" * 100 + '\nc = """\n' + "[" * 100 + '\n"""\n[[t]]\nd = [[1]]\n'
+    p.write_text(body)
+    assert load_toml(p) == {"a": "[" * 100, "b": "{" * 100, "c": "[" * 100 + "\n", "t": [{"d": [[1]]}]}
     with pytest.raises(BibInputError, match=r"^x.json: malformed JSON at line 1 column 2"):
         load_json("{", "x.json")
 

@@ -10,6 +10,12 @@ At most
 ``concurrency`` requests are in flight per client. Answers are cached by
 ``sha256(model, prompt, sampling settings, sample label)``: in memory, and as one JSON file per
 answer under ``cache_dir`` when given (atomic writes), so a rerun replays a run exactly.
+
+Bounded (issue 39): an answer body larger than :data:`BODY_MAX` (1 MiB; a chat completion is a few
+kB) is refused as ``bad-response`` without reading the rest; the answer cache keeps at most
+:data:`CACHE_MAX` bytes and nothing older than :data:`CACHE_AGE` seconds (the oldest answers go
+first: pruned when a client opens the folder and whenever its answers pass the cap), and
+`bib cache clear` empties it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,15 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
+from bib.guard import read_json
 from bib.io import atomic_write_text
+
+BODY_MAX = 1 << 20
+"""Largest answer body read from an endpoint (1 MiB)."""
+CACHE_MAX = 256 << 20
+"""Largest answer cache per endpoint and model folder (256 MiB); the oldest answers are removed first."""
+CACHE_AGE = 30 * 24 * 3600
+"""Oldest cached answer kept (30 days)."""
 
 
 class EndpointError(Exception):
@@ -76,6 +90,7 @@ class ChatClient:
         self.backoff = backoff
         self.slots = threading.BoundedSemaphore(max(1, concurrency))
         self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache_bytes = prune_cache(self.cache_dir) if self.cache_dir is not None else 0
         self.memory: dict[str, str] = {}
         self.lock = threading.Lock()
         self.stats = {"requests": 0, "cache_hits": 0, "failures": 0, "retries": 0}
@@ -94,7 +109,7 @@ class ChatClient:
             path = self.cache_dir / f"{key}.json"
             if path.is_file():
                 try:
-                    text = json.loads(path.read_text(encoding="utf-8"))["content"]
+                    text = read_json(path, 2 * BODY_MAX)["content"]
                 except (OSError, ValueError, KeyError, TypeError):
                     return None
                 with self.lock:
@@ -107,7 +122,15 @@ class ChatClient:
             self.memory[key] = text
         if self.cache_dir is not None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.cache_dir / f"{key}.json", json.dumps({"model": self.model, "content": text}) + "\n")
+            blob = json.dumps({"model": self.model, "content": text}) + "\n"
+            atomic_write_text(self.cache_dir / f"{key}.json", blob)
+            with self.lock:
+                self.cache_bytes += len(blob.encode())
+                over = self.cache_bytes > CACHE_MAX
+            if over:
+                left = prune_cache(self.cache_dir)
+                with self.lock:
+                    self.cache_bytes = left
 
     def complete(self, prompt: str, sample: str = "") -> str:
         """The model's answer to a single-turn ``prompt`` (cached); EndpointError after the retries."""
@@ -164,10 +187,10 @@ def _exchange(url: str, data: bytes, timeout: float) -> bytes:
     import http.client
     from urllib.parse import urlsplit
 
-    parts = urlsplit(url)
     try:
+        parts = urlsplit(url)
         port = parts.port
-    except ValueError as exc:
+    except ValueError as exc:  # an IPv6 typo ("http://[::1/v1"), a port that is not a number
         raise EndpointError("connection", str(exc)) from None
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     target = parts.path or "/"
@@ -194,11 +217,18 @@ def _exchange(url: str, data: bytes, timeout: float) -> bytes:
             raise TimeoutError
         if not 200 <= resp.status < 300:
             raise EndpointError(f"http-{resp.status}", resp.reason)
-        chunks = []
+        length = resp.getheader("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > BODY_MAX:
+            raise EndpointError("bad-response", f"an answer of {int(length):,} bytes; bib reads at most {BODY_MAX:,}")
+        chunks, size = [], 0
         while not late.is_set():
             chunk = resp.read1(65536)  # returns what one read brings: the deadline is checked between reads
             if not chunk:
                 break
+            size += len(chunk)
+            if size > BODY_MAX:  # refused as it passes the cap: memory stays bounded whatever the server sends
+                raise EndpointError("bad-response", f"an answer of more than {BODY_MAX:,} bytes; bib reads at most "
+                                    f"{BODY_MAX:,}")
             chunks.append(chunk)
         if late.is_set():
             raise TimeoutError
@@ -237,8 +267,8 @@ def check_reachable(endpoint: str, timeout: float) -> None:
 
     from bib.errors import BibInputError
 
-    parts = urlsplit(endpoint)
     try:
+        parts = urlsplit(endpoint)
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:  # a port that is not a number
         raise BibInputError(f"--endpoint {endpoint}: {exc}") from None
@@ -258,11 +288,71 @@ def default_cache_dir(endpoint: str, model: str) -> Path:
     replays them instead of asking again. One folder per endpoint and model, so two servers that
     call different models by the same name never share answers.
     """
+    tag = hashlib.sha256(f"{endpoint.rstrip('/')}\n{model}".encode()).hexdigest()[:16]
+    return cache_root() / tag
+
+
+def cache_root() -> Path:
+    """The folder of every endpoint's answer cache: ``$XDG_CACHE_HOME/bib/endpoint`` (``~/.cache/...``)."""
     import os
 
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    tag = hashlib.sha256(f"{endpoint.rstrip('/')}\n{model}".encode()).hexdigest()[:16]
-    return base / "bib" / "endpoint" / tag
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bib" / "endpoint"
+
+
+def _answers(folder: Path) -> list[tuple[float, int, Path]]:
+    """(modified time, size, path) of the cached answers of ``folder`` (regular ``*.json`` files only)."""
+    import os
+    import stat
+
+    out = []
+    with contextlib.suppress(OSError):
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if not e.name.endswith(".json"):
+                    continue
+                with contextlib.suppress(OSError):
+                    st = e.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        out.append((st.st_mtime, st.st_size, Path(e.path)))
+    return out
+
+
+def prune_cache(folder: Path, max_bytes: int = CACHE_MAX, max_age: float = CACHE_AGE,
+                now: float | None = None) -> int:
+    """Remove the answers of ``folder`` older than ``max_age`` seconds, then the oldest until the rest
+    hold at most ``max_bytes``; return the bytes kept. A missing folder holds 0."""
+    now = time.time() if now is None else now
+    kept = 0
+    for mtime, size, path in sorted(_answers(folder), reverse=True):  # newest first
+        if now - mtime > max_age or kept + size > max_bytes:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        kept += size
+    return kept
+
+
+def clear_cache(root: Path | None = None) -> tuple[int, int]:
+    """Remove every cached answer under ``root`` (default :func:`cache_root`); return (files, bytes).
+    Only the answer files (``<64 hex>.json``) of its folders are removed, and links are not followed."""
+    import re
+
+    root = cache_root() if root is None else root
+    files = size = 0
+    if not root.is_dir() or root.is_symlink():
+        return 0, 0
+    for sub in sorted(root.iterdir()):
+        if sub.is_symlink() or not sub.is_dir():
+            continue
+        for _, n, path in _answers(sub):
+            if re.fullmatch(r"[0-9a-f]{64}\.json", path.name):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    files += 1
+                    size += n
+        with contextlib.suppress(OSError):
+            sub.rmdir()  # when empty
+    return files, size
 
 
 @lru_cache(maxsize=16)

@@ -7,12 +7,12 @@ probe accuracies against their baselines (when ``probes.json`` exists).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from bib.agency.tables import AgencyTables, write_tables
+from bib.guard import read_json
 from bib.io import ensure_dir
 
 
@@ -80,7 +80,7 @@ def make_report(folder: str | Path, tables: AgencyTables | None = None) -> tuple
         _save(plt, fig, pdir / "keys.png", figures)
     probes = folder / "probes.json"
     if probes.is_file():
-        payload = json.loads(probes.read_text(encoding="utf-8"))
+        payload = read_json(probes)
         rows = payload["rows"]
         series = {"held-out accuracy": [r["accuracy"] for r in rows],
                   "majority baseline": [r["baseline"] for r in rows]}

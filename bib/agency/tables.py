@@ -18,6 +18,7 @@ import pandas as pd
 from bib.agency.keys import key_summary
 from bib.agency.transforms import paired_tests
 from bib.errors import BibInputError
+from bib.guard import read_json
 from bib.io import atomic_write_text, ensure_dir
 from bib.results import Result
 
@@ -34,7 +35,7 @@ def read_run(folder: str | Path) -> tuple[pd.DataFrame, dict]:
         raise BibInputError(f"{path}: no such file (run `bib agency run ... --out {folder}` first)")
     try:
         frame = pd.read_csv(path)
-        meta = json.loads((folder / "run.json").read_text(encoding="utf-8")) if (folder / "run.json").is_file() else {}
+        meta = read_json(folder / "run.json") if (folder / "run.json").is_file() else {}
     except (ValueError, OSError) as exc:
         raise BibInputError(f"{folder}: unreadable run files ({exc})") from None
     for col in ("grid", "task", "variant", "accuracy", "success"):
@@ -168,7 +169,7 @@ def agency_tables(folder: str | Path) -> AgencyTables:
             tables["key_rooms"] = pd.DataFrame(keys)
     head = None
     if probes.is_file():
-        payload = json.loads(probes.read_text(encoding="utf-8"))
+        payload = read_json(probes)
         head = {k: payload.get(k) for k in ("command", "steps", "grids")}
         keep = ["probe", "accuracy", "baseline", "balanced_accuracy", "chance_balanced", "optimal_on_decoded",
                 "error_recovery", "exact", "prefix_1", "prefix_3", "prefix_5", "train_rows", "test_rows"]

@@ -10,7 +10,6 @@ quantile, and d_z (mean per-participant difference / its SD) with a noncentral-t
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from bib.analysis.mixed import LmmFit, SingularCause, fit_singular_causes, forma
 from bib.analysis.schema import ROW, rows_text
 from bib.analysis.spec import AnalysisSpec, find_term
 from bib.errors import BibInputError
+from bib.guard import read_json
 from bib.results import Result, jsonable
 
 #: 0/1 column marking the contrast outcome (the spec's second outcome; "unexpected" by default).
@@ -582,8 +582,8 @@ def read_report(path: str | Path) -> dict[str, Any]:
     """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = read_json(p)
+    except OSError as exc:
         raise BibInputError(f"{p}: cannot read analysis report ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("tasks"), dict) or not isinstance(doc.get("exclusions"), dict):
         raise BibInputError(f"{p}: not a `bib analyze --json` report (no 'tasks' and 'exclusions')")

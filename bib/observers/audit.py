@@ -20,7 +20,6 @@ and ``single-feature.json`` (the fit, usable as ``bib score single-feature --che
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,6 +44,7 @@ from bib.evaluation import (
     pair_up,
     readout,
 )
+from bib.guard import read_json
 from bib.observers.base import BaseObserver, surprise_of_views
 from bib.observers.heuristics import ClosestObjectObserver
 from bib.observers.leaks import (
@@ -538,8 +538,8 @@ def read_audit(path: str | os.PathLike[str]) -> dict[str, object]:
     """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = read_json(p)
+    except OSError as exc:
         raise BibInputError(f"{p}: cannot read audit JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("conditions"), dict):
         raise BibInputError(f"{p}: not a `bib audit` output (schema {SCHEMA!r} with 'conditions')")

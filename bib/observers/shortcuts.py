@@ -38,6 +38,7 @@ import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.errors import BibInputError
+from bib.guard import read_json
 from bib.observers.base import BaseObserver
 from bib.observers.heuristics import no_checkpoint
 from bib.observers.inverse_planning import DEFAULT_BETAS, InversePlanner
@@ -432,8 +433,8 @@ def read_stumps(path: str | Path) -> dict[str, Stump]:
     """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = read_json(p)
+    except OSError as exc:
         raise BibInputError(f"{p}: cannot read single-feature fit ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != FIT_SCHEMA or not isinstance(doc.get("conditions"), dict):
         raise BibInputError(f"{p}: not a single-feature fit (schema {FIT_SCHEMA}; `bib audit` writes one)")

@@ -28,6 +28,7 @@ import numpy as np
 
 from bib.episode import Episode
 from bib.errors import BibInputError
+from bib.guard import MiB, read_json
 from bib.io import atomic_write_bytes, atomic_write_text
 from bib.observers.base import weights_mismatch
 
@@ -181,8 +182,8 @@ def read_card(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """
     p = Path(folder) / MODEL_CARD
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = read_json(p, MiB)
+    except OSError as exc:
         raise BibInputError(f"{p}: cannot read the model card ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("saved") not in ("state_dict", "save"):
         raise BibInputError(f"{p}: not a bib model card (expected format {FORMAT!r} and saved 'state_dict' or 'save')")

@@ -74,7 +74,7 @@ class RenderSettings:
     pix_fmt: str = "yuv420p"
 
     LIMITS: ClassVar[dict[str, tuple[float, float, bool]]] = {
-        "cell_px": (4, 256, True), "fps": (1, 240, True), "speed": (0, 100, False), "pause_start": (0, 60, True),
+        "cell_px": (4, 256, True), "fps": (1, 240, True), "speed": (0.1, 100, True), "pause_start": (0, 60, True),
         "pause_end": (0, 60, True), "unlock_pause": (0, 60, True), "gap": (0, 60, True), "crf": (0, 51, True),
     }
     """Field -> ``(low, high, low included)``; ``high`` is always included."""

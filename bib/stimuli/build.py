@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bib.episode import Episode, load_episode, save_episode
-from bib.guard import output_path
+from bib.guard import load_toml, output_path
 from bib.io import append_bytes, atomic_open, atomic_write_text, check_space, ensure_dir, folder_bytes, no_space
 from bib.parallel import check_scheduler, map_ordered
 from bib.progress import track
@@ -631,12 +631,11 @@ def _shown(ident: dict[str, object]) -> object:
 def _legacy_sets(root: Path, spec: StimulusSpec, ident: dict[str, object]) -> list[dict[str, object]]:
     """The sets a folder generated before provenance.json existed holds: its spec.toml's, or, without
     one, this set when the manifest holds only this spec's tasks."""
-    import tomllib
 
     try:
-        data = tomllib.loads((root / "spec.toml").read_text(encoding="utf-8"))
+        data = load_toml(root / "spec.toml")  # a FIFO or a deep spec.toml is refused, not waited on
         return [{"set": data.get("name"), "seed": data.get("seed")}]
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, ValueError):
         pass
     from bib.errors import BibInputError
 

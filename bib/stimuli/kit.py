@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from bib.errors import BibInputError
+from bib.guard import read_text
 from bib.io import atomic_write_text, ensure_dir
 from bib.results import Result, markdown_table
 from bib.stimuli.blind import blind_episode, blind_text, opaque_id
@@ -331,8 +332,8 @@ def is_key(path: str | os.PathLike[str]) -> bool:
 
 def _key_lines(p: Path) -> tuple[dict[str, object], list[str]]:
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        lines = read_text(p).splitlines()
+    except OSError as exc:
         raise BibInputError(f"{p}: cannot read key ({exc})") from None
     if not lines or not lines[0].startswith(KEY_MARK):
         raise BibInputError(f"{p}: not a `bib blind` key (its first line must start with {KEY_MARK.strip()!r})")

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from bib.errors import BibInputError
+from bib.guard import MiB, read_json
 from bib.io import atomic_write_text
 from bib.render.frames import RenderSettings
 
@@ -35,8 +36,8 @@ def stamp(settings: RenderSettings, codec: str) -> dict[str, object]:
 def read_stamps(root: Path) -> dict[str, dict[str, object]] | None:
     """Task id -> stamp of the set in ``root``; None when it has no stamp file (or an unreadable one)."""
     try:
-        data = json.loads((root / STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested too deeply
+        data = read_json(root / STAMP, MiB)
+    except (OSError, ValueError):  # a BibInputError (a ValueError): not a regular file, too big, too deep
         return None
     return data if isinstance(data, dict) else None
 

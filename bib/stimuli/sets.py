@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bib.errors import BibInputError
-from bib.guard import check_name, load_json, read_text
+from bib.guard import MiB, check_name, load_json, load_toml, read_text
 
 
 @dataclass(frozen=True)
@@ -65,12 +64,13 @@ def _spec_info(root: Path) -> dict[str, object] | None:
     if not spec.is_file():
         return None
     try:
-        data = tomllib.loads(spec.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
+        text = read_text(spec, MiB)
+        data = load_toml(spec)
+    except (OSError, ValueError):  # a BibInputError: not a regular file, too big or deep, malformed
         return None
     from bib.stimuli.origin import SECRET_SEED, is_secret_set
 
-    limited = "built with --limit" in spec.read_text(encoding="utf-8").split("\n", 1)[0]
+    limited = "built with --limit" in text.split("\n", 1)[0]
     secret = is_secret_set(root)  # its seed stays in its own folder: shown as "secret" wherever a set is reported
     return {"path": str(root), "name": data.get("name"), "seed": SECRET_SEED if secret else data.get("seed"),
             "limited": limited, **({"secret": True} if secret else {})}

@@ -67,7 +67,9 @@ def _dataclass_fields(cls: type) -> dict[str, Any]:
             kind = Literal[cls.CHOICES[f.name]]  # type: ignore[valid-type]
         if f.name in cls.LIMITS:
             lo, hi, closed = cls.LIMITS[f.name]
-            out[f.name] = (kind, Field(f.default, **{"ge" if closed else "gt": lo}, le=hi))
+            # strict: a number must be written as one (``speed = true`` or ``"2"`` is refused, not read as 1 or 2)
+            finite = {"allow_inf_nan": False} if kind is float else {}
+            out[f.name] = (kind, Field(f.default, **{"ge" if closed else "gt": lo}, le=hi, strict=True, **finite))
         else:
             out[f.name] = (kind, f.default)
     return out
