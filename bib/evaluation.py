@@ -12,6 +12,7 @@ import contextlib
 import csv
 import math
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,6 +143,8 @@ def write_steps(path: str | os.PathLike[str], steps: Iterable[tuple[str, np.ndar
 
 STEPS_COLUMNS = {"episode_id": "a string", "step": "an integer", "surprise": "a floating-point number"}
 """The per-step Parquet's columns and their types (:func:`write_steps` writes them, :func:`read_steps` checks them)."""
+STEPS_MAX = 10_000_000
+"""Most rows of a per-step Parquet file read (a set of 10,000 episodes of 100 steps is 1,000,000)."""
 
 
 def _steps_type_ok(column: str, kind: object) -> bool:
@@ -155,20 +158,43 @@ def _steps_type_ok(column: str, kind: object) -> bool:
     return bool(t.is_floating(kind))
 
 
+def _check_steps_file(path: Path) -> None:
+    """Refuse, before any column is read, a per-step Parquet that is not a regular file (a FIFO would hang
+    the reader), is larger than bib reads, or whose footer claims more than :data:`STEPS_MAX` rows (issue
+    39: a small file claiming 200 M rows took 4.5 GB)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bib.guard import TEXT_MAX, check_size, read_bytes
+
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        read_bytes(path, 0)  # the one-line refusal of a FIFO or device, without waiting on it
+    check_size(path, st.st_size, TEXT_MAX, "per-step file")
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise BibInputError(f"{path}: not a readable Parquet file ({str(exc).splitlines()[0][:160] if str(exc) else exc!r})") from None
+    if rows > STEPS_MAX:
+        raise BibInputError(f"{path}: {rows:,} rows of per-step surprise; bib reads at most {STEPS_MAX:,}")
+
+
 def read_steps(path: str | os.PathLike[str], episodes: EpisodeSet | None = None,
                n_steps: Mapping[str, int] | None = None) -> dict[str, np.ndarray]:
     """Read and validate a per-step Parquet (the one reader of them): per-step surprise by episode id, steps in order.
 
-    The file must be Parquet (its footer readable) with the columns of :data:`STEPS_COLUMNS` in their types
-    and no nulls; every surprise finite; each episode's steps 1, 2, ..., n, each once. With ``episodes``,
-    no id outside the set; with ``n_steps`` (``{id: its test trial's steps}``), each episode has exactly as
-    many steps as its test trial. The first problem is one line naming the file (and the row, from 1).
+    The file must be a regular Parquet file of at most :data:`STEPS_MAX` rows (:func:`_check_steps_file`,
+    from its footer) with the columns of :data:`STEPS_COLUMNS` in their types and no nulls; every surprise
+    finite; each episode's steps 1, 2, ..., n, each once. With ``episodes``, no id outside the set; with
+    ``n_steps`` (``{id: its test trial's steps}``), each episode has exactly as many steps as its test
+    trial. The first problem is one line naming the file (and the row, from 1).
 
     Raises:
         BibInputError: on the first problem.
     """
     import pyarrow.parquet as pq
 
+    _check_steps_file(Path(path))
     try:
         schema = pq.read_schema(path)
     except (OSError, ValueError) as exc:

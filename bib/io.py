@@ -566,6 +566,39 @@ def _plain(value: object) -> object:
     return value
 
 
+WEIGHTS_MAX = 1 << 30
+"""Largest checkpoint bib loads: on disk, and inflated (every record of its zip together): 1 GiB."""
+
+
+def _check_records(p: Path) -> None:
+    """Refuse, before torch allocates anything, a checkpoint that is not a regular file, is larger than
+    :data:`WEIGHTS_MAX` on disk, or whose zip records declare more than that inflated (torch allocates
+    each record's declared size: a small file with a 3 GiB record was 3.3 GB of memory, issue 39)."""
+    import zipfile
+
+    from bib.guard import check_size, read_bytes
+
+    st = os.stat(p)
+    if not stat.S_ISREG(st.st_mode):
+        read_bytes(p, 0)  # the one-line refusal of a FIFO, device or socket, without waiting on it
+    check_size(p, st.st_size, WEIGHTS_MAX, "checkpoint")
+    if not zipfile.is_zipfile(p):
+        return  # not a torch zip: torch.load refuses it (or reads a legacy file, bounded by its size)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            total = 0
+            for info in zf.infolist():
+                total += info.file_size
+                if total > WEIGHTS_MAX:
+                    raise BibInputError(f"{p}: the checkpoint's records inflate to more than "
+                                        f"{WEIGHTS_MAX >> 20} MiB (at {info.filename[:80]!r}); bib loads "
+                                        f"checkpoints up to {WEIGHTS_MAX >> 20} MiB")
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        if isinstance(exc, BibInputError):
+            raise
+        raise BibInputError(f"{p}: not a readable checkpoint ({str(exc)[:160]})") from None
+
+
 def load_weights(path: str | os.PathLike[str]) -> object:
     """``torch.load(path, map_location="cpu", weights_only=True)`` with a one-line refusal.
 
@@ -580,8 +613,9 @@ def load_weights(path: str | os.PathLike[str]) -> object:
     import torch
 
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise BibInputError(f"{p}: checkpoint not found")
+    _check_records(p)
     try:
         return torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - torch raises several types; all mean "refused"

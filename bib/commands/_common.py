@@ -55,8 +55,11 @@ def checkpoint_file(path: Path | None, name: str) -> Path | None:
         return p
     if p.is_dir():
         p = p / name
-    if not p.is_file():
+    if not p.exists():
         raise BibInputError(f"--checkpoint {path}: checkpoint not found")
+    if not p.is_file():
+        raise BibInputError(f"--checkpoint {path}: not a regular file (a pipe, device or socket); bib reads "
+                            "regular files only")
     return p
 
 

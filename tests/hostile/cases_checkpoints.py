@@ -62,3 +62,46 @@ CASES = [
                                          "--checkpoint", "{in}/p.pt", "--out", "{out}"],
            build=policy_checkpoint(**config), culprit=f"p.pt: config: {culprit}") for name, config, culprit in POLICY],
 ]
+
+
+def inflating_checkpoint(declared: int = 3 << 30):
+    """``{in}/c.pt``: a valid bc-mlp checkpoint whose first tensor record declares ``declared`` bytes
+    inflated (the central directory's and the local header's uncompressed size patched): torch would
+    allocate that much before finding the record short (issue 39: 3.3 GB RSS)."""
+    def build(inp: Path) -> None:
+        import struct
+        import zipfile
+
+        import torch
+
+        from bib.observers.learned import learned_class
+
+        torch.save(learned_class("bc-mlp")().checkpoint(), inp / "c.pt")
+        data = bytearray((inp / "c.pt").read_bytes())
+        with zipfile.ZipFile(inp / "c.pt") as zf:
+            info = next(i for i in zf.infolist() if i.filename.endswith("/data/0"))
+        name = info.filename.encode()
+        for sig, offset in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):
+            at = 0
+            while (at := data.find(sig, at)) >= 0:
+                name_at = at + (46 if sig == b"PK\x01\x02" else 30)
+                if data[name_at:name_at + len(name)] == name:
+                    data[at + offset:at + offset + 4] = struct.pack("<I", declared)
+                at += 4
+        (inp / "c.pt").write_bytes(bytes(data))
+    return build
+
+
+def fifo_checkpoint(inp: Path) -> None:
+    import os
+
+    os.mkfifo(inp / "c.pt")
+
+
+CASES += [
+    Case("score-checkpoint-record-inflates-to-3-gib",
+         ["score", "bc-mlp", "{in}/set", "--checkpoint", "{in}/c.pt", "--out", "{out}"], build=inflating_checkpoint(),
+         culprit="{in}/c.pt: the checkpoint's records inflate to more than 1024 MiB"),
+    Case("score-checkpoint-is-a-fifo", ["score", "bc-mlp", "{in}/set", "--checkpoint", "{in}/c.pt", "--out", "{out}"],
+         build=fifo_checkpoint, culprit="bib reads regular files only"),
+]
