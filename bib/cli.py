@@ -111,12 +111,18 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread
         previous = None
+    from bib.io import PrintableStream, printable
+
+    # Everything a command prints passes bib.io.printable: a table cell, a file name or a message
+    # holding an escape sequence (screen clear, window title, OSC 52 clipboard) is shown, not obeyed.
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)
     try:
         code = command().main(args=args, prog_name="bib", standalone_mode=False)
     except BibInputError as exc:
-        print(f"bib: error: {exc}", file=sys.stderr)
+        print(f"bib: error: {printable(str(exc))}", file=sys.stderr)
         if _DEBUG["on"] and getattr(exc, "detail", ""):
-            print(exc.detail, file=sys.stderr, end="")
+            print(printable(exc.detail), file=sys.stderr, end="")
         sys.exit(2)
     except OSError as exc:  # a full disk where no writer named its file (bib.io.no_space names it where one does)
         from bib.io import no_space
@@ -134,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, Abort):  # Abort: typer's end of a prompt by Ctrl-C / Ctrl-D
         code = 130
     finally:
+        sys.stdout, sys.stderr = streams
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         parallel = sys.modules.get("bib.parallel")

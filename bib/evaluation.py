@@ -22,7 +22,7 @@ import numpy as np
 
 from bib.errors import BibInputError
 from bib.guard import check_header, load_json, read_text, text_lines
-from bib.io import atomic_open, atomic_write_text
+from bib.io import atomic_open, atomic_write_text, csv_cell, csv_dict_writer, csv_value
 from bib.resources import resource
 from bib.results import Result, markdown_table
 from bib.stimuli.sets import EpisodeRef, EpisodeSet, find_episodes  # noqa: F401 (find_episodes: public here too)
@@ -46,7 +46,7 @@ def write_results(path: str | os.PathLike[str], surprise: Mapping[str, float]) -
     """Write a results file (CSV ``episode_id,surprise``, one row per episode) atomically."""
     lines = [",".join(RESULTS_HEADER)]
     for eid, value in surprise.items():
-        lines.append(f"{_csv_field(eid)},{float(value)!r}")
+        lines.append(f"{_csv_field(csv_cell(eid))},{float(value)!r}")
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
@@ -838,8 +838,10 @@ def _read_csv_table(path: Path, required: Sequence[str], hint: str = "") -> list
 
 
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, str]]:
-    """Rows of an "ours" table (see :data:`TABLE_COLUMNS`)."""
-    return _read_csv_table(Path(path), ("observer", "condition", "accuracy"))
+    """Rows of an "ours" table (see :data:`TABLE_COLUMNS`); a cell bib neutralised for spreadsheets
+    (``'=name``, :func:`bib.io.csv_cell`) reads as what was written (``=name``), so a rewrite keeps it."""
+    rows = _read_csv_table(Path(path), ("observer", "condition", "accuracy"))
+    return [{k: csv_value(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
 
 
 def table_rows(observer: str, evaluation: Mapping[str, object], stimuli: str, command: str) -> list[dict[str, object]]:
@@ -915,7 +917,7 @@ def upsert_table(path: str | os.PathLike[str], rows: Sequence[Mapping[str, objec
     names = {r["observer"] for r in rows}
     keep = [r for r in read_table(p) if r["observer"] not in names] if p.exists() else []
     with atomic_open(p, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=TABLE_COLUMNS, lineterminator="\n", extrasaction="ignore")
+        writer = csv_dict_writer(fh, TABLE_COLUMNS, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
         for r in [*keep, *rows]:
             writer.writerow({k: r.get(k, "") for k in TABLE_COLUMNS})

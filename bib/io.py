@@ -1,4 +1,6 @@
-"""Atomic file writes (temp file in the same folder, then rename) and file hashing."""
+"""Atomic file writes (temp file in the same folder, then rename), file hashing, output folders and
+their locks, and safe output: CSV cells a spreadsheet would run (:func:`csv_cell`, :func:`csv_writer`,
+:func:`csv_dict_writer`, :func:`frame_csv`) and text for a terminal (:func:`printable`)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,10 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -642,3 +645,100 @@ def _starts_with(path: Path, prefix: bytes) -> bool:
             return fh.read(len(prefix)) == prefix
     except OSError:
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Safe output (issue 39): what a spreadsheet or a terminal opening bib's output would run
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_cell(value: object) -> object:
+    """``value`` as bib writes it into a CSV cell: text starting with ``= + - @``, a tab or a carriage
+    return gets a leading ``'`` (OWASP), so a spreadsheet shows it instead of running it; numbers, and
+    text that is a plain number (``-0.5``, ``+3``, ``-1e-05``), are left as they are. Idempotent."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def csv_value(text: str) -> str:
+    """The value a cell written by :func:`csv_cell` holds (the leading ``'`` dropped again), for the
+    tables bib reads back and rewrites (``evaluate --table``, ``leaderboard --save``)."""
+    if text.startswith("'") and text[1:].startswith(FORMULA_START) and not _NUMBER.fullmatch(text[1:]):
+        return text[1:]
+    return text
+
+
+class _SafeWriter:
+    """``csv.writer`` whose every cell passes :func:`csv_cell`."""
+
+    def __init__(self, fh: IO[str], **kwargs: object) -> None:
+        import csv
+
+        self._writer = csv.writer(fh, **kwargs)  # type: ignore[arg-type]
+
+    def writerow(self, row: Iterable[object]) -> object:
+        return self._writer.writerow([csv_cell(v) for v in row])
+
+    def writerows(self, rows: Iterable[Iterable[object]]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
+def csv_writer(fh: IO[str], **kwargs: object) -> _SafeWriter:
+    """A ``csv.writer`` for every CSV bib writes: cells pass :func:`csv_cell`."""
+    return _SafeWriter(fh, **kwargs)
+
+
+def csv_dict_writer(fh: IO[str], fieldnames: Sequence[str], **kwargs: object) -> object:
+    """A ``csv.DictWriter`` for every CSV bib writes: cells pass :func:`csv_cell`."""
+    import csv
+
+    class SafeDictWriter(csv.DictWriter):
+        def writerow(self, rowdict):  # noqa: ANN001, ANN202
+            return super().writerow({k: csv_cell(v) for k, v in rowdict.items()})
+
+    return SafeDictWriter(fh, fieldnames=fieldnames, **kwargs)  # type: ignore[arg-type]
+
+
+def frame_csv(frame: object, **kwargs: object) -> str:
+    """``frame.to_csv(**kwargs)`` (a pandas DataFrame) with every text cell (and the index) passed
+    through :func:`csv_cell`; numbers untouched."""
+    safe = frame.copy()  # type: ignore[attr-defined]
+    for col in safe.columns:
+        if safe[col].dtype.kind not in "biufcmM":  # text (object or pandas' string dtype)
+            safe[col] = safe[col].map(csv_cell)
+    if safe.index.dtype.kind not in "biufcmM":
+        safe.index = safe.index.map(csv_cell)
+    return safe.to_csv(**kwargs)
+
+
+#: Characters removed from text printed to a terminal: C0 controls but tab and newline (ESC starts the
+#: sequences that clear the screen, set the title, or write the clipboard: OSC 52), DEL, C1 controls,
+#: and the bidirectional overrides that reorder what is shown.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` without the characters a terminal would act on (:data:`_CONTROL`); newlines and tabs kept."""
+    return _CONTROL.sub("", text)
+
+
+class PrintableStream:
+    """A text stream that writes :func:`printable` text to ``stream`` (bib's stdout and stderr while a
+    command runs); ``unfiltered`` is the stream itself, for bib's own progress bars (rich draws them
+    with escape sequences)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.unfiltered = stream
+
+    def write(self, text: str) -> int:
+        self.unfiltered.write(printable(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # flush, isatty, encoding, fileno, buffer ...
+        return getattr(self.unfiltered, name)

@@ -21,7 +21,11 @@ def track(items: Iterable[T], *, total: int | None = None, description: str = "w
     if os.environ.get("BIB_NO_PROGRESS"):
         yield from items
         return
-    console = Console(stderr=True)
+    import sys
+
+    # bib.cli filters stderr for a terminal (bib.io.PrintableStream); the bar's own escape sequences
+    # go to the stream beneath (the description is bib's text, not the user's)
+    console = Console(file=getattr(sys.stderr, "unfiltered", sys.stderr))
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

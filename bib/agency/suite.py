@@ -29,7 +29,7 @@ from bib.agency.keys import KEY_TASKS, jaccard, key_columns, visited
 from bib.agency.metrics import grid_metrics
 from bib.agency.transforms import TRANSFORMS, transform
 from bib.errors import BibInputError
-from bib.io import atomic_write_text, ensure_dir
+from bib.io import atomic_write_text, ensure_dir, frame_csv
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.registry import Registry
@@ -166,7 +166,7 @@ def run_suite(
     from bib.agency.tables import write_tables
 
     frame = pd.DataFrame(rows)
-    atomic_write_text(out / "grids.csv", frame.to_csv(index=False))
+    atomic_write_text(out / "grids.csv", frame_csv(frame, index=False))
     atomic_write_text(out / "rollouts.jsonl", "\n".join(lines) + "\n")
     steps = sum(len(json.loads(x)["kinds"]) for x in lines)
     reasons: Counter[str] = Counter()

@@ -19,7 +19,7 @@ from bib.agency.keys import key_summary
 from bib.agency.transforms import paired_tests
 from bib.errors import BibInputError
 from bib.guard import read_json
-from bib.io import atomic_write_text, ensure_dir
+from bib.io import atomic_write_text, ensure_dir, frame_csv
 from bib.results import Result
 
 METRICS = ("accuracy", "success", "spl", "entropy", "jsd", "meg")
@@ -187,6 +187,6 @@ def write_tables(folder: str | Path) -> AgencyTables:
     result = agency_tables(folder)
     tdir = ensure_dir(folder / "tables")
     for name, table in result.tables.items():
-        atomic_write_text(tdir / f"{name}.csv", table.to_csv())
+        atomic_write_text(tdir / f"{name}.csv", frame_csv(table))
     atomic_write_text(folder / "tables.md", result.to_markdown() + "\n")
     return result

@@ -9,7 +9,6 @@ quantile, and d_z (mean per-participant difference / its SD) with a noncentral-t
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -400,13 +399,13 @@ class Analysis(Result):
     def write(self, out: str | Path) -> list[Path]:
         """Write report.json, report.md, exclusions.csv and the per-task plots (paired looks, residuals) into ``out``."""
         from bib.analysis.plots import analysis_plots
-        from bib.io import atomic_open
+        from bib.io import atomic_open, csv_writer
         from bib.results import save_figure
 
         paths = self.save(out)
         path = Path(out) / "exclusions.csv"
         with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh)
+            w = csv_writer(fh)
             w.writerow([*REPORT_COLUMNS, "stage"])
             for stage, frame in (("import", self.report["exclusions"]["import_dropped"]),
                                  ("excluded", self.report["exclusions"]["excluded"]),

@@ -9,7 +9,6 @@ effect differs from theirs.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,10 +150,10 @@ def compare(infant_rows: pd.DataFrame, model_responses: list[pd.DataFrame], alph
 
 def write_table(result: dict[str, Any], path: str | Path) -> None:
     """Write the comparison as CSV (one row per task and observer), atomically."""
-    from bib.io import atomic_open
+    from bib.io import atomic_open, csv_writer
 
     with atomic_open(path, "w", encoding="utf-8", newline="") as fh:
-        w = csv.writer(fh)
+        w = csv_writer(fh)
         w.writerow(["task", "observer", "effect", "ci_low", "ci_high", "diff_from_infants", "p_diff", "differs"])
         for task, r in result["tasks"].items():
             for name, e in r["observers"].items():

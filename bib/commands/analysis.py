@@ -252,12 +252,12 @@ def register(app: typer.Typer) -> None:
         """Write a synthetic per-infant data set drawn from the pilot summaries (flagged synthetic)."""
         from bib.analysis.example import simulate_example
         from bib.analysis.pilot import load_pilot
-        from bib.io import OutputFolder, atomic_write_text
+        from bib.io import OutputFolder, atomic_write_text, frame_csv
 
         folder = OutputFolder(out, {"command": "power simulate", "seed": seed, "pilot": pilot}, force=force)
         df = simulate_example(load_pilot(pilot), seed)
         with folder as tmp:
-            atomic_write_text(tmp / SIMULATED, df.to_csv(index=False, lineterminator="\n"))
+            atomic_write_text(tmp / SIMULATED, frame_csv(df, index=False, lineterminator="\n"))
         typer.echo(f"wrote {out / SIMULATED}: {df['participant_id'].nunique()} synthetic infants, {len(df)} trials (seed {seed})")
 
     app.add_typer(power_app, name="power")

@@ -44,7 +44,7 @@ from bib import __version__
 from bib.episode import GRID_MAX, Episode, Event, Recording, Trial, dumps
 from bib.errors import BibInputError
 from bib.guard import INFLATED_MAX, gunzip, output_path, read_bytes
-from bib.io import OutputFolder, atomic_write_text, check_space
+from bib.io import OutputFolder, atomic_write_text, check_space, csv_dict_writer, csv_writer
 from bib.parallel import map_ordered
 from bib.progress import track
 from bib.registry import Registry
@@ -308,7 +308,7 @@ def export_bib_json(
         index = [{"file": rel, "episode_id": eid, "task": task, "outcome": outcome, "shapes": sh}
                  for (rel, _, eid, task, outcome), sh in zip(plan, shapes)]
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+        writer = csv_dict_writer(buf, EXPORT_COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(index)
         atomic_write_text(tmp / EXPORT_INDEX, buf.getvalue())
@@ -904,9 +904,11 @@ def import_bib_json(
             if res["problem"]:
                 problems.append(res["problem"])
         atomic_write_text(tmp / "manifest.csv", format_rows(rows))
-        index = ["file,episode_id,task,outcome"]
-        index += [f"{f.relative_to(root).as_posix()},{eid},{t},{outcome}" for f, eid, _, t, outcome in plan]
-        atomic_write_text(tmp / IMPORT_INDEX, "\n".join(index) + "\n")
+        buf = io.StringIO()
+        writer = csv_writer(buf, lineterminator="\n")
+        writer.writerow(["file", "episode_id", "task", "outcome"])
+        writer.writerows([f.relative_to(root).as_posix(), eid, t, outcome] for f, eid, _, t, outcome in plan)
+        atomic_write_text(tmp / IMPORT_INDEX, buf.getvalue())
     return ImportSummary(out=dest, episodes=len(rows), problems=problems)
 
 

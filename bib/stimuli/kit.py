@@ -49,7 +49,7 @@ from typing import ClassVar
 
 from bib.errors import BibInputError
 from bib.guard import read_text
-from bib.io import atomic_write_text, ensure_dir
+from bib.io import atomic_write_text, csv_writer, ensure_dir
 from bib.results import Result, markdown_table
 from bib.stimuli.blind import blind_episode, blind_text, opaque_id
 from bib.stimuli.sets import EpisodeRef, EpisodeSet, find_episodes
@@ -116,7 +116,7 @@ def kit_secret(seed: int | None) -> bytes:
 
 def _csv(rows: list[list[object]], header: list[str]) -> str:
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv_writer(buf, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(["" if v is None else v for v in r] for r in rows)
     return buf.getvalue()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bib.errors import BibInputError
 from bib.guard import check_header, check_name, set_path, text_lines
-from bib.io import atomic_write_text, sha256_file
+from bib.io import atomic_write_text, csv_dict_writer, sha256_file
 
 MANIFEST = "manifest.csv"
 COLUMNS = [
@@ -61,7 +61,7 @@ def is_manifest_header(header: object) -> bool:
 def format_rows(rows: Iterable[dict[str, object]], header: bool = True) -> str:
     """Rows as CSV text with the manifest columns (``\\n`` line ends)."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n", extrasaction="raise")
+    writer = csv_dict_writer(buf, COLUMNS, lineterminator="\n", extrasaction="raise")
     if header:
         writer.writeheader()
     for row in rows:

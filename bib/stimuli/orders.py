@@ -49,7 +49,7 @@ import numpy as np
 from bib.episode import Episode, Trial, load_episode
 from bib.errors import BibInputError
 from bib.guard import set_path, text_lines
-from bib.io import atomic_write_text
+from bib.io import atomic_write_text, csv_dict_writer
 from bib.render.frames import RenderSettings, frame_count, outcome_frame
 
 ORDERS = "orders.csv"
@@ -198,7 +198,7 @@ def presentation_orders(
 def write_orders(root: str | os.PathLike[str], order_rows: Sequence[dict[str, object]]) -> Path:
     """Write ``root/orders.csv`` atomically; return its path."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=ORDER_COLUMNS, lineterminator="\n")
+    writer = csv_dict_writer(buf, ORDER_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(order_rows)
     path = Path(root) / ORDERS
