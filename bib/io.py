@@ -400,6 +400,10 @@ class OutputFolder:
             os.replace(self.tmp, self.path)
 
 
+_HELD: set[Path] = set()
+"""Lock files this process holds (a reader of a folder this process writes does not refuse it)."""
+
+
 class FolderLock:
     """The lock of one output folder: ``fcntl.flock`` on ``.<name>.lock`` beside it (docs/cli.md).
 
@@ -465,11 +469,13 @@ class FolderLock:
                                 "(remove it)")
         return fd
 
-    def check(self) -> None:
-        """Refuse (BibInputError) when another process holds the lock; take nothing, write nothing."""
+    def check(self, *, reader: bool = False) -> None:
+        """Refuse (BibInputError) when another job holds the lock; take nothing, write nothing. A
+        ``reader`` (:func:`bib.stimuli.complete.check_complete`) is not refused by this process's own
+        lock (a job reading back the set it writes); a second writer always is."""
         import fcntl
 
-        if self.fd is not None:
+        if self.fd is not None or (reader and self.file in _HELD):
             return
         for target, flags in ((self.file, os.O_RDONLY), (self.folder, os.O_RDONLY | os.O_DIRECTORY)):
             try:
@@ -523,12 +529,14 @@ class FolderLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"`{' '.join(shlex.quote(str(a)) for a in argv)}`, pid {os.getpid()}\n".encode())
         self.fd, self.owner = fd, os.getpid()
+        _HELD.add(self.file)
 
     def release(self) -> None:
         """Remove the lock file and release the lock (only in the process that took it)."""
         if self.fd is None or self.owner != os.getpid():
             return
         fd, self.fd = self.fd, None
+        _HELD.discard(self.file)
         try:
             with contextlib.suppress(OSError):
                 mine = os.fstat(fd)

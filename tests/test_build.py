@@ -292,7 +292,7 @@ def test_resume_of_an_interrupted_manifest_lists_units_in_order(tmp_path: Path) 
     summary = build([("single-object", 6), ("preference", 3)], 5, out)
     assert (summary.built, summary.kept) == (2, 7)
     assert (out / "manifest.csv").read_bytes() == (fresh.out / "manifest.csv").read_bytes()
-    assert sorted(p.name for p in out.iterdir()) == ["episodes", "manifest.csv"]  # no part files left
+    assert sorted(p.name for p in out.iterdir()) == ["complete.json", "episodes", "manifest.csv"]  # no part files left
 
 
 def test_williams_square_is_a_balanced_latin_square() -> None:

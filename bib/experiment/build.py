@@ -68,6 +68,9 @@ def study_orders(root: Path) -> list[dict[str, str]]:
 
     if not root.is_dir():
         raise BibInputError(f"{root}: not a folder (give the stimulus set folder)")
+    from bib.stimuli.complete import check_complete
+
+    check_complete(root)  # a set being written, or never finished, is refused (issue 39)
     if not read_manifest(root):
         raise BibInputError(f"{root / 'manifest.csv'}: not a stimulus set (no manifest.csv or no episodes)")
     rows = read_orders(root)

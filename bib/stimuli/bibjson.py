@@ -49,6 +49,7 @@ from bib.parallel import map_ordered
 from bib.progress import track
 from bib.registry import Registry
 from bib.render.frames import RenderSettings, trial_state_arrays
+from bib.stimuli.complete import mark_complete
 from bib.stimuli.sets import find_episodes
 from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
 from bib.tasks import bib_folders, unit_id
@@ -909,6 +910,7 @@ def import_bib_json(
         writer.writerow(["file", "episode_id", "task", "outcome"])
         writer.writerows([f.relative_to(root).as_posix(), eid, t, outcome] for f, eid, _, t, outcome in plan)
         atomic_write_text(tmp / IMPORT_INDEX, buf.getvalue())
+        mark_complete(tmp)  # last, before the folder is renamed into place (bib.stimuli.complete)
     return ImportSummary(out=dest, episodes=len(rows), problems=problems)
 
 

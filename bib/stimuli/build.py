@@ -29,6 +29,7 @@ from bib.progress import track
 from bib.render.frames import RenderSettings, episode_frame_count
 from bib.render.video import CODECS, check_video, codec_for, render_episodes
 from bib.stimuli import render_stamp
+from bib.stimuli.complete import mark_complete, mark_started
 from bib.stimuli.manifest import COLUMNS, MANIFEST, format_rows, iter_manifest, read_manifest, row_is_intact
 from bib.tasks import get_task, make_unit, unit_id, unit_seed
 from bib.tasks.difficulty import DECIMALS, pair_difficulty, pair_evidence
@@ -421,6 +422,7 @@ def build(
     scheduler: str | None = None,
     limit: int | None = None,
     options: dict[str, TaskOptions] | None = None,
+    finish: bool = True,
 ) -> BuildSummary:
     """Generate ``n`` units of each ``(task, n)`` into ``out``.
 
@@ -439,6 +441,8 @@ def build(
             many pairs rounded up to whole groups.
         options: generation options per task id (:mod:`bib.tasks.options`; default: none, BIB's
             design). With twins ``n`` must be even; a unit is then a pair and its twin.
+        finish: write the set's completion marker at the end (:mod:`bib.stimuli.complete`; it says
+            "being written" from the start); :func:`build_spec` writes it itself, after its own files.
     """
     opts = options or {}
     for task, n in units:
@@ -455,6 +459,7 @@ def build(
     plan = Plan(_planned(units, limit, opts), seed, str(Path(out)), video, s, chosen, per_trial)
     _check_space(plan, out)
     root = ensure_dir(out)
+    mark_started(root)  # before any other write: a reader refuses the set until mark_complete
     ensure_dir(root / "episodes")
     if video:
         ensure_dir(root / "videos")
@@ -495,6 +500,8 @@ def build(
             fh.write(format_rows([], header=True))
             fh.writelines(_span_lines(manifest_path, kept.others))
             fh.writelines(line for _, line in _merged(manifest_path, runs, plan))
+    if finish:
+        mark_complete(root)
     return BuildSummary(out=root, built=n_todo, kept=kept.n_units,
                         episodes=kept.n_other_rows + kept.n_rows + built_rows)
 
@@ -682,7 +689,7 @@ def build_spec(
         check_spec(spec)
     summary = build(
         spec.units, spec.seed, out, video=with_video, settings=r.settings(), codec=r.codec,
-        per_trial=per_trial, workers=workers, scheduler=scheduler, limit=limit, options=spec.options(),
+        per_trial=per_trial, workers=workers, scheduler=scheduler, limit=limit, options=spec.options(), finish=False,
     )
     if record:
         from bib.stimuli.spec import override, spec_to_toml
@@ -696,4 +703,5 @@ def build_spec(
         orders = presentation_orders(summary.out, rows, [t.id for t in spec.tasks], spec.orders.n_orders, ext, r.settings(),
                                      spec.orders.scheme, spec.seed)
         write_orders(summary.out, orders)
+    mark_complete(summary.out)  # last: every episode, video, manifest row, spec.toml and orders.csv is written
     return summary

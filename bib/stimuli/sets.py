@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bib.errors import BibInputError
 from bib.guard import MiB, check_name, load_json, load_toml, read_text
+from bib.stimuli.complete import check_complete
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,7 @@ def find_episodes(path: str | os.PathLike[str]) -> EpisodeSet:
     refs: list[EpisodeRef] = []
     sets: list[dict[str, object]] = []
     if p.is_file() and p.suffix == ".csv":
+        check_complete(p.parent)  # a set being written, or never finished, is refused (issue 39)
         refs = _manifest_refs(p)
         info = _spec_info(p.parent)
         sets = [info] if info else []
@@ -154,6 +156,7 @@ def find_episodes(path: str | os.PathLike[str]) -> EpisodeSet:
         manifests = sorted(m for m in p.rglob("manifest.csv") if not m.name.startswith("."))
         roots = [m.parent for m in manifests]
         for m in manifests:
+            check_complete(m.parent)
             refs += _manifest_refs(m)
             info = _spec_info(m.parent)
             if info:
