@@ -36,7 +36,7 @@ def test_generate_is_byte_identical_for_any_worker_count(tmp_path, capsys):
                "--workers", "2")[0] == 0
     fa, fb = files(a), files(b)
     assert fa == fb
-    assert sorted(fa) == ["episodes/single-object-000000.json", "episodes/single-object-000001.json",
+    assert sorted(fa) == ["complete.json", "episodes/single-object-000000.json", "episodes/single-object-000001.json",
                           "episodes/single-object-000002.json", "manifest.csv", "render.json", "videos/single-object-000000.mp4",
                           "videos/single-object-000001.mp4", "videos/single-object-000002.mp4"]
     rows = read_manifest(a)
