@@ -14,6 +14,7 @@ import inspect
 import os
 import signal
 import sys
+import warnings
 
 import typer
 from typer import _click
@@ -117,12 +118,18 @@ def main(argv: list[str] | None = None) -> None:
     # holding an escape sequence (screen clear, window title, OSC 52 clipboard) is shown, not obeyed.
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)
+    # numpy's and torch's warnings are held back while the command runs: a refused input is then one
+    # line, `bib: error: ...`, with no warning before it (issue 39); a command that ends otherwise
+    # shows them after its output, through the warning filters as they were
+    caught: list[warnings.WarningMessage] = []
     try:
-        code = command().main(args=args, prog_name="bib", standalone_mode=False)
+        with warnings.catch_warnings(record=True) as caught:
+            code = command().main(args=args, prog_name="bib", standalone_mode=False)
     except BibInputError as exc:
         print(f"bib: error: {printable(str(exc))}", file=sys.stderr)
         if _DEBUG["on"] and getattr(exc, "detail", ""):
             print(printable(exc.detail), file=sys.stderr, end="")
+        caught.clear()
         sys.exit(2)
     except OSError as exc:  # a full disk where no writer named its file (bib.io.no_space names it where one does)
         from bib.io import no_space
@@ -130,16 +137,20 @@ def main(argv: list[str] | None = None) -> None:
         full = no_space(exc, None)
         if full is None:
             raise
-        print(f"bib: error: {full}", file=sys.stderr)
+        print(f"bib: error: {printable(str(full))}", file=sys.stderr)
+        caught.clear()
         sys.exit(2)
     except _click.exceptions.UsageError as exc:
         where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
         message = exc.format_message().replace("Value error, ", "")
-        print(f"bib: error: {message}{where}", file=sys.stderr)
+        print(f"bib: error: {printable(message)}{where}", file=sys.stderr)
+        caught.clear()
         sys.exit(2)
     except (KeyboardInterrupt, Abort):  # Abort: typer's end of a prompt by Ctrl-C / Ctrl-D
         code = 130
     finally:
+        for w in caught:  # shown as they would have been (pytest.warns and -W filters still see them)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
         sys.stdout, sys.stderr = streams
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -692,6 +692,17 @@ def read_evaluation(path: str | os.PathLike[str]) -> dict[str, object]:
     conds = doc.get("conditions") if isinstance(doc, dict) else None
     if not isinstance(conds, dict) or not all(isinstance(v, dict) and "accuracy" in v for v in conds.values()):
         raise BibInputError(f"{p}: not a `bib evaluate --json` output (no 'conditions' with accuracies)")
+    for name, v in conds.items():
+        for key in ("accuracy", "ci_low", "ci_high"):
+            x = v.get(key)
+            if key != "accuracy" and x is None:
+                continue
+            if isinstance(x, bool) or not isinstance(x, int | float) or not (math.isfinite(x) and 0 <= x <= 1):
+                raise BibInputError(f"{p}: conditions.{str(name)[:60]}.{key}: expected a number from 0 to 1, "
+                                    f"got {str(x)[:40]!r}")
+        n = v.get("n_pairs")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise BibInputError(f"{p}: conditions.{str(name)[:60]}.n_pairs: expected a count, got {str(n)[:40]!r}")
     return doc
 
 
@@ -810,10 +821,7 @@ def read_anchors(path: str | os.PathLike[str] = ANCHORS, tables: Sequence[str] |
     p = Path(path)
     rows = _read_csv_table(p, ("model", "condition", "accuracy"), " (anchors need model, condition, accuracy)")
     for i, r in enumerate(rows, start=2):
-        try:
-            float(r["accuracy"])
-        except (TypeError, ValueError):
-            raise BibInputError(f"{p}: row {i}: accuracy {r['accuracy']!r} is not a number") from None
+        _check_number(p, i, r, "accuracy", 100.0)  # published accuracies are percentages
     if tables is not None:
         rows = [r for r in rows if r.get("table") in tables]
     order = {t: i for i, t in enumerate(ANCHOR_TABLES)}
@@ -840,8 +848,29 @@ def _read_csv_table(path: Path, required: Sequence[str], hint: str = "") -> list
 def read_table(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Rows of an "ours" table (see :data:`TABLE_COLUMNS`); a cell bib neutralised for spreadsheets
     (``'=name``, :func:`bib.io.csv_cell`) reads as what was written (``=name``), so a rewrite keeps it."""
-    rows = _read_csv_table(Path(path), ("observer", "condition", "accuracy"))
-    return [{k: csv_value(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+    p = Path(path)
+    rows = [{k: csv_value(v) if isinstance(v, str) else v for k, v in r.items()}
+            for r in _read_csv_table(p, ("observer", "condition", "accuracy"))]
+    for i, r in enumerate(rows, start=2):
+        _check_number(p, i, r, "accuracy", 1.0)
+        for key in ("ci_low", "ci_high"):
+            if r.get(key):
+                _check_number(p, i, r, key, 1.0)
+        if r.get("n_pairs") and not (r["n_pairs"].isdigit() and len(r["n_pairs"]) <= 12):
+            raise BibInputError(f"{p}: row {i}: n_pairs {r['n_pairs'][:40]!r} is not a count")
+    return rows
+
+
+def _check_number(path: Path, row: int, record: Mapping[str, str], key: str, top: float) -> None:
+    """BibInputError unless ``record[key]`` is a finite number from 0 to ``top`` (an accuracy of 1e308
+    was shown as inf, and text that is no number crashed the table; issue 39)."""
+    text = record.get(key) or ""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise BibInputError(f"{path}: row {row}: {key} {text[:40]!r} is not a number") from None
+    if not (math.isfinite(value) and 0.0 <= value <= top):
+        raise BibInputError(f"{path}: row {row}: {key} {text[:40]!r} is not from 0 to {top:g}")
 
 
 def table_rows(observer: str, evaluation: Mapping[str, object], stimuli: str, command: str) -> list[dict[str, object]]:

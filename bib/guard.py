@@ -7,6 +7,7 @@ One place for the checks every command applies to its inputs and output paths:
 * :func:`inside`: a path resolves (symbolic links followed) inside a root, ``--out`` or a set;
 * :func:`folder_files`: the files of a folder a command reads (sessions, plots), each inside it;
 * :func:`no_links`: a folder written or cleaned in place holds no symbolic link;
+* :func:`distinct_names`: names that become file names do not collide once normalised;
 * :func:`set_path`: a path a set names (manifest rows) is relative and resolves inside the set;
 * :func:`read_bytes` / :func:`read_text`: only regular files are read (a FIFO or device is refused
   without blocking), up to a size cap, text as UTF-8 (a byte-order mark accepted) with the first bad
@@ -26,7 +27,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from bib.errors import BibInputError
@@ -67,6 +68,18 @@ def folder_files(folder: str | os.PathLike[str], pattern: str) -> list[Path]:
     for f in found:
         inside(folder, f, f"{os.fspath(folder)}: a file of the folder")
     return found
+
+
+def distinct_names(names: Iterable[str], key: Callable[[str], str], what: str, where: str) -> None:
+    """Refuse (one line) two different ``names`` that ``key`` (a file-name normalisation: case, slug,
+    suffix) maps to one file: they would be merged into one page or plot, silently (issue 39)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        k = key(name)
+        first = seen.setdefault(k, name)
+        if first != name:
+            raise BibInputError(f"{where}: {what} {first[:60]!r} and {name[:60]!r} would share one file "
+                                f"({k[:60]!r}); rename one of them")
 
 
 def set_path(root: str | os.PathLike[str], rel: str, what: str) -> Path:

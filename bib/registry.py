@@ -119,7 +119,9 @@ class Registry(Mapping[str, T], Generic[T]):
         """``unknown <kind> <name>; known: a, b, c`` (plus ``or package.module:attr`` for user code)."""
         known = ", ".join(self._entries) or "none"
         extra = " (or package.module:attr)" if self.user is not None else ""
-        return f"unknown {self.kind} {name!r}; known: {known}{extra}"
+        shown = repr(name)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."  # a name read from a file may be megabytes
+        return f"unknown {self.kind} {shown}; known: {known}{extra}"
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

@@ -442,6 +442,9 @@ def analyze(imported: ImportResult, spec: AnalysisSpec, scale: str | None = None
     if absent:
         raise BibInputError(f"{source}: the spec's tasks {', '.join(absent)} have no test trials in the data")
     tasks = list(spec.tasks) or present
+    from bib.guard import distinct_names
+
+    distinct_names(tasks, str.casefold, "tasks", source)  # each gets its own plot file, before any fit
     excl = apply_exclusions(imported.table, spec.exclusions, spec.outcomes, source)
     rows = model_rows(excl.kept, tasks, scale, source, spec.outcomes)
     centred = _center(spec, imported.table, rows, tasks, source)

@@ -26,7 +26,7 @@ def _save(fig: Any, stem: Path) -> list[Path]:
     for ext in ("png", "svg"):
         buf = io.BytesIO()
         fig.savefig(buf, format=ext, dpi=120, metadata={"Date": None} if ext == "svg" else None)
-        path = stem.with_suffix(f".{ext}")
+        path = stem.with_name(f"{stem.name}.{ext}")  # not with_suffix: task "pref.a" is not "pref" + ".a"
         atomic_write_bytes(path, buf.getvalue())
         paths.append(path)
     return paths
@@ -112,6 +112,11 @@ def _p_text(p: str) -> str:
 
 def analysis_plots(data: pd.DataFrame, report: dict[str, Any], scale: str, out: str | Path) -> list[Path]:
     """Paired plots of every task of an analysis, as ``out/paired-<task>.{png,svg}``."""
+    from bib.guard import check_name, distinct_names
+
+    for task in report["tasks"]:
+        check_name(f"paired-{task}", "task name in a plot's file name")
+    distinct_names(report["tasks"], str.casefold, "tasks", "the analysis")  # one plot each, on any file system
     folder = ensure_dir(out)
     paths = []
     for task, result in report["tasks"].items():

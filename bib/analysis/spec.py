@@ -34,8 +34,8 @@ class Exclusions(_Strict):
     steps: list[Literal["codes", "missing", "trial_error", "min_look", "max_look", "both_outcomes"]] = Field(
         default_factory=lambda: list(STEPS)
     )
-    min_look_s: float = Field(default=2.0, ge=0)
-    max_look_s: float | None = Field(default=None, gt=0)
+    min_look_s: float = Field(default=2.0, ge=0, strict=True, allow_inf_nan=False)
+    max_look_s: float | None = Field(default=None, gt=0, strict=True, allow_inf_nan=False)
     max_look_action: Literal["cap", "exclude"] = "cap"
 
 
@@ -132,7 +132,7 @@ class AnalysisSpec(_Strict):
     outcomes: tuple[str, str] = OUTCOMES  # type: ignore[assignment]
     scale: Literal["log", "raw"] = "log"
     covariates: list[Literal["order", "age"]] = Field(default_factory=list)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1, strict=True)
     filter: RowFilter = Field(default_factory=RowFilter)
     exclusions: Exclusions = Field(default_factory=Exclusions)
     model: Model = Field(default_factory=Model)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,10 +96,10 @@ def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
         if key not in fields:
             raise BibInputError(f"{where}: unknown field {key!r}; known: {', '.join(fields)}")
         default = getattr(defaults, key)
-        if isinstance(default, bool) or isinstance(value, bool):
+        if isinstance(default, bool) or isinstance(value, bool):  # a bool is not a number, nor a number a bool
             ok = isinstance(value, bool) and isinstance(default, bool)
         elif isinstance(default, float):
-            ok = isinstance(value, (int, float))
+            ok = isinstance(value, (int, float)) and math.isfinite(value)
             value = float(value) if ok else value
         elif isinstance(default, (list, tuple)):
             ok = isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
@@ -108,10 +109,27 @@ def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
         if not ok:
             raise BibInputError(f"{where}: field {key!r} expects {type(default).__name__}, got {value!r}")
         out[key] = value
+    for key, value in out.items():
+        if key in RANGES and not isinstance(value, bool):
+            lo, hi, open_low, open_high = RANGES[key]
+            if not ((lo < value) if open_low else (lo <= value)) or not ((value < hi) if open_high else (value <= hi)):
+                shown = f"{'(' if open_low else '['}{lo:g}, {hi:g}{')' if open_high else ']'}"
+                raise BibInputError(f"{where}: field {key!r} must be in {shown}, got {value!r}")
     config = cls(**out)
     if issubclass(cls, InputConfig):  # a model's sizes (a training config's counts are not sizes)
         check_sizes(config, where)
     return config
+
+
+#: Ranges of the numbers a model or training config gives (low, high, low excluded, high excluded):
+#: ``dropout = 5.0`` or ``-3`` and ``lr = 0`` are refused before anything is built (issue 39).
+RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "dropout": (0.0, 1.0, False, True), "lr": (0.0, 10.0, True, False), "weight_decay": (0.0, 10.0, False, False),
+    "grad_clip": (0.0, 1e6, True, False), "epochs": (1, 100_000, False, False), "batch_size": (1, 1 << 16, False, False),
+    "seed": (0, 2**64 - 1, False, False), "max_episodes": (0, 10**9, False, False),
+    "max_batches": (0, 10**9, False, False), "max_val_episodes": (0, 10**9, False, False),
+    "threads": (0, 1024, False, False), "loader_workers": (0, 256, False, False),
+}
 
 
 SIZE_MAX = 4096

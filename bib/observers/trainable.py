@@ -187,6 +187,14 @@ def read_card(folder: str | os.PathLike[str]) -> dict[str, Any]:
         raise BibInputError(f"{p}: cannot read the model card ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("saved") not in ("state_dict", "save"):
         raise BibInputError(f"{p}: not a bib model card (expected format {FORMAT!r} and saved 'state_dict' or 'save')")
+    options = doc.get("options")
+    if options is not None and not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
+        raise BibInputError(f"{p}: field 'options' must be an object of named options, got {str(options)[:80]!r}")
+    if not isinstance(doc.get("target"), str):
+        raise BibInputError(f"{p}: field 'target' must be the model's package.module:Class, got {str(doc.get('target'))[:80]!r}")
+    seed = doc.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise BibInputError(f"{p}: field 'seed' must be an integer, got {seed!r}")
     return doc
 
 

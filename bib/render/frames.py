@@ -87,6 +87,12 @@ class RenderSettings:
             if not ((lo <= v) if closed else (lo < v)) or v > hi:
                 raise BibInputError(f"render setting '{name}' is out of range: {v} (allowed: {lo} {'<=' if closed else '<'} "
                                     f"{name} <= {hi})")
+        if self.canvas is not None:  # checked when the settings are made, before anything is written
+            sides = tuple(self.canvas)
+            if len(sides) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= self.MAX_SIDE
+                                          for v in sides):
+                raise BibInputError(f"render setting 'canvas' must be two whole numbers of pixels from 1 to "
+                                    f"{self.MAX_SIDE}, got {str(self.canvas)[:60]}")
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise BibInputError(f"render setting '{name}': unknown value {getattr(self, name)!r}; allowed: {', '.join(allowed)}")

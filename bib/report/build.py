@@ -33,7 +33,16 @@ from typing import Any
 
 from bib.errors import BibInputError
 from bib.report import figures
-from bib.report.inputs import AnalysisReport, AuditReport, Evaluation, Input, ProfileReport, StimulusSet, read_inputs
+from bib.report.inputs import (
+    AnalysisReport,
+    AuditReport,
+    Evaluation,
+    Input,
+    ProfileReport,
+    StimulusSet,
+    malformed,
+    read_inputs,
+)
 from bib.report.site import Site, building, is_site, output_folder
 
 #: Contact sheets: frames of the test trial, in one row, at this many pixels per cell.
@@ -118,6 +127,20 @@ class ReportBuilder:
         self._slugs[base] += 1
         return base if self._slugs[base] == 1 else f"{base}-{self._slugs[base]}"
 
+    def _check_names(self) -> None:
+        """Conditions, agents and observers that would share a page or figure name (``Pref`` and ``pref``)
+        are refused before any page is written, never merged into one."""
+        from bib.guard import distinct_names
+
+        for inp in self.inputs:
+            data = inp.data
+            if isinstance(data, StimulusSet):
+                distinct_names(dict.fromkeys(r["condition"] for r in data.rows), slugify, "conditions", str(inp.path))
+            elif isinstance(data, ProfileReport) and data.is_table:
+                distinct_names([a.doc["agent"]["name"] for a in data.agents], slugify, "agents", str(inp.path))
+        observers = [r["observer"] for i in self.inputs if isinstance(i.data, Evaluation) for r in i.data.rows]
+        distinct_names(dict.fromkeys(observers), slugify, "observers", "the evaluations")
+
     def render(self, rel: str, template: str, title: str, **context: Any) -> None:
         made_by = context.pop("made_by", "")
         self.site.page(rel, template, title=title, nav=self.nav, page=rel, version=self.version, made_by=made_by, **context)
@@ -127,6 +150,7 @@ class ReportBuilder:
     def plan(self) -> None:
         """Decide every page (so the navigation is complete before any page is written)."""
         evaluations = [i for i in self.inputs if i.kind in ("evaluation", "audit")]
+        self._check_names()
         for k, inp in enumerate(self.inputs):
             if inp.kind == "stimuli":
                 slug = self.slug(inp.label)
@@ -163,14 +187,19 @@ class ReportBuilder:
         done_eval = False
         for k, inp in enumerate(self.inputs):
             if inp.kind == "stimuli":
-                self.stimulus_pages(inp, previous)
+                with malformed(str(inp.path)):
+                    self.stimulus_pages(inp, previous)
             elif inp.kind == "analysis":
-                self.analysis_page(inp)
+                with malformed(str(inp.path)):
+                    self.analysis_page(inp)
             elif inp.kind == "profile":
-                self.profile_pages(k, inp)
+                with malformed(str(inp.path)):
+                    self.profile_pages(k, inp)
             elif not done_eval:
-                self.evaluation_page([i for i in self.inputs if i.kind == "evaluation"],
-                                     [i for i in self.inputs if i.kind == "audit"])
+                evaluations = [i for i in self.inputs if i.kind in ("evaluation", "audit")]
+                with malformed(", ".join(str(i.path) for i in evaluations)[:300]):
+                    self.evaluation_page([i for i in evaluations if i.kind == "evaluation"],
+                                         [i for i in evaluations if i.kind == "audit"])
                 done_eval = True
         self.draw_sheets()
         index = [{"kind": inp.kind, "path": str(inp.path), "pages": self.pages[k]} for k, inp in enumerate(self.inputs)]

@@ -17,7 +17,9 @@ Anything else is refused with one line naming the path.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,6 +255,22 @@ def read_profile_input(path: Path) -> ProfileReport:
     return report
 
 
+@contextlib.contextmanager
+def malformed(what: str) -> Iterator[None]:
+    """Turn the error a malformed input raises deep in reading or rendering (a field of the wrong type,
+    a missing key, a template's undefined value) into one line naming ``what`` (the input file):
+    ``FILE: malformed input (TypeError: ...)``, exit 2, never a traceback (issue 39)."""
+    from jinja2.exceptions import UndefinedError
+
+    try:
+        yield
+    except BibInputError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError, UndefinedError) as exc:
+        detail = (str(exc).strip().splitlines() or [""])[0][:120]
+        raise BibInputError(f"{what}: malformed input ({type(exc).__name__}: {detail})") from None
+
+
 def read_inputs(paths: list[Path]) -> list[Input]:
     """Detect and read every input (all are checked before the site is built)."""
     out: list[Input] = []
@@ -263,26 +281,32 @@ def read_inputs(paths: list[Path]) -> list[Input]:
         if key in seen:
             raise BibInputError(f"{given}: given twice")
         seen.add(key)
-        if kind == "stimuli":
-            data: StimulusSet | Evaluation | AuditReport | AnalysisReport | ProfileReport = read_stimulus_set(path)
-            label = data.spec.name if data.spec is not None else path.resolve().name
-        elif kind == "evaluation":
-            data = read_evaluation_input(path)
-            label = path.resolve().parent.name if path.name == FOLDER_FILES["evaluation"] else path.stem
-        elif kind == "audit":
-            data = read_audit_input(path)
-            label = path.resolve().parent.name if path.name == FOLDER_FILES["audit"] else path.stem
-        elif kind == "analysis":
-            data = read_analysis_input(path)
-            # named after the study (the analysis spec's name), not the folder (out/analysis gave analysis-analysis.html)
-            from bib.analysis.spec import AnalysisSpec
-
-            study = data.doc.get("spec")
-            unnamed = AnalysisSpec.model_fields["name"].default
-            label = study if isinstance(study, str) and study and study != unnamed else (
-                path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem)
-        else:
-            data = read_profile_input(path)
-            label = path.resolve().parent.name if path.name in PROFILE_FILES.values() else path.stem
-        out.append(Input(kind, path, label, data))
+        with malformed(str(path)):
+            out.append(_read_input(kind, path))
     return out
+
+
+def _read_input(kind: str, path: Path) -> Input:
+    """One input of a known ``kind``, read and checked."""
+    if kind == "stimuli":
+        data: StimulusSet | Evaluation | AuditReport | AnalysisReport | ProfileReport = read_stimulus_set(path)
+        label = data.spec.name if data.spec is not None else path.resolve().name
+    elif kind == "evaluation":
+        data = read_evaluation_input(path)
+        label = path.resolve().parent.name if path.name == FOLDER_FILES["evaluation"] else path.stem
+    elif kind == "audit":
+        data = read_audit_input(path)
+        label = path.resolve().parent.name if path.name == FOLDER_FILES["audit"] else path.stem
+    elif kind == "analysis":
+        data = read_analysis_input(path)
+        # named after the study (the analysis spec's name), not the folder (out/analysis gave analysis-analysis.html)
+        from bib.analysis.spec import AnalysisSpec
+
+        study = data.doc.get("spec")
+        unnamed = AnalysisSpec.model_fields["name"].default
+        label = study if isinstance(study, str) and study and study != unnamed else (
+            path.resolve().parent.name if path.name == FOLDER_FILES["analysis"] else path.stem)
+    else:
+        data = read_profile_input(path)
+        label = path.resolve().parent.name if path.name in PROFILE_FILES.values() else path.stem
+    return Input(kind, path, label, data)

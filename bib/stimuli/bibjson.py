@@ -732,8 +732,15 @@ def _bib_stem(f: Path) -> str:
 
 
 def _json_files(folder: Path) -> list[Path]:
-    return sorted(f for f in folder.iterdir() if f.is_file() and not f.name.startswith(".")
-                  and (f.name.endswith(".json") or f.name.endswith(".json.gz")) and f.name != "provenance.json")
+    """The BIB JSON files of a folder; one that is not a regular file (a FIFO, a device, a folder named
+    ``x.json``) is refused, naming it, rather than skipped without a word (issue 39)."""
+    found = sorted(f for f in folder.iterdir() if not f.name.startswith(".")
+                   and (f.name.endswith(".json") or f.name.endswith(".json.gz")) and f.name != "provenance.json")
+    for f in found:
+        if not f.is_file():
+            raise BibInputError(f"{f}: is not a regular file (a pipe, device, socket or folder); bib reads regular "
+                                "files only")
+    return found
 
 
 def _task_of_folder(name: str, files: Sequence[Path]) -> str:

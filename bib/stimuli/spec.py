@@ -97,7 +97,7 @@ class AgentSpec(_Strict):
 
     policy: str = "deterministic"
     beta: tuple[float, float] | None = None
-    max_excess: float = Field(3.0, gt=0, le=100)
+    max_excess: float = Field(3.0, gt=0, le=100, strict=True, allow_inf_nan=False)
 
 
 class TaskEntry(_Strict):
@@ -108,7 +108,7 @@ class TaskEntry(_Strict):
     """
 
     id: str
-    n: int = Field(ge=0, le=MAX_UNITS)
+    n: int = Field(ge=0, le=MAX_UNITS, strict=True)  # strict: `n = true` is not 1
     twins: bool = False
     variants: list[str] | None = Field(None, min_length=1)
     difficulty: list[float] | None = None
@@ -119,7 +119,7 @@ class OrdersSpec(_Strict):
     how the task blocks are ordered across them (``rotation``, ``latin``: a balanced Latin square,
     ``random``: permutations drawn from the spec's seed)."""
 
-    n_orders: int = Field(4, ge=2, le=1000)
+    n_orders: int = Field(4, ge=2, le=1000, strict=True)
     scheme: Literal[SCHEMES] = "rotation"  # type: ignore[valid-type]
 
 
@@ -137,7 +137,7 @@ class StimulusSpec(_Strict):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    seed: int = Field(0, ge=0, le=2**128 - 1)  # 128 bits: `bib generate --secret-seed`
+    seed: int = Field(0, ge=0, le=2**128 - 1, strict=True)  # 128 bits: `bib generate --secret-seed`; strict: not `true`
     render: RenderSpec = RenderSpec()
     agent: AgentSpec | None = None
     tasks: list[TaskEntry] = Field(min_length=1)
@@ -291,7 +291,8 @@ def parse_spec(data: dict[str, Any], source: str = "<spec>") -> StimulusSpec:
         elif err["type"] == "missing":
             msg = "missing"
         elif not isinstance(err.get("input"), dict | list):
-            msg = f"{msg} (got {err.get('input')!r})"
+            got = repr(err.get("input"))
+            msg = f"{msg} (got {got if len(got) <= 80 else got[:77] + '...'})"  # a 52 MB name is not echoed whole
         raise _fail(source, _where(err["loc"]), msg) from None
     _check(spec, source)
     return spec
