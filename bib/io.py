@@ -253,6 +253,22 @@ def _writable_ancestor(path: Path) -> None:
         raise BibInputError(f"{path}: cannot create the output folder ({parent} is not writable)")
 
 
+NAME_MAX = 255
+"""Longest file name (bytes) of the usual file systems; ``--out``'s siblings need room for a suffix."""
+_SIBLING = len(b"..tmp-") + 7  # ".<name>.tmp-<pid>", a pid of up to 7 digits (Linux's pid_max is 4194304)
+
+
+def _check_name_room(path: Path, option: str) -> None:
+    """Refuse, before any work, an output folder name too long for its temporary sibling
+    (``.<name>.tmp-<pid>``) and its lock (``.<name>.lock``): a 246-byte name was a traceback (issue 39)."""
+    name = Path(os.path.abspath(path)).name
+    size = len(os.fsencode(name))
+    if size + _SIBLING > NAME_MAX:
+        raise BibInputError(f"{os.fspath(path)[:120]}{'...' if len(os.fspath(path)) > 120 else ''}: the folder name is "
+                            f"{size} bytes long; {option} names of at most {NAME_MAX - _SIBLING} bytes leave room for "
+                            f"bib's temporary sibling .NAME.tmp-PID")
+
+
 def _describe(doc: dict[str, object]) -> str:
     argv = doc.get("argv")
     if isinstance(argv, list) and argv:
@@ -301,6 +317,7 @@ class OutputFolder:
         self.path = Path(out)
         self.option = option
         self.checked = checked
+        _check_name_room(self.path, option)
         self.lock = FolderLock(self.path, option)
         self.lock.check()  # refused now when another job holds the folder, before any work
         self.job = {k: _plain(v) for k, v in job.items()}

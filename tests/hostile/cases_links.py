@@ -145,3 +145,7 @@ READS = [
 ]
 
 CASES += READS
+
+LONG = "d" * 246  # with ".tmp-PID" its temporary sibling passes the 255-byte name limit: was a traceback
+CASES += [Case(f"{name}-out-name-246-bytes", [*argv, "--out", "{in}/" + LONG], culprit="the folder name is 246 bytes long")
+          for name, argv in WRITERS.items()]
