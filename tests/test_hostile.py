@@ -97,3 +97,66 @@ def test_hostile(case, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("case", SLOW, ids=[c.id for c in SLOW])
 def test_hostile_slow(case, tmp_path, monkeypatch, capsys):
     run_case(case, tmp_path, monkeypatch, capsys)
+
+
+# --- issue 39: the memory bombs stay under 1 GiB peak (each run in a child process that reports its own
+# VmHWM at exit: the in-process runs above share one high-water mark, and a child's ru_maxrss counts the
+# memory of the parent it was forked from)
+
+MEMORY = ["report-x-json-dev-zero", "report-x-csv-dev-zero", "score-checkpoint-record-inflates-to-3-gib",
+          "import-gzip-bomb-100mib", "analyze-formula-nested-deep"]
+MEMORY_SLOW = ["evaluate-steps-too-many-rows", "import-gzip-bomb-1gib"]
+GIB = 1 << 30
+
+
+CHILD = """
+import atexit, sys
+def report():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            open(sys.argv[1], "w").write(line.split()[1])
+atexit.register(report)
+from bib.cli import main
+main(sys.argv[2:])
+"""
+
+
+def run_in_child(case: Case, tmp_path: Path) -> tuple[int, int, str]:
+    """(exit code, peak RSS in bytes, stderr) of the case run by a fresh `python -c main(argv)`."""
+    import subprocess
+    import sys
+
+    inp = tmp_path / "in"
+    out = tmp_path / "a" / "b" / "c" / "d" / "out"
+    shutil.copytree(CORPUS, inp, symlinks=True)
+    out.parent.mkdir(parents=True)
+    if case.build is not None:
+        case.build(inp)
+    if case.setup is not None:
+        case.setup(out)
+    argv = [a.replace("{in}", str(inp)).replace("{out}", str(out)) for a in case.argv]
+    hwm = tmp_path / "vmhwm"
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(hwm), *argv], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, cwd=tmp_path, env={**os.environ, "BIB_NO_PROGRESS": "1", **case.env},
+                          timeout=300)
+    return proc.returncode, int(hwm.read_text()) * 1024, proc.stderr.decode(errors="replace")  # VmHWM is in kB
+
+
+def _by_id(ids: list[str]) -> list[Case]:
+    found = {c.id: c for c in CASES}
+    return [found[i] for i in ids]
+
+
+@pytest.mark.parametrize("case", _by_id(MEMORY), ids=MEMORY)
+def test_memory_bombs_stay_under_1_gib(case, tmp_path):
+    code, peak, err = run_in_child(case, tmp_path)
+    assert code == 2 and err.startswith("bib: error: ") and "Traceback" not in err, err
+    assert peak < GIB, f"{peak / GIB:.2f} GiB"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _by_id(MEMORY_SLOW), ids=MEMORY_SLOW)
+def test_slow_memory_bombs_stay_under_1_gib(case, tmp_path):
+    code, peak, err = run_in_child(case, tmp_path)
+    assert code == 2 and err.startswith("bib: error: ") and "Traceback" not in err, err
+    assert peak < GIB, f"{peak / GIB:.2f} GiB"
