@@ -33,8 +33,12 @@ def read_run(folder: str | Path) -> tuple[pd.DataFrame, dict]:
     path = folder / "grids.csv"
     if not path.is_file():
         raise BibInputError(f"{path}: no such file (run `bib agency run ... --out {folder}` first)")
+    import io
+
+    from bib.guard import read_text
+
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(io.StringIO(read_text(path)))  # a regular file, size-capped
         meta = read_json(folder / "run.json") if (folder / "run.json").is_file() else {}
     except (ValueError, OSError) as exc:
         raise BibInputError(f"{folder}: unreadable run files ({exc})") from None

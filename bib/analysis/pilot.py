@@ -106,9 +106,13 @@ def load_pilot(path: str | Path | None = None) -> dict[str, PilotTask]:
         BibInputError: a missing file or column, or a non-numeric value.
     """
     p = Path(path) if path is not None else DEFAULT_PILOT
+    import io
+
+    from bib.guard import read_text
+
     try:
-        df = pd.read_csv(p)
-    except (OSError, pd.errors.ParserError) as exc:
+        df = pd.read_csv(io.StringIO(read_text(p)))  # a regular file, size-capped, UTF-8 (never a FIFO or /dev/zero)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise BibInputError(f"{p}: cannot read the pilot summaries ({str(exc).splitlines()[0]}); pass --pilot FILE") from None
     missing = [c for c in PILOT_COLUMNS if c not in df.columns]
     if missing:
