@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.linalg import spsolve
 
+from bib.analysis import rexpr
 from bib.analysis.formula import Variable, call_variable, evaluate_term, group_codes, make_variable, term_matrix
 from bib.errors import BibInputError
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 #: Function terms whose values depend on the data they were computed on (a prediction would need the fit's
 #: basis or centre, which is not kept): refused in ``predict`` on new data.
-DATA_DEPENDENT = ("poly(", "scale(")
+DATA_DEPENDENT = {"poly", "scale"}
 
 
 def modes(fit: LmmFit) -> np.ndarray:
@@ -85,7 +86,7 @@ def _new_variables(fit: LmmFit, newdata: pd.DataFrame, where: str) -> dict[str, 
     out: dict[str, Variable] = {}
     for name, var in frame.variables.items():
         if name in calls:
-            if calls[name].startswith(DATA_DEPENDENT) or name.startswith(DATA_DEPENDENT):
+            if rexpr.functions(calls[name]) & DATA_DEPENDENT:
                 raise BibInputError(f"{where}: term {name} depends on the fitted data (its basis or centre), so "
                                     "predict cannot evaluate it on new data; compute the column in the data instead")
             out[name] = call_variable(name, calls[name], newdata, where)

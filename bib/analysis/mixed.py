@@ -46,6 +46,7 @@ from scipy import linalg, stats
 from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
+from bib.analysis import rexpr
 from bib.analysis.formula import (
     Formula,
     RandomTerm,
@@ -167,9 +168,9 @@ def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], 
     return out
 
 
-def _columns_of(expr: str, data: pd.DataFrame) -> list[str]:
-    """The data's columns an expression of a function term names (its identifiers that are columns)."""
-    names = set(re.findall(r"[A-Za-z_.][A-Za-z0-9_.]*", expr))
+def _columns_of(expr: rexpr.Node, data: pd.DataFrame) -> list[str]:
+    """The data's columns an expression of a function term names (the column names of its tree)."""
+    names = set(rexpr.names(expr))
     return [c for c in data.columns if str(c) in names]
 
 

@@ -295,6 +295,24 @@ def names(node: Node) -> list[str]:
     return out
 
 
+def functions(node: Node) -> set[str]:
+    """The functions an expression calls, at any depth (``{"I", "scale"}`` for ``I(scale(x) + 1)``)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Call):
+            out.add(n.fn)
+            stack += list(n.args) + [v for _, v in n.kwargs]
+        elif isinstance(n, Paren):
+            stack.append(n.inner)
+        elif isinstance(n, Unary):
+            stack.append(n.operand)
+        elif isinstance(n, BinOp):
+            stack += [n.left, n.right]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Evaluation over a whitelist
 
@@ -465,4 +483,4 @@ def finite_rows(values: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["FUNCTIONS", "BinOp", "Call", "EvalError", "ExprParser", "Name", "Num", "Paren", "Str", "Unary",
-           "check", "deparse", "evaluate", "finite_rows", "is_name", "is_number", "names", "tokenize"]
+           "check", "deparse", "evaluate", "finite_rows", "functions", "is_name", "is_number", "names", "tokenize"]
