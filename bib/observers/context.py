@@ -10,7 +10,6 @@ Nothing here imports torch unless the model's own module has imported it.
 from __future__ import annotations
 
 import copy
-import csv
 import hashlib
 import inspect
 import io
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from bib.errors import BibInputError
-from bib.io import atomic_write_text
+from bib.io import atomic_write_text, csv_dict_writer
 
 LOG = "checkpoint.log.json"
 """The run's log: every epoch's metrics and timings, the best epoch, warnings and the provenance."""
@@ -152,7 +151,7 @@ class Logger:
             return
         columns = list(dict.fromkeys(k for h in rows for k in h))
         buf = io.StringIO()
-        w = csv.DictWriter(buf, columns, lineterminator="\n")
+        w = csv_dict_writer(buf, columns, lineterminator="\n")  # cells a spreadsheet would run are neutralised
         w.writeheader()
         w.writerows([{k: "" if h.get(k) is None else h.get(k) for k in columns} for h in rows])
         atomic_write_text(self.log_file.parent / METRICS, buf.getvalue())
