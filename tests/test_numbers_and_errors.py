@@ -31,7 +31,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     (BCConfig, {"dropout": -3}, "field 'dropout' must be in [0, 1), got -3.0"),
     (BCConfig, {"dropout": float("nan")}, "field 'dropout' expects float, got nan"),
     (TrainConfig, {"lr": float("nan")}, "field 'lr' expects float, got nan"),
-    (TrainConfig, {"lr": 0}, "field 'lr' must be in (0, 10], got 0.0"),
+    (TrainConfig, {"lr": -1e-3}, "field 'lr' must be in [0, 10], got -0.001"),
     (TrainConfig, {"lr": float("inf")}, "field 'lr' expects float, got inf"),
     (TrainConfig, {"seed": True}, "field 'seed' expects int, got True"),
     (TrainConfig, {"epochs": 0}, "field 'epochs' must be in [1, 100000], got 0"),

@@ -122,9 +122,10 @@ def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
 
 
 #: Ranges of the numbers a model or training config gives (low, high, low excluded, high excluded):
-#: ``dropout = 5.0`` or ``-3`` and ``lr = 0`` are refused before anything is built (issue 39).
+#: ``dropout = 5.0`` or ``-3`` and ``lr = -1`` are refused before anything is built (issue 39; ``lr = 0``
+#: stays allowed: a frozen run whose best epoch is the untrained net, tests/test_training_context.py).
 RANGES: dict[str, tuple[float, float, bool, bool]] = {
-    "dropout": (0.0, 1.0, False, True), "lr": (0.0, 10.0, True, False), "weight_decay": (0.0, 10.0, False, False),
+    "dropout": (0.0, 1.0, False, True), "lr": (0.0, 10.0, False, False), "weight_decay": (0.0, 10.0, False, False),
     "grad_clip": (0.0, 1e6, True, False), "epochs": (1, 100_000, False, False), "batch_size": (1, 1 << 16, False, False),
     "seed": (0, 2**64 - 1, False, False), "max_episodes": (0, 10**9, False, False),
     "max_batches": (0, 10**9, False, False), "max_val_episodes": (0, 10**9, False, False),
