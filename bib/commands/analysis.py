@@ -170,7 +170,7 @@ def register(app: typer.Typer) -> None:
         """SYNTHETIC adult surprise ratings of a set's pairs (AGENT's design: each rater sees one outcome of every pair)."""
         from bib.analysis import ratings as rt
         from bib.analysis.compare import read_episode_index
-        from bib.io import OutputFolder, atomic_write_text
+        from bib.io import OutputFolder, atomic_write_text, frame_csv
 
         folder = OutputFolder(out, {"command": "simulate-ratings", "episodes": episodes, "raters": raters, "seed": seed,
                                     "name": name}, force=force)
@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
         sessions = rt.simulate_ratings(index, raters, seed, name or Path(episodes).resolve().name)
         with folder as tmp:
             for file, rows in sessions.items():
-                atomic_write_text(tmp / file, rows.to_csv(index=False, lineterminator="\n"))
+                atomic_write_text(tmp / file, frame_csv(rows, index=False, lineterminator="\n"))
         typer.echo(f"{out}: {len(sessions)} SYNTHETIC rating sessions of {rows['pair_id'].nunique()} pairs")
 
     @app.command()
