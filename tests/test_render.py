@@ -150,5 +150,7 @@ def test_frames_larger_than_a_video_allows_are_refused_before_anything_is_drawn(
         s.frame_size(410, 10)
     with pytest.raises(BibInputError, match="makes 2000000 x 2000000 px frames"):
         s.frame_size(100000, 100000)
-    with pytest.raises(BibInputError, match="makes 9000 x 100 px frames"):
-        RenderSettings(canvas=(9000, 100)).frame_size(10, 5)
+    # a canvas beyond MAX_SIDE is refused as the settings are made (issue 39), before any frame is sized
+    with pytest.raises(BibInputError, match=r"^render setting 'canvas' must be two whole numbers of pixels from 1 to "
+                                            r"8192, got \(9000, 100\)$"):
+        RenderSettings(canvas=(9000, 100))
