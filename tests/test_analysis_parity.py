@@ -54,8 +54,8 @@ def reference(name: str) -> dict:
     return json.loads((FIX / f"parity_{name}.json").read_text())
 
 
-def assert_at_lme4_optimum(fit: mixed.LmmFit, ref: dict) -> None:
-    """The numbers of issue 27 (see the module doc)."""
+def assert_at_lme4_optimum(fit: mixed.LmmFit, ref: dict, df_rel: float = 1e-3) -> None:
+    """The numbers of issue 27 (see the module doc); ``df_rel``: the Satterthwaite df's relative tolerance."""
     assert fit.deviance <= ref["deviance"] * (1 + 1e-8)
     assert fit.n_obs == ref["n_obs"]
     assert sorted(fit.coefficients.index) == sorted(r["term"] for r in ref["fixed"])
@@ -63,7 +63,7 @@ def assert_at_lme4_optimum(fit: mixed.LmmFit, ref: dict) -> None:
         row = fit.coefficients.loc[r["term"]]
         assert row["estimate"] == pytest.approx(r["estimate"], rel=1e-4, abs=1e-10), r["term"]
         assert row["se"] == pytest.approx(r["se"], rel=1e-3), r["term"]
-        assert row["df"] == pytest.approx(r["df"], rel=1e-3), r["term"]
+        assert row["df"] == pytest.approx(r["df"], rel=df_rel), r["term"]
     variances = {(v.group, v.name): v.variance for v in fit.varcomps}
     for v in ref["varcomps"]:
         if v["var2"] is not None:
@@ -357,7 +357,11 @@ def test_simulated_million_rows_reach_lme4_optimum() -> None:
     tests/fixtures/lme4/make_scale.R on the same rows. The REML criterion within 1e-6 relative and no
     worse than lme4's, fixed effects 1e-4, SE, Satterthwaite df and variances 1e-3 (the df needed the
     inference Hessian's steps at 0.1 relative: with 1e-3 the 1M-row deviance's rounding noise gave the
-    intercept 83.5 df against lmerTest's 34.5)."""
+    intercept 83.5 df against lmerTest's 34.5). Since issue 41's four Richardson steps (numDeriv's) the
+    intercept's df is 34.5167 from first steps of 0.1 and 34.5170 from 0.2 (step-invariant to 1e-5), against
+    lmerTest's 34.4816, which numDeriv took from steps of 1e-4 on a deviance of 2e6 (where such steps are
+    rounding noise for bib's deviance: 0.88 relative on the small models): 1.0e-3 apart, so this model's df are
+    held to 2e-3."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_analysis", FIX.parents[2] / "benchmarks" / "analysis.py")
@@ -369,7 +373,7 @@ def test_simulated_million_rows_reach_lme4_optimum() -> None:
     fit = lmer(formula, rows)
     assert fit.converged and not fit.singular and fit.warnings == []
     assert fit.deviance == pytest.approx(ref["reml_criterion"], rel=1e-6)
-    assert_at_lme4_optimum(fit, ref)
+    assert_at_lme4_optimum(fit, ref, df_rel=2e-3)
 
 
 @pytest.mark.parametrize("name", [n for n in SMALL if n != "MathAchieve"])  # MathAchieve: 320 random effects
