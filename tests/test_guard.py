@@ -239,3 +239,27 @@ def test_a_1_gib_gzip_bomb_is_refused_with_little_memory(tmp_path):
     assert status == "2" and "inflates to more than 64 MiB" in proc.stderr, proc.stderr
     assert int(peak_kib) < 300 * 1024, peak_kib
     assert not (tmp_path / "out").exists()
+
+
+def test_a_fifo_render_stamp_is_read_as_no_stamp_without_blocking(tmp_path):
+    """A FIFO where a set's render.json should be (issue 39): read_stamps and set_render_settings answer at once
+    (no reader blocks on the pipe) and fall back to the set's spec.toml, as for a set without a stamp."""
+    import threading
+
+    from bib.stimuli.render_stamp import STAMP, read_stamps, set_render_settings
+
+    root = tmp_path / "set"
+    shutil.copytree(Path(__file__).resolve().parent / "bad_inputs" / "set", root)
+    (root / "spec.toml").write_text('name = "x"\nseed = 1\n[[tasks]]\nid = "preference"\nn = 1\n[render]\ncell_px = 12\n',
+                                    encoding="utf-8")
+    os.mkfifo(root / STAMP)
+    answers: list[object] = []
+    worker = threading.Thread(target=lambda: answers.extend(
+        [read_stamps(root), set_render_settings(root / "episodes" / "preference-000000-expected.json",
+                                                "preference-000000-expected")]), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "reading a FIFO render.json blocked"
+    stamps, (settings, codec, source) = answers
+    assert stamps is None
+    assert settings.cell_px == 12 and source == root / "spec.toml"
