@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bib.analysis.formula import Variable, term_matrix
+from bib.analysis.formula import Variable, is_number, term_matrix
 from bib.analysis.mixed import _contrast
 from bib.errors import BibInputError
 from bib.results import Result, markdown_table
@@ -165,16 +165,8 @@ def _cell_label(labels: pd.DataFrame, i: int) -> str:
     parts = []
     for col in labels.columns:
         v = str(labels.iloc[i][col])
-        parts.append(f"{col}{v}" if len(labels.columns) > 1 and _is_number(v) else v)
+        parts.append(f"{col}{v}" if len(labels.columns) > 1 and is_number(v) else v)
     return " ".join(parts)
-
-
-def _is_number(v: str) -> bool:
-    try:
-        float(v)
-    except ValueError:
-        return False
-    return True
 
 
 def pairs(fit: LmmFit, specs: str | list[str], *, adjust: str = "tukey", level: float = 0.95) -> EmmTable:

@@ -145,7 +145,7 @@ def _strip_random(rhs: str) -> str:
 FUNCTIONS = tuple(rexpr.FUNCTIONS)
 
 
-class _Parser:
+class _Parser(rexpr.TokenCursor):
     def __init__(self, text: str, where: str) -> None:
         self.text = text
         self.where = where
@@ -160,16 +160,6 @@ class _Parser:
     def fail(self, message: str) -> None:
         shown = self.text if len(self.text) <= 200 else self.text[:200] + "..."
         raise BibInputError(f"{self.where}: {message} in {shown!r}")
-
-    def peek(self) -> str | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None or (expected is not None and tok != expected):
-            self.fail(f"expected {expected!r}" if expected else "unexpected end")
-        self.i += 1
-        return tok  # type: ignore[return-value]
 
     def note(self, name: str) -> None:
         if name not in self.order:
@@ -411,7 +401,8 @@ class Variable:
         return self.codes is not None
 
 
-def _is_number(v: str) -> bool:
+def is_number(v: str) -> bool:
+    """Whether a level's text is a number (R orders such levels numerically)."""
     try:
         float(v)
     except ValueError:
@@ -423,7 +414,7 @@ def sort_levels(levels: list[str]) -> list[str]:
     """Levels in R's order for ``factor()``: numerically when every level is a number (R's factor of a
     numeric column), else as R sorts text (ICU collation: case-insensitively, lower case first on a tie, and
     digits as text, so ``"10"`` before ``"2"`` among words)."""
-    if levels and all(_is_number(v) for v in levels):
+    if levels and all(is_number(v) for v in levels):
         return sorted(levels, key=lambda v: (float(v), v))
     return sorted(levels, key=lambda v: (v.casefold(), v.swapcase()))
 

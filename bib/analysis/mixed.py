@@ -1035,10 +1035,17 @@ def singular_causes(frame: ModelFrame, theta: np.ndarray, at_zero: np.ndarray) -
     return causes
 
 
+def at_boundary(pls: PLS, theta: np.ndarray) -> np.ndarray:
+    """Per coordinate of ``theta``, whether it is a diagonal of a relative covariance factor estimated as 0
+    (below lme4's ``isSingular`` tolerance in the coordinate's unit)."""
+    return (pls.lower == 0.0) & (theta < SINGULAR_TOL * pls.theta_scale)
+
+
 def fit_singular_causes(fit: LmmFit) -> list[SingularCause]:
-    """:func:`singular_causes` of a fit (empty when it is not singular)."""
-    lower = fit._pls.lower if fit._pls is not None else np.zeros(0)
-    at_zero = (lower == 0.0) & (fit.theta < SINGULAR_TOL * fit._pls.theta_scale) if fit._pls is not None else lower
+    """:func:`singular_causes` of a fit (empty when it is not singular or keeps no model frame)."""
+    if fit._pls is None:
+        return []
+    at_zero = at_boundary(fit._pls, fit.theta)
     return singular_causes(fit.frame, fit.theta, at_zero) if at_zero.any() else []
 
 
@@ -1062,7 +1069,7 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
     n, p = pls.n, pls.p
     sigma = math.sqrt(state.r2 / (n - p if reml else n))
     dev = pls.deviance(theta, reml)
-    at_zero = (pls.lower == 0.0) & (theta < SINGULAR_TOL * pls.theta_scale)
+    at_zero = at_boundary(pls, theta)
     singular = bool(at_zero.any())
     if singular:
         messages.append("boundary (singular) fit: " + "; ".join(c.message for c in singular_causes(frame, theta, at_zero)))

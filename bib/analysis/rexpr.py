@@ -146,7 +146,28 @@ _COMPARE = {"<", ">", "<=", ">=", "==", "!="}
 _SPACED = {"*", "+", "-"} | _COMPARE
 
 
-class ExprParser:
+class TokenCursor:
+    """A position ``i`` in a token list with ``peek`` and ``take``: what the formula's term parser and
+    :class:`ExprParser` share (a subclass says how it fails)."""
+
+    tokens: list[str]
+    i: int
+
+    def fail(self, message: str) -> None:
+        raise NotImplementedError
+
+    def peek(self) -> str | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self, expected: str | None = None) -> str:
+        tok = self.peek()
+        if tok is None or (expected is not None and tok != expected):
+            self.fail(f"expected {expected!r}" if expected else "unexpected end")
+        self.i += 1
+        return tok  # type: ignore[return-value]
+
+
+class ExprParser(TokenCursor):
     """Parses expressions from a token list shared with the caller (the formula's term parser).
 
     ``fail`` raises the caller's one-line error; ``i`` is the position in ``tokens``.
@@ -165,16 +186,6 @@ class ExprParser:
         if self.bad_call is not None:
             message = unsupported(self.bad_call)
         self._fail(message)
-
-    def peek(self) -> str | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def take(self, expected: str | None = None) -> str:
-        tok = self.peek()
-        if tok is None or (expected is not None and tok != expected):
-            self.fail(f"expected {expected!r}" if expected else "unexpected end")
-        self.i += 1
-        return tok  # type: ignore[return-value]
 
     def expr(self, level: int = 0) -> Node:
         """An expression whose binary operators bind at ``level`` or tighter."""
