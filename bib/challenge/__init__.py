@@ -63,16 +63,13 @@ MEAN = "mean"
 def check_bundle_path(bundle: str | os.PathLike[str], kit: str | os.PathLike[str], force: bool = False) -> Path:
     """Refuse (BibInputError, nothing written) a bundle path that is not a ``.zip``, lies inside the kit, is a
     folder, exists without ``force``, or whose folder cannot be written."""
+    from bib.stimuli.kit import check_private_file
+
     b = Path(bundle)
     if b.suffix.lower() != ".zip":
         raise BibInputError(f"--codabench {bundle}: name the bundle's .zip file (Codabench uploads a zip)")
-    full_kit, full = Path(kit).resolve(), b.resolve()
-    if full == full_kit or full_kit in full.parents:
-        raise BibInputError(f"--codabench {bundle}: inside the kit {kit}; the bundle holds the key, keep it apart")
-    if b.is_dir():
-        raise BibInputError(f"--codabench {bundle}: is a folder; name the bundle's .zip file")
-    if b.exists() and not force:
-        raise BibInputError(f"--codabench {bundle}: exists; use --force to replace it")
+    check_private_file(bundle, kit, option="--codabench", name="the bundle's .zip file",
+                       why="the bundle holds the key, keep it apart", force=force)
     parent = b.parent if str(b.parent) else Path(".")
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

@@ -99,14 +99,25 @@ def check_kit_paths(out: str | os.PathLike[str], key: str | os.PathLike[str], fo
         raise BibInputError(f"{kit}: exists and is a file; --out names the kit's folder")
     if kit.is_dir() and any(kit.iterdir()):
         raise BibInputError(f"{kit}: the kit folder holds files; a kit goes into a new or empty folder")
-    full_kit, full_key = kit.resolve(), k.resolve()
-    if full_key == full_kit or full_kit in full_key.parents:
-        raise BibInputError(f"--key {key}: inside the kit {out}; write the key where the submitter cannot see it")
-    if k.is_dir():
-        raise BibInputError(f"--key {key}: is a folder; name the key's CSV file")
-    if k.exists() and not force:
-        raise BibInputError(f"--key {key}: exists; use --force to replace it")
+    check_private_file(key, out, option="--key", name="the key's CSV file",
+                       why="write the key where the submitter cannot see it", force=force)
     return kit, k
+
+
+def check_private_file(path: str | os.PathLike[str], kit: str | os.PathLike[str], *, option: str, name: str,
+                       why: str, force: bool = False) -> Path:
+    """Refuse (BibInputError, nothing written) a file that must stay away from the kit (the key, a bundle that
+    holds it) when it lies inside the kit, is a folder, or exists without ``force``; ``option`` names it as
+    given, ``name`` what it must be, ``why`` why it stays out."""
+    p = Path(path)
+    full_kit, full = Path(kit).resolve(), p.resolve()
+    if full == full_kit or full_kit in full.parents:
+        raise BibInputError(f"{option} {path}: inside the kit {kit}; {why}")
+    if p.is_dir():
+        raise BibInputError(f"{option} {path}: is a folder; name {name}")
+    if p.exists() and not force:
+        raise BibInputError(f"{option} {path}: exists; use --force to replace it")
+    return p
 
 
 def kit_secret(seed: int | None) -> bytes:
