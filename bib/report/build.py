@@ -85,7 +85,8 @@ def draw_sheet(job: SheetJob) -> tuple[int, int]:
 
 
 def _png_size(path: Path) -> tuple[int, int]:
-    head = path.read_bytes()[:24]
+    with path.open("rb") as fh:  # the IHDR chunk's width and height: the first 24 bytes, not the whole image
+        head = fh.read(24)
     return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 

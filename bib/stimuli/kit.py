@@ -269,10 +269,7 @@ def read_kit(kit: str | os.PathLike[str]) -> tuple[EpisodeSet, str]:
     p = folder / KIT_LIST
     if not p.is_file():
         raise BibInputError(f"{kit}: no {KIT_LIST} inside (not a `bib blind` kit folder)")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BibInputError(f"{p}: cannot read ({exc})") from None
+    text = read_text(p)  # a regular file, size-capped, UTF-8 (bib.guard): one line otherwise
     reader = csv.reader(text.splitlines())
     if next(reader, None) != KIT_COLUMNS:
         raise BibInputError(f"{p}: line 1: header must be {','.join(KIT_COLUMNS)}")
