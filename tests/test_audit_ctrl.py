@@ -104,3 +104,28 @@ def test_path_length_sits_at_chance_on_path_control(small_ctrl_audit) -> None:
     assert row["path-length"].result.n_pairs == 24
     assert 0.4 <= row["path-length"].result.accuracy <= 0.6
     assert row["path-length"].status == "ok"
+
+
+def test_exemption_lapses_on_a_set_of_barrier_aside_pairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38: the audit hands each condition's variants to ``judge``, so efficiency-irrational's exemptions
+    (familiarization barrier, novelty) lapse on a set whose pairs are all ``barrier-aside`` (bib-ctrl)."""
+    import bib.observers.audit as audit
+
+    spec = parse_spec({"name": "aside", "seed": 7, "agent": {"policy": "boltzmann", "beta": [2.0, 10.0]},
+                       "tasks": [{"id": "efficiency-irrational", "n": 4, "variants": ["barrier-aside"]}]})
+    build_spec(spec, tmp_path / "set")
+    seen: list[tuple[str, str, frozenset[str]]] = []
+    real = audit.judge
+
+    def spy(condition: str, cue: str, accuracy: float, variants=None):
+        seen.append((condition, cue, frozenset(variants or ())))
+        return real(condition, cue, accuracy, variants)
+
+    monkeypatch.setattr(audit, "judge", spy)
+    found = find_episodes(tmp_path / "set")
+    result = run_audit(found, str(tmp_path / "set"), n_boot=10, progress=False, rebuild=False)
+    assert {v for _, _, v in seen} == {frozenset({"barrier-aside"})}
+    assert {c for c, _, _ in seen} == {"efficiency-irrational"}
+    assert all(cell.status != "exempt" for cell in result.cells["efficiency-irrational"].values())
+    assert audit.exemptions("efficiency-irrational", {"barrier-aside"}) == {}
+    assert set(audit.exemptions("efficiency-irrational", {""})) == {"familiarization-barrier", "novelty"}

@@ -273,6 +273,14 @@ def test_judge_band_and_exemptions() -> None:
     assert judge("instrumental-blocking", "reachability", 1.0)[0] == "exempt"
     assert judge("inaccessible-goal", "reachability", 1.0)[0] == "FAIL"
     assert judge("efficiency-irrational", "familiarization-barrier", 1.0)[0] == "exempt"
+    # issue 38: barrier-aside shows the same barrier in both familiarizations, so on a set whose irrational
+    # pairs are all barrier-aside the exemption lapses (bib-ctrl); BIB's design ("") keeps it (bib-eval).
+    assert judge("efficiency-irrational", "familiarization-barrier", 1.0, {"barrier-aside"}) == (
+        "FAIL", "familiarization-barrier cue above 60%")
+    assert judge("efficiency-irrational", "novelty", 0.2, {"barrier-aside"})[0] == "FAIL"
+    assert judge("efficiency-irrational", "familiarization-barrier", 1.0, {"", "barrier-aside"})[0] == "exempt"
+    assert judge("efficiency-irrational", "familiarization-barrier", 1.0, {"barrier-elsewhere"})[0] == "exempt"
+    assert judge("efficiency-path", "efficiency", 1.0, {"barrier-aside"})[0] == "exempt"  # lapses only where registered
     assert judge("multi-agent", "agent-identity", 0.0)[0] == "exempt"
     assert judge("preference", "agent-identity", 1.0)[0] == "FAIL"
     assert BAND == (0.4, 0.6)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -87,12 +87,22 @@ BAND = (0.40, 0.60)
 """A shortcut's accuracy must stay within this band (50 +- 10 points) on every condition it is not exempt on."""
 
 
-def exemptions(condition: str) -> dict[str, str]:
-    """``{cue: reason}`` the condition may be decided by: its registered ``shortcut_exempt`` (none if unregistered)."""
+def exemptions(condition: str, variants: Collection[str] | None = None) -> dict[str, str]:
+    """``{cue: reason}`` the condition may be decided by: its registered ``shortcut_exempt`` (none if unregistered).
+
+    ``variants``: the variants of the condition's pairs in the set being audited (``""`` for BIB's design; a
+    compound variant such as ``barrier-aside+twin`` counts by its parts). Where every pair is of a variant the
+    registry says takes the exempt cues away (``exempt_lapses``), there is no exemption.
+    """
     from bib.tasks import REGISTRY
 
     spec = REGISTRY.get(condition)
-    return dict(spec.shortcut_exempt) if spec is not None else {}
+    if spec is None:
+        return {}
+    if variants and spec.exempt_lapses and all(
+            set((v or "").split("+")) & set(spec.exempt_lapses) for v in variants):
+        return {}
+    return dict(spec.shortcut_exempt)
 
 
 SPLIT_RULE = (
@@ -194,12 +204,14 @@ class Cell:
     feature: str | None = None
 
 
-def judge(condition: str, cue: str, accuracy: float) -> tuple[str, str | None]:
-    """``("ok" | "FAIL" | "exempt", reason)`` of a shortcut reading ``cue`` with ``accuracy`` on ``condition``."""
+def judge(condition: str, cue: str, accuracy: float,
+          variants: Collection[str] | None = None) -> tuple[str, str | None]:
+    """``("ok" | "FAIL" | "exempt", reason)`` of a shortcut reading ``cue`` with ``accuracy`` on ``condition``
+    (whose pairs in the set are of ``variants``: :func:`exemptions`)."""
     lo, hi = BAND
     if lo - 1e-12 <= accuracy <= hi + 1e-12:
         return "ok", None
-    reason = exemptions(condition).get(cue)
+    reason = exemptions(condition, variants).get(cue)
     if reason is not None:
         return "exempt", reason
     side = f"above {100 * hi:g}%" if accuracy > hi else f"below {100 * lo:g}% (the reversed cue passes)"
@@ -358,12 +370,16 @@ def run_audit(
     scores, feats, leaks, tests, keys = features_and_scores(found.refs, workers=workers, scheduler=scheduler,
                                                             progress=progress)
     paired = [r for r in found.refs if r.id in scores]
+    variants: dict[str, set[str]] = {}
+    for r in paired:
+        if r.outcome in ("expected", "unexpected"):
+            variants.setdefault(r.condition, set()).add(r.variant or "")
     cells: dict[str, dict[str, Cell]] = {}
     difficulty: dict[str, dict[str, object]] = {}
     for j, name in enumerate(_BATTERY):
         surprise = {eid: float(s[j]) for eid, s in scores.items()}
         for cond, res in evaluate(paired, surprise, seed=seed, n_boot=n_boot).items():
-            status, reason = judge(cond, CUES[name], res.accuracy)
+            status, reason = judge(cond, CUES[name], res.accuracy, variants.get(cond))
             cells.setdefault(cond, {})[name] = Cell(res, CUES[name], status, reason)
         by_bin = evaluate_difficulty(paired, surprise, seed=seed, n_boot=n_boot)
         if by_bin:
@@ -380,7 +396,7 @@ def run_audit(
     for cond, res in evaluate(scored_refs, surprise, seed=seed, n_boot=n_boot).items():
         stump = stumps.get(cond)
         cue = FEATURES[stump.feature].cue if stump else "perceptual"
-        status, reason = judge(cond, cue, res.accuracy)
+        status, reason = judge(cond, cue, res.accuracy, variants.get(cond))
         cells.setdefault(cond, {})["single-feature"] = Cell(res, cue, status, reason, stump.feature if stump else None)
     by_bin = evaluate_difficulty(scored_refs, surprise, seed=seed, n_boot=n_boot) if scored_refs else {}
     if by_bin:
@@ -388,7 +404,7 @@ def run_audit(
     models = fit_learned(fit, {eid: tests[eid] for pairs in fit.values() for pair in pairs for eid in pair})
     learned = learned_surprise(models, [(r.id, r.condition) for r in scored_refs], tests)
     for cond, res in evaluate(scored_refs, learned, seed=seed, n_boot=n_boot).items():
-        cells.setdefault(cond, {})[LEARNED] = Cell(res, LEARNED_CUE, *judge(cond, LEARNED_CUE, res.accuracy))
+        cells.setdefault(cond, {})[LEARNED] = Cell(res, LEARNED_CUE, *judge(cond, LEARNED_CUE, res.accuracy, variants.get(cond)))
     n_leak_cells = len(LEAKS) * len(pair_up(paired))
     for j, name in enumerate(LEAKS):
         surprise = {eid: float(s[j]) for eid, s in leaks.items()}

@@ -869,4 +869,5 @@ register(TaskSpec("efficiency-irrational", "efficiency", "evaluation", _efficien
                                   "manipulation"),
                   ),
                   controls=Controls(variants=("", "barrier-elsewhere", "barrier-aside"), graded=True, boltzmann=True),
+                  exempt_lapses=("barrier-aside",),
                   difficulty=lambda e, u: excess_cost(u.test)))

@@ -89,6 +89,10 @@ class TaskSpec:
         shortcut_exempt: ``((cue, reason), ...)``: the kinds of cue (:data:`bib.observers.shortcuts.CUES`)
             that ``bib audit`` allows to decide this condition, because the condition tests that
             very thing (the efficiency principle) or it is the condition's own manipulation.
+        exempt_lapses: variants whose design takes the exempt cues away (e.g. efficiency-irrational's
+            ``barrier-aside``: the same barrier in both familiarizations): on a set where every pair of
+            the condition is one of these, ``bib audit`` grants no exemption and every cue must stay at
+            chance.
     """
 
     id: str
@@ -104,6 +108,7 @@ class TaskSpec:
     controls: Controls = Controls()
     difficulty: PairMeasure | None = None
     shortcut_exempt: tuple[tuple[str, str], ...] = ()
+    exempt_lapses: tuple[str, ...] = ()
 
 
 class LayoutRejected(Exception):
