@@ -284,8 +284,10 @@ def test_emmeans_and_pairs_equal_r(cake, case):
         want = pd.DataFrame(rows)
         assert list(got["contrast"]) == list(want["contrast"])
         np.testing.assert_allclose(got["estimate"], want["estimate"], atol=1e-8)
-        for c in ("SE", "lower.CL", "upper.CL"):
-            np.testing.assert_allclose(got[c], want[c], rtol=1e-6, atol=1e-8, err_msg=f"{adjust} {c}")
+        np.testing.assert_allclose(got["SE"], want["SE"], rtol=1e-6, err_msg=f"{adjust} SE")
+        for c in ("lower.CL", "upper.CL"):  # the half-width q * SE to SE's tolerance (a bound near 0 has no relative one)
+            np.testing.assert_allclose(got[c] - got["estimate"], want[c] - want["estimate"], rtol=1e-6,
+                                       err_msg=f"{adjust} {c}")
         np.testing.assert_allclose(got["df"], want["df"], rtol=1e-4)
         np.testing.assert_allclose(got["p.value"], want["p.value"], rtol=1e-5, atol=1e-9, err_msg=adjust)
 

@@ -58,7 +58,7 @@ from bib.analysis.formula import (
     parse_formula,
     term_matrix,
 )
-from bib.analysis.optimum import SINGULAR_TOL, minimise, numeric_hessian, numeric_jacobian
+from bib.analysis.optimum import SINGULAR_TOL, Optimum, minimise, numeric_hessian, numeric_jacobian
 from bib.errors import BibInputError
 
 #: Largest Schur complement factorized densely.
@@ -950,21 +950,24 @@ def _contrast(L: np.ndarray, beta: np.ndarray, V: np.ndarray, jac: list[np.ndarr
 
 
 def fit_lmm(frame: ModelFrame, *, reml: bool = True, alpha: float = 0.05, satterthwaite: bool = True,
-            theta0: np.ndarray | None = None, threads: int | None = 1) -> LmmFit:
+            theta0: np.ndarray | None = None, threads: int | None = 1, at_theta: np.ndarray | None = None) -> LmmFit:
     """Fit the model of ``frame`` by (RE)ML and compute lmerTest's Satterthwaite inference.
 
     Non-convergence, singular fits and badly scaled predictors are recorded in ``warnings`` (with
     ``converged`` and ``singular``), never raised or silenced. ``threads`` caps the BLAS threads
     during the fit (``threadpoolctl``; default 1, so the numbers are the same on any machine;
-    ``None`` leaves them as they are).
+    ``None`` leaves them as they are). ``theta0``: where the optimiser starts (lme4's ``start``).
+    ``at_theta``: no optimisation; the fit and its inference at this theta (lme4's modular
+    ``mkMerMod(..., opt = list(par = theta))``), e.g. to compare with R at R's own optimum; the fit
+    says so in its warnings.
 
     Raises:
         BibInputError: the model has no random term, or its deviance cannot be evaluated at any theta.
     """
     if threads is None:
-        return _fit(frame, reml, alpha, satterthwaite, theta0)
+        return _fit(frame, reml, alpha, satterthwaite, theta0, at_theta)
     with threadpool_limits(limits=threads, user_api="blas"):
-        return _fit(frame, reml, alpha, satterthwaite, theta0)
+        return _fit(frame, reml, alpha, satterthwaite, theta0, at_theta)
 
 
 def scale_warning(X: np.ndarray, names: list[str], tol: float = 1e3) -> str | None:
@@ -1049,7 +1052,8 @@ def fit_singular_causes(fit: LmmFit) -> list[SingularCause]:
     return singular_causes(fit.frame, fit.theta, at_zero) if at_zero.any() else []
 
 
-def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta0: np.ndarray | None) -> LmmFit:
+def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta0: np.ndarray | None,
+         at_theta: np.ndarray | None = None) -> LmmFit:
     if not frame.terms:
         raise BibInputError(f"{frame.formula.text}: a mixed model needs at least one random term")
     t0 = time.perf_counter()
@@ -1059,7 +1063,14 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
     if scaling:
         messages.append(scaling)
     start = pls.theta_start() if theta0 is None else np.asarray(theta0, dtype=float)
-    opt = minimise(lambda th: pls.deviance(th, reml), start, pls.lower, pls.theta_scale)
+    if at_theta is None:
+        opt = minimise(lambda th: pls.deviance(th, reml), start, pls.lower, pls.theta_scale)
+    else:
+        given = np.atleast_1d(np.asarray(at_theta, dtype=float))
+        if given.shape != (pls.n_theta,) or not np.isfinite(given).all() or (given < pls.lower).any():
+            raise BibInputError(f"{frame.formula.text}: at_theta needs {pls.n_theta} finite values within the "
+                                f"bounds (diagonal elements >= 0), got {given.tolist()}")
+        opt = Optimum(given, pls.deviance(given, reml), 1, True, ["not optimised: the fit is at the theta given"])
     theta = opt.theta
     converged = opt.converged
     messages += opt.messages
@@ -1079,9 +1090,10 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
     if satterthwaite and p:
         try:
             with np.errstate(all="ignore"):
-                H = numeric_hessian(lambda v: pls.deviance_vp(v, reml), vp)
+                units = np.append(pls.theta_scale, sigma)  # sigma's natural size is itself
+                H = numeric_hessian(lambda v: pls.deviance_vp(v, reml), vp, units)
                 ev, evec = np.linalg.eigh(H)
-                jac = numeric_jacobian(pls.vcov_vp, vp)
+                jac = numeric_jacobian(pls.vcov_vp, vp, units)
         except (np.linalg.LinAlgError, ValueError):
             messages.append("Satterthwaite df not computed: the deviance cannot be evaluated next to the optimum")
         else:

@@ -100,10 +100,7 @@ def _bobyqa(obj: _Objective, start: np.ndarray, lower: np.ndarray, scale: np.nda
 
     opt.set_min_objective(f)
     x0 = np.maximum(np.asarray(start, dtype=float), np.where(np.isfinite(lower), lower, -np.inf))
-    if step is not None:
-        opt.set_initial_step(step * scale)
-    else:
-        opt.set_initial_step(np.maximum(0.2 * np.abs(x0), 0.1 * scale))
+    opt.set_initial_step(step * scale if step is not None else default_step(x0, lower, scale))
     try:
         opt.optimize(x0)
     except (nlopt.RoundoffLimited, RuntimeError, ValueError):
@@ -111,6 +108,18 @@ def _bobyqa(obj: _Objective, start: np.ndarray, lower: np.ndarray, scale: np.nda
     if obj.best_x is None:
         return x0, math.inf
     return obj.best_x.copy(), obj.best_f
+
+
+def default_step(x0: np.ndarray, lower: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """BOBYQA's first step per coordinate as lme4 gets it: NLopt's default initial step (nloptr is not
+    given one), ``0.75 (x0 - lower)`` off a finite bound, else ``|x0|``, else 1 (``scale`` units where x0 is 0).
+
+    NLopt's ``nlopt_set_default_initial_step``; on the parity suite it takes lme4's path: 143 deviance
+    evaluations on Orthodont with lme4's tolerances (lme4: 119 + 19 for its derivative check), against 201 with
+    the earlier ``max(0.2 |x0|, 0.1)``."""
+    bounded = np.isfinite(lower) & (x0 > lower)
+    gap = np.where(bounded, x0 - np.where(np.isfinite(lower), lower, 0.0), 0.0)
+    return np.where(bounded, 0.75 * gap, np.where(x0 != 0, np.abs(x0), scale))
 
 
 def derivatives(fun: Callable[[np.ndarray], float], x: np.ndarray, h: float = DERIV_STEP) -> tuple[np.ndarray, np.ndarray]:
@@ -220,15 +229,19 @@ def _edge_restarts(obj: _Objective, x: np.ndarray, f: float, lower: np.ndarray,
     return np.where((lower == 0.0) & (x < 0), 0.0, x), f
 
 
-def numeric_step(x: float) -> float:
-    """The first finite-difference step of the inference derivatives: 0.1 relative, 1e-5 near zero.
+def numeric_step(x: float, unit: float = 1.0) -> float:
+    """The first finite-difference step of the inference derivatives: 0.1 relative, at least 1e-4 ``unit``.
 
     lmerTest's numDeriv starts at 1e-4 relative (four Richardson steps, as :func:`numeric_hessian`); bib's
-    deviance is noisier (on the parity suite, the largest relative gap to lmerTest's df: 9.3e-5 from 0.1,
-    0.88 from 1e-4), and at scale: on the 1M-row design (deviance about 2e6) steps of 1e-3 gave Satterthwaite df 31.9 and
-    12.8 at lme4's own (theta, sigma) and 83.5 at bib's optimum, against lmerTest's 34.48 and 14.00;
-    steps of 0.1 give 34.50 and 14.0006."""
-    return 1e-1 * abs(x) if abs(x) > 1e-2 else 1e-5
+    deviance is noisier at that width (at lme4's own theta on the parity suite, the largest relative gap to
+    lmerTest's df is 1.96 from 1e-4 and 2.2e-4 from 1e-2, against 8.1e-7 from 0.1), and at scale: on the
+    1M-row design (deviance about 2e6) steps of 1e-3 gave Satterthwaite df 31.9 and 12.8 at lme4's own
+    (theta, sigma) and 83.5 at bib's optimum, against lmerTest's 34.48 and 14.00; steps of 0.1 give 34.50
+    and 14.0006. The floor keeps a small coordinate's step wide enough for that noise: with a floor of
+    1e-5 below 0.01, a weighted sleepstudy fit's off-diagonal theta of 0.0033 moved the df by 4e-3 for a
+    change of 1e-7 in theta; with 1e-4 ``unit`` (``unit``: the coordinate's natural size, theta's
+    ``theta_scale``), by 3e-6."""
+    return max(1e-1 * abs(x), 1e-4 * unit)
 
 
 #: Richardson iterations of the inference derivatives (numDeriv's ``r``; each halves the step, ``v = 2``).
@@ -243,12 +256,14 @@ def _richardson(values: list[Any]) -> Any:
     return a[0]
 
 
-def numeric_hessian(f: Callable[[np.ndarray], float], x: np.ndarray) -> np.ndarray:
+def numeric_hessian(f: Callable[[np.ndarray], float], x: np.ndarray, units: np.ndarray | None = None) -> np.ndarray:
     """Hessian of ``f`` at ``x`` as numDeriv's ``genD`` computes it (lmerTest's ``hessian``): central
     differences at :data:`RICHARDSON` steps halving from :func:`numeric_step`, Richardson-extrapolated;
-    an off-diagonal element from the joint step in both coordinates less the two diagonal terms."""
+    an off-diagonal element from the joint step in both coordinates less the two diagonal terms (``units``:
+    each coordinate's natural size, 1 by default)."""
     m = len(x)
-    h0 = np.array([numeric_step(v) for v in x])
+    units = np.ones(m) if units is None else units
+    h0 = np.array([numeric_step(v, u) for v, u in zip(x, units)])
     f0 = f(x)
     H = np.empty((m, m))
     for i in range(m):
@@ -272,12 +287,14 @@ def numeric_hessian(f: Callable[[np.ndarray], float], x: np.ndarray) -> np.ndarr
     return H
 
 
-def numeric_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> list[np.ndarray]:
+def numeric_jacobian(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray,
+                     units: np.ndarray | None = None) -> list[np.ndarray]:
     """Derivatives of a matrix-valued ``f`` in each coordinate as numDeriv's ``jacobian`` (central
     differences at :data:`RICHARDSON` halving steps from :func:`numeric_step`, Richardson-extrapolated)."""
+    units = np.ones(len(x)) if units is None else units
     out = []
     for i in range(len(x)):
-        approx, step = [], numeric_step(x[i])
+        approx, step = [], numeric_step(x[i], units[i])
         for _ in range(RICHARDSON):
             e = np.zeros(len(x))
             e[i] = step
