@@ -481,6 +481,7 @@ class PLS:
         self.q1, self.k1 = first.q, first.k
         self._sparse = SparseCholesky()
         self.evaluations = 0
+        self._vp_states: dict[bytes, _State] = {}
         self._ztz_dense = self.ZtZ.toarray() if self.q <= SMALL_DENSE else None
         # Intercept-only terms (every k = 1): Lambda is diagonal and A's pattern is fixed.
         self.diagonal = all(t.k == 1 for t in frame.terms)
@@ -625,10 +626,26 @@ class PLS:
             return s.logdet_a + n * (1.0 + math.log(2.0 * math.pi * s.r2 / n)) + self.log_w
         return s.logdet_a + s.logdet_r + (n - p) * (1.0 + math.log(2.0 * math.pi * s.r2 / (n - p))) + self.log_w
 
+    def solve_vp(self, theta: np.ndarray) -> _State:
+        """:meth:`solve` for the inference derivatives, remembered per theta: the Hessian's sigma steps and
+        joint steps and the Jacobian's steps revisit the thetas of its diagonal steps (MathAchieve: 9 PLS
+        solves instead of 41). At most 256 are kept; :meth:`forget_vp` drops them."""
+        key = np.asarray(theta, dtype=float).tobytes()
+        state = self._vp_states.get(key)
+        if state is None:
+            if len(self._vp_states) >= 256:  # a profile's optimiser visits thousands of thetas: keep few
+                self._vp_states.clear()
+            state = self._vp_states[key] = self.solve(theta)
+        return state
+
+    def forget_vp(self) -> None:
+        """Drop the states :meth:`solve_vp` remembered."""
+        self._vp_states.clear()
+
     def deviance_vp(self, varpar: np.ndarray, reml: bool) -> float:
         """The deviance as a function of ``(theta, sigma)`` (lmerTest's ``devfun_vp``)."""
         theta, sigma2 = varpar[:-1], varpar[-1] ** 2
-        s = self.solve(theta)
+        s = self.solve_vp(theta)
         dev = s.logdet_a + s.r2 / sigma2 + self.n * math.log(2 * math.pi * sigma2) + self.log_w
         if not reml:
             return dev
@@ -636,7 +653,7 @@ class PLS:
 
     def vcov_vp(self, varpar: np.ndarray) -> np.ndarray:
         """``Var(beta) = sigma^2 (R_X'R_X)^{-1}`` at ``(theta, sigma)``."""
-        s = self.solve(varpar[:-1])
+        s = self.solve_vp(varpar[:-1])
         return varpar[-1] ** 2 * np.linalg.inv(s.rtr)
 
 
@@ -1094,6 +1111,7 @@ def _fit(frame: ModelFrame, reml: bool, alpha: float, satterthwaite: bool, theta
                 H = numeric_hessian(lambda v: pls.deviance_vp(v, reml), vp, units)
                 ev, evec = np.linalg.eigh(H)
                 jac = numeric_jacobian(pls.vcov_vp, vp, units)
+                pls.forget_vp()
         except (np.linalg.LinAlgError, ValueError):
             messages.append("Satterthwaite df not computed: the deviance cannot be evaluated next to the optimum")
         else:
