@@ -14,7 +14,7 @@ STEPS: list[tuple[str, str]] = [
     ("analysis: looking-time mixed models on the synthetic example data", "bib.analysis.demo:run"),
     ("reflection: NaiveLearner and its reality check in the extended environments", "bib.reflection.demo:run"),
     ("observers: inverse planner scores and evaluates a few pairs of every condition", "bib.observers.demo:run"),
-    ("blind scoring: a --secret-seed set, its kit scored and evaluated against the key", "bib.observers.demo:run_blind"),
+    ("blind scoring: a --secret-seed set, its kit scored and evaluated against the key", "bib.challenge.demo:run_blind"),
     ("learned observers: train a small bc-rnn, score and evaluate pairs", "bib.observers.learned_demo:run"),
     ("meg: CliffWorld MEG tables and the MEG of an efficiency pair's agents", "bib.meg.demo:run"),
     ("agency: policy network and noisy planner on a small navigation suite", "bib.agency.demo:run"),

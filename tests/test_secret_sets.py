@@ -189,11 +189,11 @@ def test_the_public_generator_rebuilds_none_of_a_secret_set(secret: tuple[Path, 
 
 
 def test_the_demo_runs_the_organisers_protocol_on_a_secret_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bib.challenge.demo import run_blind
     from bib.demo import STEPS
-    from bib.observers.demo import run_blind
 
     assert ("blind scoring: a --secret-seed set, its kit scored and evaluated against the key",
-            "bib.observers.demo:run_blind") in STEPS
+            "bib.challenge.demo:run_blind") in STEPS
     run_blind(tmp_path)
     printed = capsys.readouterr().out
     (entry,) = _job_sets(tmp_path / "blind" / "set")
@@ -201,5 +201,8 @@ def test_the_demo_runs_the_organisers_protocol_on_a_secret_set(tmp_path: Path, c
     header = json.loads((tmp_path / "blind" / "key.csv").read_text().splitlines()[0].removeprefix("# bib blind key "))
     assert header["sets"][0]["seed"] == "secret" and "public" not in header
     assert "inverse-planner on the kit, against the key (bib evaluate KEY RESULTS): mean of conditions" in printed
+    kit = tmp_path / "blind" / "kit"
+    assert "bib check-submission" in (kit / "README.md").read_text()  # the kit a submitter gets from bib blind
+    assert sorted(p.name for p in (kit / "sample-submission").iterdir())
     run_blind(tmp_path)  # a rerun resumes the set with its kept seed and writes a new kit
     assert _job_sets(tmp_path / "blind" / "set") == [entry] and "the one this folder keeps" in capsys.readouterr().out
