@@ -317,7 +317,7 @@ def train(
     force: bool = False,
     log: Any = None,
     options: Mapping[str, Any] | None = None,
-    patience: int = 0,
+    patience: int | None = None,
     resume_from: str | os.PathLike[str] | None = None,
     **more_options: Any,
 ) -> Trained:
@@ -341,7 +341,7 @@ def train(
         options: your class's constructor options (``--option KEY=VALUE``), checked against its annotations; one
             named like a keyword of ``train`` (``epochs``, ``seed``, ...) goes here.
         patience: stop after N epochs without a lower validation loss (``--patience``; 0: never early); a learned
-            observer's ``[train] patience`` override, your class's context.
+            observer's ``[train] patience`` override (None: the config's), your class's context (None: 0).
         resume_from: a folder an earlier ``bib train`` wrote (its ``last.pt``): training continues after its last
             epoch (``--resume-from``).
         **more_options: more constructor options, as keywords.
@@ -377,7 +377,7 @@ def train(
         raise BibInputError(f"--option is for your own package.module:Class; configure {name} with --config")
     dev = check_device(device) if user else resolve_device(device)  # a learned observer: resolved before any work
     overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed,
-                 **({"patience": patience} if patience else {})}
+                 **({"patience": patience} if patience is not None else {})}
     job = {"command": "train", "observer": name, "background": Path(background), "config": config,
            "overrides": overrides, **({"options": options} if options else {}),
            **({"resume_from": Path(resume_from)} if resume_from is not None else {})}
@@ -391,7 +391,7 @@ def train(
 
         with folder as tmp:
             card = train_model(name, background, tmp, options=options, seed=seed or 0, max_episodes=max_episodes or 0,
-                               log=say, device=dev, model=instance, epochs=epochs, patience=patience,
+                               log=say, device=dev, model=instance, epochs=epochs, patience=patience or 0,
                                resume_from=resume_from)
         files = f"{MODEL_CARD} and {WEIGHTS if card['saved'] == 'state_dict' else SAVED + '/'}"
         return Trained(str(card["name"]), Path(out), files, card)

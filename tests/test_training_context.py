@@ -333,6 +333,15 @@ def test_cli_patience_and_resume_from(tmp_path, background, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert "early stop after epoch 2: val_loss did not improve for 2 epochs (best epoch 0)" in err
     assert "warning: best epoch is 0, the untrained model" in err
+    # --patience 0 overrides a config's patience > 0 (it could not: 0 was the option's default)
+    impatient = str(tiny_config(tmp_path / "impatient.toml", lr=0.0, patience=1))
+    assert run("train", "bc-mlp", bg, "--out", "e", "--config", impatient, "--epochs", "3", "--patience", "0",
+               "--device", "cpu") == 0
+    assert "early stop" not in capsys.readouterr().err
+    log = json.loads((tmp_path / "e" / "checkpoint.log.json").read_text())
+    assert [h["epoch"] for h in log["history"]] == [0, 1, 2, 3] and log["patience"] == 0
+    assert run("train", "bc-mlp", bg, "--out", "f", "--config", impatient, "--epochs", "3", "--device", "cpu") == 0
+    assert "early stop after epoch 1" in capsys.readouterr().err  # the config's patience without --patience
 
 
 def test_spread_numbers_of_known_embeddings():

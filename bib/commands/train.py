@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
         max_episodes: int = typer.Option(None, "--max-episodes", min=0, help="Use N episodes spread evenly over the id-sorted set (0 = all; default: the config's).", show_default=False),
         seed: int = typer.Option(None, "--seed", help="Override [train] seed (default: the config's; your own class: 0, seeding random, numpy and torch).", show_default=False),
         option: list[str] = typer.Option([], "--option", help="Constructor argument KEY=VALUE (JSON value) of your own class, repeatable.", show_default=False),
-        patience: int = typer.Option(0, "--patience", min=0, help="Stop after N epochs without a lower validation loss (0 = never stop early); your class: its fit(episodes, context)'s early stopping."),
+        patience: int = typer.Option(None, "--patience", min=0, help="Stop after N epochs without a lower validation loss (0 = never stop early; default: the config's [train] patience, 0 for your class); your class: its fit(episodes, context)'s early stopping.", show_default=False),
         resume_from: Path = typer.Option(None, "--resume-from", help="Continue training from the last.pt of a folder an earlier bib train wrote (its epochs count towards --epochs).", show_default=False),
         device: str = DEVICE,
         force: bool = FORCE,
