@@ -98,7 +98,8 @@ def test_no_eval_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(("formula", "message"), [
     ("y ~ I(x + 0*len(str(__import__('os').makedirs('PWNED'))))", "function len() is not supported (supported: "
-     "factor(), C(), I(), poly(), log(), log2(), log10(), exp(), sqrt(), scale(), offset())"),
+     "factor(), as.factor(), C(), relevel(), I(), poly(), log(), log2(), log10(), exp(), sqrt(), scale(), mean(), sd(), "
+     "offset())"),
     ("y ~ I(__import__('os'))", "function __import__() is not supported"),
     ("y ~ offset(open('x'))", "term offset(open(\"x\")): function open() is not supported"),
     ("y ~ x + (1 + I(system('ls')) | g)", "function system() is not supported"),

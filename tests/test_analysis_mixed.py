@@ -287,15 +287,15 @@ def test_pyhab_side_files_are_skipped_and_named(tmp_path: Path, capsys: pytest.C
     ('[model]\nformula = "log_lt ~ outcome + (1 | participant"', "field model.formula: unbalanced parentheses"),
     # Issue 27: an unsupported function, a term on a one-level factor, a predictor with no variance.
     ('[model]\nformula = "log_lt ~ outcome + ns(age_days, 3) + (1 | participant)"',
-     "field model.formula: term ns(age_days, 3): function ns() is not supported (supported: factor(), C(), I(), "
-     "poly(), log(), log2(), log10(), exp(), sqrt(), scale(), offset())"),
+     "field model.formula: term ns(age_days, 3): function ns() is not supported (supported: factor(), as.factor(), "
+     "C(), relevel(), I(), poly(), log(), log2(), log10(), exp(), sqrt(), scale(), mean(), sd(), offset())"),
     ('[model]\nformula = "log_lt ~ outcome + lab + (1 | participant)"',
      "task voe: model.formula: term lab: factor lab has one level (L1); a fixed effect needs at least two"),
     ('[model]\nformula = "log_lt ~ outcome + factor(lab) + (1 | participant)"',
      "task voe: model.formula: term factor(lab): column lab has one level (L1); a fixed effect needs at least two"),
-    ('[model]\nformula = "log_lt ~ outcome + C(lab, sum) + (1 | participant)"',
-     "field model.formula: term C(lab, ...): C() takes one column (bib uses treatment contrasts, as R's default: "
-     "no contrasts or levels argument)"),
+    ('[model]\nformula = "log_lt ~ outcome + C(lab, helmert) + (1 | participant)"',
+     "field model.formula: term C(lab, helmert): C(): contrasts helmert are not supported (supported: "
+     "contr.treatment, treatment, contr.sum, sum)"),
     ('[model]\nformula = "log_lt ~ outcome + age_days:phase + (1 | participant)"',
      "task voe: model.formula: term age_days:phase: factor phase has one level (test)"),
     ('[model]\nformula = "log_lt ~ outcome + phase_n + (1 | participant)"',

@@ -202,9 +202,6 @@ def test_predict_refuses_what_it_cannot_predict(slope, sleep):
     assert got[0] == pytest.approx(slope.predict(new, re=False)[0])  # a new subject: its random effects at 0
     with pytest.raises(BibInputError, match="column Days .* is not in newdata"):
         slope.predict(sleep[["Reaction", "Subject"]])
-    fit = lmer("Reaction ~ poly(Days, 2) + (1 | Subject)", sleep)
-    with pytest.raises(BibInputError, match="depends on the fitted data"):
-        fit.predict(sleep.iloc[:3])
 
 
 def test_plot_residuals_draws_one_panel_per_random_coefficient(slope):

@@ -6,7 +6,8 @@ The conditional modes are the solution of the penalized least-squares system at 
 the prior weights, or I) and
 ``b = Lambda u``; ``fitted = X beta + Z b`` (plus any offset) and the residuals are ``y - fitted`` (lme4's
 response residuals). ``predict`` on new data builds the fixed-effects design with the fit's factor levels
-and reference levels; a random effect of a level the fit did not see is refused, or taken as 0 with
+and reference levels, and the function terms with the fit's parameters (``poly``'s coefficients, ``scale``'s centre
+and SD, ``mean()`` and ``sd()`` inside ``I()``: all of the data the model was fitted on); a random effect of a level the fit did not see is refused, or taken as 0 with
 ``allow_new_levels=True`` (lme4's ``allow.new.levels``).
 """
 
@@ -20,17 +21,11 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.sparse.linalg import spsolve
 
-from bib.analysis import rexpr
 from bib.analysis.formula import Variable, call_variable, evaluate_term, group_codes, make_variable, term_matrix
 from bib.errors import BibInputError
 
 if TYPE_CHECKING:
     from bib.analysis.mixed import LmmFit
-
-#: Function terms whose values depend on the data they were computed on (a prediction would need the fit's
-#: basis or centre, which is not kept): refused in ``predict`` on new data.
-DATA_DEPENDENT = {"poly", "scale"}
-
 
 def modes(fit: LmmFit) -> np.ndarray:
     """``b``: the conditional modes of every random effect, in the model's order (term by term, level by level,
@@ -78,18 +73,25 @@ def residuals(fit: LmmFit) -> np.ndarray:
     return observed - fitted(fit)
 
 
-def _new_variables(fit: LmmFit, newdata: pd.DataFrame, where: str) -> dict[str, Variable]:
-    """The fit's variables evaluated on ``newdata``: numbers as numbers, factors coded with the fit's levels."""
+def new_variables(fit: LmmFit, newdata: pd.DataFrame, where: str, names: list[str] | None = None) -> dict[str, Variable]:
+    """The fit's variables (or those in ``names``) evaluated on ``newdata`` as the fit evaluated them (R's
+    ``predvars``): numbers as numbers, factors coded with the fit's levels (``-1`` for a level the fit did not
+    see), function terms with the fit's parameters (``mean()``, ``sd()``, ``scale()``'s centre and SD,
+    ``poly()``'s coefficients: of the data the model was fitted on)."""
     frame = fit.frame
     f = frame.formula
     calls = dict(f.calls)
     out: dict[str, Variable] = {}
     for name, var in frame.variables.items():
+        if names is not None and name not in names:
+            continue
         if name in calls:
-            if rexpr.functions(calls[name]) & DATA_DEPENDENT:
-                raise BibInputError(f"{where}: term {name} depends on the fitted data (its basis or centre), so "
-                                    "predict cannot evaluate it on new data; compute the column in the data instead")
-            out[name] = call_variable(name, calls[name], newdata, where)
+            new = call_variable(name, calls[name], newdata, where, frame.basis)
+            if var.is_factor:  # a logical term (I(x > 3)): coded with the fit's levels FALSE, TRUE
+                labels = np.asarray(new.levels, dtype=object)[new.codes]
+                new = Variable(name, codes=np.array([var.levels.index(v) if v in var.levels else -1 for v in labels],
+                                                    dtype=np.int64), levels=list(var.levels), contrasts=var.contrasts)
+            out[name] = new
             continue
         column = f.column(name)
         if column not in newdata.columns:
@@ -107,7 +109,7 @@ def _new_variables(fit: LmmFit, newdata: pd.DataFrame, where: str) -> dict[str, 
         labels = np.asarray(text.levels, dtype=object)[text.codes]
         index = {level: i for i, level in enumerate(var.levels)}
         codes = np.array([index.get(str(v), -1) for v in labels], dtype=np.int64)
-        out[name] = Variable(name, codes=codes, levels=list(var.levels))
+        out[name] = Variable(name, codes=codes, levels=list(var.levels), contrasts=var.contrasts)
     return out
 
 
@@ -118,7 +120,7 @@ def predict(fit: LmmFit, newdata: pd.DataFrame | None = None, *, re: bool = True
     Raises:
         BibInputError: newdata lacks a variable of the model, has a missing or non-numeric value, a level of
             a fixed factor the fit did not see, a level of a grouping factor the fit did not see (unless
-            ``allow_new_levels``), or a data-dependent term (``poly``, ``scale``).
+            ``allow_new_levels``).
     """
     if newdata is None:
         if re:
@@ -129,7 +131,7 @@ def predict(fit: LmmFit, newdata: pd.DataFrame | None = None, *, re: bool = True
     frame = fit.frame
     f = frame.formula
     m = len(newdata)
-    variables = _new_variables(fit, newdata, where)
+    variables = new_variables(fit, newdata, where)
     fixed_factors = {v for t in f.terms for v in t}
     for name in fixed_factors:
         var = variables[name]
@@ -137,14 +139,14 @@ def predict(fit: LmmFit, newdata: pd.DataFrame | None = None, *, re: bool = True
             bad = newdata[f.column(name)].astype(str)[var.codes < 0].iloc[0]  # type: ignore[operator]
             raise BibInputError(f"{where}: level {bad!r} of {name} was not in the fitted data "
                                 f"(levels: {', '.join(frame.variables[name].levels[:8])})")
-    safe = {k: Variable(v.name, v.numeric, np.maximum(v.codes, 0), v.levels, v.matrix, v.suffixes) if v.is_factor else v
-            for k, v in variables.items()}
+    safe = {k: Variable(v.name, v.numeric, np.maximum(v.codes, 0), v.levels, v.matrix, v.suffixes, v.contrasts)
+            if v.is_factor else v for k, v in variables.items()}
     X, names = term_matrix(f.terms, f.intercept, safe, m)
     position = {name: j for j, name in enumerate(names)}
     X = X[:, [position[n] for n in frame.xnames]]
     value = X @ fit.coefficients["estimate"].to_numpy()
     for text, expr in f.offsets:
-        value = value + evaluate_term(text, expr, newdata, where).astype(float)
+        value = value + evaluate_term(text, expr, newdata, where, frame.basis).astype(float)
     if not re:
         return value
     b = modes(fit)

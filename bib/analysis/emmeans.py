@@ -8,6 +8,11 @@ and its df Satterthwaite's (as lmerTest's, ``emmeans(..., lmer.df = "satterthwai
 own Satterthwaite df, and adjusts the p-values in the family: ``tukey`` (the studentized range with as many
 means as the family compares), ``holm``, ``bonferroni`` or ``none``; intervals use Tukey's quantile, or
 Bonferroni's for ``holm`` and ``bonferroni``, as emmeans does.
+
+Function terms are evaluated on the grid as the fit evaluated them (``factor(x)``, ``relevel(f, ref = "b")`` and
+``C(f, contr.sum)`` are factors of their column; ``log(x)``, ``poly(x, 2)``, ``I(x - mean(x))`` take ``x`` at its
+mean and the fit's parameters), as emmeans does; a transformed response adds emmeans' line saying on which scale
+the results are.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +28,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bib.analysis.formula import Variable, is_number, term_matrix
+from bib.analysis import rexpr
+from bib.analysis.formula import Formula, Variable, is_number, make_variable, term_matrix
 from bib.analysis.mixed import _contrast
 from bib.errors import BibInputError
 from bib.results import Result, markdown_table
@@ -86,26 +93,92 @@ def _resolve(fit: LmmFit, specs: str | list[str]) -> list[str]:
 
 
 def _grid(fit: LmmFit) -> tuple[pd.DataFrame, dict[str, Variable]]:
-    """The reference grid: every combination of the fixed factors' levels, numeric predictors at their mean."""
+    """The reference grid: every combination of the fixed factors' levels, every other column the model reads at
+    its mean over the fitted rows; the model's terms are then evaluated on it as the fit evaluated them (as
+    emmeans: ``log(x)`` is ``log(mean(x))``, ``poly(x, 2)`` uses the fit's coefficients, ``I(x - mean(x))`` the
+    fitted data's mean)."""
+    from bib.analysis.effects import new_variables
+
     frame = fit.frame
     f = frame.formula
     fixed = list(dict.fromkeys(v for t in f.terms for v in t))
-    factors = [v for v in fixed if frame.variables[v].is_factor]
-    for v in fixed:
-        if frame.variables[v].matrix is not None:
-            raise BibInputError(f"emmeans: the function term {v} is not supported yet (compute the column in the "
-                                "data instead)")
+    calls = dict(f.calls)
+    factors = [v for v in fixed if frame.variables[v].is_factor and v not in calls]
     combos = list(itertools.product(*[range(len(frame.variables[v].levels)) for v in factors])) or [()]
     grid = pd.DataFrame(combos, columns=factors, dtype=np.int64)
-    m = len(grid)
-    variables: dict[str, Variable] = {}
+    rows = frame.rows if frame.rows is not None else pd.DataFrame()
+    newdata = {f.column(v): [frame.variables[v].levels[c] for c in grid[v]] for v in factors}
     for v in fixed:
-        var = frame.variables[v]
-        if var.is_factor:
-            variables[v] = Variable(v, codes=grid[v].to_numpy(), levels=list(var.levels))
-        else:
-            variables[v] = Variable(v, numeric=np.full(m, float(np.mean(var.numeric))))
+        if v in factors:
+            continue
+        read = rexpr.names(calls[v]) if v in calls else [v]
+        for column in read:
+            if column not in newdata and column in rows.columns:
+                newdata[column] = np.full(len(grid), float(pd.to_numeric(rows[column]).mean()))
+    variables = new_variables(fit, pd.DataFrame(newdata, index=range(len(grid))), "emmeans", names=fixed)
     return grid, variables
+
+
+def transformation(formula: Formula) -> tuple[str, str] | None:
+    """emmeans' reading of a transformed response: its name for the means' scale and for the contrasts' (the
+    functions of the response joined by ``.``, ``I`` as ``identity``; ``log(mu + 1)`` for ``log(y + 1)``, emmeans'
+    own reading of the response's text), or ``None``."""
+    if formula.response_expr is None:
+        return None
+    fns: list[str] = []
+    stack: list[rexpr.Node] = [formula.response_expr]
+    while stack:  # depth first, outer calls first (R's all.vars(functions = TRUE))
+        node = stack.pop()
+        if isinstance(node, rexpr.Call):
+            fns += [] if node.fn in fns else [node.fn]
+            stack += list(reversed(node.args))
+        elif isinstance(node, rexpr.Paren):
+            stack.append(node.inner)
+        elif isinstance(node, rexpr.Unary):
+            stack.append(node.operand)
+        elif isinstance(node, rexpr.BinOp):
+            stack += [node.right, node.left]
+    if not fns:
+        return None
+    tran = ".".join("identity" if fn == "I" else fn for fn in fns)
+    parts = re.split(r"\(|\)|\+", formula.lhs_text)
+    while parts and parts[-1] == "":
+        parts.pop()
+    offset = parts[2].strip() if len(parts) == 3 and is_number(parts[2].strip()) else None
+    return (f"{tran}(mu + {offset})" if offset else tran), tran
+
+
+def _scale_notes(formula: Formula, contrasts: bool) -> tuple[list[str], list[str]]:
+    """emmeans' lines on the scale, before and after the df line: the means ``Results are given on the sqrt (not
+    the response) scale.``; contrasts ``Note: contrasts are still on the sqrt scale`` first, or on the log scale
+    the ``Results are given on the log ...`` line (a difference of logs is a log ratio)."""
+    tran = transformation(formula)
+    if tran is None:
+        return [], []
+    means, base = tran
+    if not contrasts:
+        return [], [f"Results are given on the {means} (not the response) scale."]
+    if base == "log":
+        return [], ["Results are given on the log (not the response) scale."]
+    return [f"Note: contrasts are still on the {base} scale"], []
+
+
+def _own_order(fit: LmmFit, name: str) -> list[int]:
+    """Per level code of the factor ``name``, its rank in its data column's own level order: emmeans builds its grid
+    from the data's columns, so ``factor(x, levels = c(2, 0, 1))`` is listed 0, 1, 2 (the fit's order for a plain
+    factor, or without the fitted rows)."""
+    frame = fit.frame
+    var = frame.variables[name]
+    column = frame.formula.column(name)
+    if column == name or frame.rows is None or column not in frame.rows.columns:
+        return list(range(len(var.levels)))
+    own = make_variable(column, frame.rows[column], factor=True).levels
+    numeric = frame.rows[column].dtype.kind in "iuf"
+
+    def key(text: str) -> Any:
+        return float(text) if numeric and is_number(text) else text
+    where = {key(t): i for i, t in enumerate(own)}
+    return [where.get(key(t), i) for i, t in enumerate(var.levels)]
 
 
 def _means(fit: LmmFit, specs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -116,8 +189,10 @@ def _means(fit: LmmFit, specs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
     X, names = term_matrix(f.terms, f.intercept, variables, len(grid))
     position = {n: j for j, n in enumerate(names)}
     X = X[:, [position[n] for n in frame.xnames]]
-    cells = grid.groupby(specs, sort=True).indices  # sorted by codes: the first spec varies slowest
-    keys = sorted(cells, key=lambda k: tuple(reversed(k if isinstance(k, tuple) else (k,))))  # emmeans: first fastest
+    cells = grid.groupby(specs, sort=True).indices
+    rank = {v: _own_order(fit, v) for v in specs}
+    keys = sorted(cells, key=lambda k: tuple(reversed([rank[v][c] for v, c in zip(specs, k if isinstance(k, tuple)
+                                                                                  else (k,))])))  # first fastest
     L = np.array([X[cells[k]].mean(axis=0) for k in keys])
     labels = pd.DataFrame([k if isinstance(k, tuple) else (k,) for k in keys], columns=specs)
     for v in specs:
@@ -140,7 +215,8 @@ def emmeans(fit: LmmFit, specs: str | list[str], *, level: float = 0.95) -> EmmT
     others = [v for v in fit.frame.variables if v not in names and fit.frame.variables[v].is_factor
               and any(v in t for t in fit.frame.formula.terms)]
     notes = [f"Results are averaged over the levels of: {', '.join(fit.frame.formula.column(v) for v in others)}"] if others else []
-    notes += ["Degrees-of-freedom method: satterthwaite", f"Confidence level used: {level:g}"]
+    before, after = _scale_notes(fit.frame.formula, contrasts=False)
+    notes += [*before, "Degrees-of-freedom method: satterthwaite", *after, f"Confidence level used: {level:g}"]
     return EmmTable(table, notes, name="emmeans")
 
 
@@ -160,12 +236,12 @@ def _tukey_quantile(level: float, k: int, df: float) -> float:
 
 
 def _cell_label(labels: pd.DataFrame, i: int) -> str:
-    """emmeans' name of a cell: its levels joined by spaces, a number prefixed by its variable (``temp175``)
-    when the cell has more than one factor."""
+    """emmeans' name of a cell: its levels joined by spaces, a number prefixed by its variable (``temp175``,
+    ``dgrp0 - dgrp1``)."""
     parts = []
     for col in labels.columns:
         v = str(labels.iloc[i][col])
-        parts.append(f"{col}{v}" if len(labels.columns) > 1 and is_number(v) else v)
+        parts.append(f"{col}{v}" if is_number(v) else v)
     return " ".join(parts)
 
 
@@ -212,7 +288,8 @@ def pairs(fit: LmmFit, specs: str | list[str], *, adjust: str = "tukey", level: 
     for r, v in zip(rows, p):
         r["p.value"] = float(v)
     table = pd.concat([pd.DataFrame({"contrast": names_out}), pd.DataFrame(rows)], axis=1)
-    notes = ["Degrees-of-freedom method: satterthwaite", f"Confidence level used: {level:g}"]
+    before, after = _scale_notes(fit.frame.formula, contrasts=True)
+    notes = [*before, "Degrees-of-freedom method: satterthwaite", *after, f"Confidence level used: {level:g}"]
     if adjust == "tukey":
         notes += [f"Conf-level adjustment: tukey method for comparing a family of {k} estimates",
                   f"P value adjustment: tukey method for comparing a family of {k} estimates"]

@@ -53,7 +53,10 @@ from bib.analysis.formula import (
     Variable,
     call_variable,
     evaluate_term,
+    expand_dot,
+    factor_variable,
     group_codes,
+    learn_basis,
     make_variable,
     parse_formula,
     term_matrix,
@@ -132,6 +135,11 @@ class ModelFrame:
     offset: np.ndarray | None = None
     #: Prior weights per row (lme4's ``weights``: the residual variance of a row is ``sigma^2 / w``), or ``None``.
     weights: np.ndarray | None = None
+    #: The data-dependent calls' parameters on the data given to the fit (R's ``predvars``): what ``predict`` and
+    #: ``emmeans`` evaluate the terms with.
+    basis: rexpr.Basis = field(default_factory=rexpr.Basis)
+    #: The fitted rows of the data's columns the model reads (for a reference grid's covariate means).
+    rows: pd.DataFrame | None = None
 
     @property
     def n(self) -> int:
@@ -143,18 +151,19 @@ CONTRASTS = ("treatment", "sum")
 
 
 def _variables(formula: Formula, data: pd.DataFrame, reference: dict[str, str], where: str,
-               contrasts: dict[str, str] | None = None) -> dict[str, Variable]:
+               contrasts: dict[str, str] | None = None, basis: rexpr.Basis | None = None) -> dict[str, Variable]:
     out = {}
     calls = dict(formula.calls)
     for name in formula.variables[1:]:
         if name in calls:
-            out[name] = call_variable(name, calls[name], data, where)
+            out[name] = call_variable(name, calls[name], data, where, basis)
             continue
         column = formula.column(name)
         if column not in data.columns:
             raise BibInputError(f"{where}: column {column} (named in the formula) is not in the data")
-        out[name] = make_variable(name, data[column], factor=column != name,
-                                  reference=reference.get(name, reference.get(column)), where=where)
+        ref = reference.get(name, reference.get(column))
+        out[name] = (factor_variable(name, data[column], formula.steps(name), reference=ref, where=where)
+                     if column != name else make_variable(name, data[column], reference=ref, where=where))
     for name in reference:
         if not formula.uses(name):
             raise BibInputError(f"{where}: reference level given for {name}, which the formula does not use")
@@ -187,7 +196,7 @@ def missing_columns(formula: Formula, data: pd.DataFrame) -> list[str]:
     """The data's columns a model reads: the response, every predictor and grouping column, and the columns
     named inside function terms and offsets."""
     calls = dict(formula.calls)
-    cols = [formula.response]
+    cols = list(formula.response_columns)
     for name in formula.variables[1:]:
         cols += _columns_of(calls[name], data) if name in calls else [formula.column(name)]
     for _, expr in formula.offsets:
@@ -195,9 +204,36 @@ def missing_columns(formula: Formula, data: pd.DataFrame) -> list[str]:
     return [c for c in dict.fromkeys(cols) if c in data.columns]
 
 
+def response_values(formula: Formula, data: pd.DataFrame, where: str, basis: rexpr.Basis | None = None) -> np.ndarray:
+    """The response on ``data``: the column, or its transformation (``sqrt(y)``, ``log(y + 1)``, ``I(y^2)``).
+
+    Raises:
+        BibInputError: a value that is not finite, naming the first such row and its value (R computes NaN or
+            -Inf with a warning and lme4 stops or fits them; bib refuses).
+    """
+    if formula.response_expr is None:
+        y = pd.to_numeric(data[formula.response], errors="coerce").to_numpy(dtype=float)
+    else:
+        try:
+            y = rexpr.evaluate(formula.response_expr, data, basis).astype(float)
+        except rexpr.EvalError as exc:
+            raise BibInputError(f"{where}: response {formula.lhs_text} cannot be evaluated on the data ({exc})") from None
+    bad = ~np.isfinite(y)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        values = ", ".join(f"{c} = {data[c].iloc[first]}" for c in formula.response_columns if c in data.columns)
+        fns = rexpr.functions(formula.response_expr) if formula.response_expr is not None else set()
+        hint = ("; log() needs values above 0" if fns & {"log", "log2", "log10"} else
+                "; sqrt() needs values of at least 0" if "sqrt" in fns else "")
+        raise BibInputError(f"{where}: response {formula.lhs_text} is missing or not finite in {int(bad.sum())} rows "
+                            f"(first: row {data.index[first]}, where {values}){hint}; R would fit NaN or -Inf with a "
+                            "warning, bib refuses")
+    return y
+
+
 def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, str] | None = None,
                 where: str = "model.formula", na_action: str = "omit", weights: Any = None,
-                contrasts: dict[str, str] | None = None) -> ModelFrame:
+                contrasts: dict[str, str] | None = None, basis_data: pd.DataFrame | None = None) -> ModelFrame:
     """Build ``y``, ``X`` and the random-effects terms of ``formula`` on ``data``.
 
     Rows with a missing value (``NaN``, ``None``, ``pd.NA``) in any variable of the model, or in ``weights``,
@@ -213,10 +249,13 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     reference = reference or {}
     if na_action not in NA_ACTIONS:
         raise BibInputError(f"{where}: na_action must be one of {', '.join(NA_ACTIONS)}, got {na_action!r}")
-    if formula.response not in data.columns:
-        raise BibInputError(f"{where}: response column {formula.response} is not in the data")
+    for column in formula.response_columns:
+        if column not in data.columns:
+            raise BibInputError(f"{where}: response column {column} is not in the data")
     if len(data) == 0:
         raise BibInputError(f"{where}: the data have no rows")
+    formula = expand_dot(formula, list(data.columns), [weights] if isinstance(weights, str) else [], where)
+    basis = learn_basis(formula, data if basis_data is None else basis_data, where)
     w_all = _weights(weights, data, where)
     missing = missing_rows(formula, data)
     if w_all is not None:
@@ -233,19 +272,13 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
         w_all = w_all[~missing.to_numpy()] if w_all is not None else None
         if len(data) == 0:
             raise BibInputError(f"{where}: no rows are left after leaving out the {len(omitted)} rows with missing values")
-    y = pd.to_numeric(data[formula.response], errors="coerce").to_numpy(dtype=float)
-    if formula.response_fn == "log":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            y = np.log(y)
-    if not np.isfinite(y).all():
-        raise BibInputError(f"{where}: response {formula.lhs_text} is missing or not finite in "
-                            f"{int((~np.isfinite(y)).sum())} rows")
+    y = response_values(formula, data, where, basis)
     y_offset = None
     for text, expr in formula.offsets:  # lme4 fits y - offset: the same estimates and criterion
-        value = evaluate_term(text, expr, data, where).astype(float)
+        value = evaluate_term(text, expr, data, where, basis).astype(float)
         y = y - value
         y_offset = value if y_offset is None else y_offset + value
-    variables = _variables(formula, data, reference, where, contrasts)
+    variables = _variables(formula, data, reference, where, contrasts, basis)
     for name, var in variables.items():
         if var.matrix is None and not var.is_factor and not np.isfinite(var.numeric).all():  # type: ignore[arg-type]
             raise BibInputError(f"{where}: column {name} has missing or non-numeric values")
@@ -262,7 +295,8 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     for t in terms:
         placed.append(ReTerm(t.text, t.group, t.columns, t.levels, t.codes, t.values, offset))
         offset += t.q
-    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset, w_all)
+    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset, w_all, basis,
+                      data[missing_columns(formula, data)])
 
 
 def _weights(weights: Any, data: pd.DataFrame, where: str) -> np.ndarray | None:
@@ -1238,7 +1272,7 @@ def lmer(formula: str | Formula, data: pd.DataFrame, *, reml: bool = True, refer
                 raise BibInputError(f"{where}: weights has {len(np.asarray(weights))} values for {len(data)} rows")
             row_weights = np.asarray(weights)[mask]
     fit = fit_lmm(model_frame(f, rows, reference=reference, where=where, na_action=na_action, weights=row_weights,
-                              contrasts=contrasts), reml=reml, alpha=alpha, satterthwaite=inference)
+                              contrasts=contrasts, basis_data=data), reml=reml, alpha=alpha, satterthwaite=inference)
     fit._call = {"data": data, "reml": reml, "reference": reference, "alpha": alpha, "where": where,
                  "na_action": na_action, "weights": weights if isinstance(weights, str) or weights is None
                  else np.asarray(weights), "subset": subset, "contrasts": contrasts, "inference": inference,

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -242,7 +243,7 @@ class ExprParser(TokenCursor):
 
     def call(self, fn: str) -> Call:
         """``fn(a, b, name = c)``; :func:`check` checks ``fn`` against the table."""
-        if fn not in FUNCTIONS and self.bad_call is None:
+        if fn not in FUNCTIONS and fn not in PARSED_CALLS and self.bad_call is None:
             self.bad_call = fn
         self.take("(")
         args: list[Node] = []
@@ -332,25 +333,36 @@ class EvalError(Exception):
     """An expression that cannot be evaluated on the data (the caller names the term)."""
 
 
-def _poly(x: np.ndarray, degree: int) -> np.ndarray:
-    """R's ``poly(x, degree)``: orthogonal polynomials of the centred ``x`` (QR of the powers), each
-    column of unit length, signed as R signs them (by the diagonal of R's upper triangle)."""
-    if degree < 1:
-        raise EvalError("poly(): degree must be at least 1")
+def _poly_fit(x: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """R's ``poly(x, degree)`` coefficients on the data it is fitted on: ``alpha`` and ``norm2`` of the
+    three-term recurrence (R's ``attr(, "coefs")``), from the QR decomposition of the centred powers."""
     if degree >= len(np.unique(x)):
         raise EvalError("poly(): 'degree' must be less than number of unique points")
-    xc = x - x.mean()
-    powers = np.vander(xc, degree + 1, increasing=True)
-    q, r = np.linalg.qr(powers)
-    z = q * np.sign(np.diag(r))
-    return z[:, 1:]
+    xbar = x.mean()
+    xc = x - xbar
+    q, r = np.linalg.qr(np.vander(xc, degree + 1, increasing=True))
+    z = q * np.diag(r)  # R: qr.qy(QR, diag(R)): column j of Q times R[j, j]
+    norm2 = (z ** 2).sum(axis=0)
+    alpha = ((xc[:, None] * z ** 2).sum(axis=0) / norm2 + xbar)[:degree]
+    return alpha, np.concatenate([[1.0], norm2])
 
 
-def _scale(x: np.ndarray) -> np.ndarray:
-    """R's ``scale(x)``: centred and divided by the SD with n - 1."""
+def _poly_apply(x: np.ndarray, alpha: np.ndarray, norm2: np.ndarray) -> np.ndarray:
+    """R's ``predict(poly(...), x)``: the three-term recurrence with the fitted data's coefficients
+    (``Z[, i + 2] = (x - alpha[i + 1]) Z[, i + 1] - norm2[i + 2] / norm2[i + 1] Z[, i]``), columns of unit length
+    on the fitted data."""
+    degree = len(alpha)
+    z = np.ones((len(x), degree + 1))
+    z[:, 1] = x - alpha[0]
+    for i in range(1, degree):
+        z[:, i + 1] = (x - alpha[i]) * z[:, i] - (norm2[i + 1] / norm2[i]) * z[:, i - 1]
+    return z[:, 1:] / np.sqrt(norm2[2:])
+
+
+def _sd(x: np.ndarray) -> float:
     if len(x) < 2:
-        raise EvalError("scale(): needs at least two rows")
-    return (x - x.mean()) / x.std(ddof=1)
+        raise EvalError("sd(): needs at least two rows")
+    return float(x.std(ddof=1))
 
 
 def _degree(node: Node) -> int:
@@ -359,15 +371,29 @@ def _degree(node: Node) -> int:
     raise EvalError(f"poly(): the degree must be a whole number from 1 to 20, got {deparse(node)}")
 
 
+def _logical(node: Node) -> bool:
+    """R's ``TRUE``/``FALSE`` as an argument (``raw = TRUE``)."""
+    if isinstance(node, Name) and node.name in ("TRUE", "FALSE"):
+        return node.name == "TRUE"
+    raise EvalError(f"expected TRUE or FALSE, got {deparse(node)}")
+
+
 @dataclass(frozen=True)
 class Function:
     """An entry of the table: how many vector arguments, and the numpy function applied to them."""
 
     apply: Callable[..., np.ndarray]
-    #: Extra arguments (after the vector): names in R's order, read as whole numbers.
+    #: Extra arguments (after the vector): names in R's order, each read by its reader (a whole number,
+    #: TRUE/FALSE).
     options: tuple[str, ...] = ()
     #: Only as a whole term (its value is a matrix, or it is not a predictor at all).
     term_only: bool = False
+    #: Options that may be left out, with R's default.
+    defaults: tuple[tuple[str, str], ...] = ()
+    #: For a function whose value depends on the data it is computed on (a mean, an SD, a basis): ``learn(x,
+    #: *options)`` gives its parameters on the data the model is fitted on, kept in a :class:`Basis` (as R's
+    #: ``predvars``) so that predictions and reference grids reuse them; ``apply(x, params, *options)``.
+    learn: Callable[..., Any] | None = None
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
@@ -377,19 +403,62 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
     return apply
 
 
+def _complete(fn: str, x: np.ndarray) -> np.ndarray:
+    """``x`` as floats, refused when a value is missing (R: ``mean()`` and ``sd()`` are then NA on every row,
+    and ``poly()`` stops: "missing values are not allowed in 'poly'")."""
+    x = _numeric(x)
+    bad = ~np.isfinite(x)
+    if bad.any():
+        raise EvalError(f"{fn}() over {int(bad.sum())} missing or infinite values (R gives NA for every row, or "
+                        "stops, as it computes it on the whole data before leaving rows out); remove those rows "
+                        "from the data, or compute the column in the data")
+    return x
+
+
+def _scale_learn(x: np.ndarray) -> tuple[float, float]:
+    """R's ``scale(x)``: the mean and the SD (n - 1) of the values present (``na.rm``)."""
+    x = _numeric(x)
+    present = x[np.isfinite(x)]
+    if len(present) < 2:
+        raise EvalError("scale(): needs at least two values")
+    return float(present.mean()), float(present.std(ddof=1))
+
+
+def _poly_learn(x: np.ndarray, degree: int, raw: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    return None if raw else _poly_fit(_complete("poly", x), degree)
+
+
+def _poly_value(x: np.ndarray, params: tuple[np.ndarray, np.ndarray] | None, degree: int,
+                raw: bool = False) -> np.ndarray:
+    x = _numeric(x)
+    return x[:, None] ** np.arange(1, degree + 1) if params is None else _poly_apply(x, *params)
+
+
 #: The functions a formula may call, R's names (``offset`` is read by the formula: subtracted from
-#: the response). ``I()`` is the identity that protects arithmetic from the formula operators.
+#: the response). ``I()`` is the identity that protects arithmetic from the formula operators; ``mean()`` and
+#: ``sd()`` are the column's mean and SD (n - 1) on the data the model is fitted on, for ``I(x - mean(x))``.
 FUNCTIONS: dict[str, Function] = {
     "I": Function(lambda x: x),
-    "poly": Function(lambda x, degree: _poly(_numeric(x), degree), options=("degree",), term_only=True),
+    "poly": Function(_poly_value, options=("degree", "raw"), term_only=True, defaults=(("raw", "FALSE"),),
+                     learn=_poly_learn),
     "log": Function(_unary(np.log)),
     "log2": Function(_unary(np.log2)),
     "log10": Function(_unary(np.log10)),
     "exp": Function(_unary(np.exp)),
     "sqrt": Function(_unary(np.sqrt)),
-    "scale": Function(lambda x: _scale(_numeric(x))),
+    "scale": Function(lambda x, p: (_numeric(x) - p[0]) / p[1], learn=_scale_learn),
+    "mean": Function(lambda x, p: np.full(len(x), p), learn=lambda x: float(_complete("mean", x).mean())),
+    "sd": Function(lambda x, p: np.full(len(x), p), learn=lambda x: _sd(_complete("sd", x))),
     "offset": Function(lambda x: _numeric(x), term_only=True),
 }
+
+#: How each option is read: R's argument name -> reader of its tree.
+_OPTION_READERS: dict[str, Callable[[Node], Any]] = {"degree": _degree, "raw": _logical}
+
+#: Calls that make a factor (read by the formula's term parser, :mod:`bib.analysis.formula`), and ``c()`` for their
+#: ``levels``: parsed by the same expression parser, never evaluated here.
+FACTOR_CALLS = ("factor", "as.factor", "C", "relevel")
+PARSED_CALLS = (*FACTOR_CALLS, "c")
 
 
 def _numeric(x: np.ndarray) -> np.ndarray:
@@ -415,7 +484,7 @@ def _column(name: str, data: pd.DataFrame) -> np.ndarray:
 def unsupported(fn: str) -> str:
     """The message for a call outside the table (the name cut to 40 characters)."""
     shown = fn if len(fn) <= 40 else fn[:40] + "..."
-    return (f"function {shown}() is not supported (supported: factor(), C(), "
+    return (f"function {shown}() is not supported (supported: factor(), as.factor(), C(), relevel(), "
             + ", ".join(f"{f}()" for f in FUNCTIONS) + ")")
 
 
@@ -446,13 +515,42 @@ def check(node: Node, fail: Callable[[str], None], *, top: bool = True) -> None:
         unknown = [k for k, _ in node.kwargs if k not in entry.options]
         if unknown:
             fail(f"{node.fn}() has no argument {unknown[0]!r}")
-        if len(node.args) + len(node.kwargs) < allowed:
-            fail(f"{node.fn}() needs {', '.join(entry.options)}")
+        given = dict(zip(entry.options, node.args[1:]))
+        twice = [k for k, _ in node.kwargs if k in given]
+        if twice:
+            fail(f"{node.fn}(): argument {twice[0]!r} given twice")
+        given |= dict(node.kwargs)
+        missing = [o for o in entry.options if o not in given and o not in dict(entry.defaults)]
+        if missing:
+            fail(f"{node.fn}() needs {', '.join(missing)}")
+        for key, value in given.items():
+            try:
+                _OPTION_READERS[key](value)
+            except EvalError as exc:
+                fail(str(exc) if str(exc).startswith(f"{node.fn}()") else f"{node.fn}(): {key}: {exc}")
         check(node.args[0], fail, top=False)
 
 
-def evaluate(node: Node, data: pd.DataFrame) -> np.ndarray:
+def _options(node: Call, entry: Function) -> list[Any]:
+    """The call's extra arguments, read, in the table's order (R's defaults where left out)."""
+    given = {k: Name(v) for k, v in entry.defaults} | dict(zip(entry.options, node.args[1:])) | dict(node.kwargs)
+    return [_OPTION_READERS[o](given[o]) for o in entry.options]
+
+
+@dataclass
+class Basis:
+    """What the data-dependent calls of a model (``mean()``, ``sd()``, ``scale()``, ``poly()``) computed on the
+    data it is fitted on, by call: R's ``predvars`` (``poly``'s coefficients, ``scale``'s centre and SD), kept so
+    that a prediction or a reference grid evaluates the model's terms as the fit did."""
+
+    params: dict[Call, Any] = field(default_factory=dict)
+
+
+def evaluate(node: Node, data: pd.DataFrame, basis: Basis | None = None) -> np.ndarray:
     """The value of a checked expression on ``data``: a float or bool vector (a matrix for ``poly``).
+
+    A data-dependent call (``mean``, ``sd``, ``scale``, ``poly``) takes its parameters from ``basis`` when they are
+    there; else it computes them on ``data`` and, given a ``basis``, keeps them there.
 
     Raises:
         EvalError: a missing or non-numeric column, a bad ``poly`` degree; the message names it.
@@ -462,12 +560,12 @@ def evaluate(node: Node, data: pd.DataFrame) -> np.ndarray:
     if isinstance(node, Name):
         return _column(node.name, data)
     if isinstance(node, Paren):
-        return evaluate(node.inner, data)
+        return evaluate(node.inner, data, basis)
     if isinstance(node, Unary):
-        x = _numeric(evaluate(node.operand, data))
+        x = _numeric(evaluate(node.operand, data, basis))
         return -x if node.op == "-" else x
     if isinstance(node, BinOp):
-        a, b = evaluate(node.left, data), evaluate(node.right, data)
+        a, b = evaluate(node.left, data, basis), evaluate(node.right, data, basis)
         if node.op in _COMPARE:
             return {"<": np.less, ">": np.greater, "<=": np.less_equal, ">=": np.greater_equal,
                     "==": np.equal, "!=": np.not_equal}[node.op](a, b)
@@ -478,10 +576,17 @@ def evaluate(node: Node, data: pd.DataFrame) -> np.ndarray:
             return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[node.op](a, b)
     if isinstance(node, Call):
         entry = FUNCTIONS[node.fn]
-        values = [node.args[0]]
-        given = dict(zip(entry.options, node.args[1:])) | dict(node.kwargs)
-        extra = [_degree(given[o]) for o in entry.options]
-        return entry.apply(evaluate(values[0], data), *extra)
+        x = evaluate(node.args[0], data, basis)
+        extra = _options(node, entry)
+        if entry.learn is None:
+            return entry.apply(x, *extra)
+        if basis is not None and node in basis.params:
+            params = basis.params[node]
+        else:
+            params = entry.learn(x, *extra)
+            if basis is not None:
+                basis.params[node] = params
+        return entry.apply(x, params, *extra)
     raise EvalError(f"{deparse(node)} is not a value")
 
 
@@ -493,5 +598,5 @@ def finite_rows(values: np.ndarray) -> np.ndarray:
     return np.isfinite(v).all(axis=1)
 
 
-__all__ = ["FUNCTIONS", "BinOp", "Call", "EvalError", "ExprParser", "Name", "Num", "Paren", "Str", "Unary",
+__all__ = ["FACTOR_CALLS", "FUNCTIONS", "Basis", "BinOp", "Call", "EvalError", "ExprParser", "Name", "Num", "Paren", "Str", "Unary",
            "check", "deparse", "evaluate", "finite_rows", "functions", "is_name", "is_number", "names", "tokenize"]
