@@ -293,6 +293,8 @@ def test_pyhab_side_files_are_skipped_and_named(tmp_path: Path, capsys: pytest.C
      "task voe: model.formula: term lab: factor lab has one level (L1); a fixed effect needs at least two"),
     ('[model]\nformula = "log_lt ~ outcome + factor(lab) + (1 | participant)"',
      "task voe: model.formula: term factor(lab): column lab has one level (L1); a fixed effect needs at least two"),
+    ('[model]\nformula = "log_lt ~ . + (1 | participant)"',
+     "field model.formula: '.' is not read in an analysis spec (the imported table has bookkeeping columns"),
     ('[model]\nformula = "log_lt ~ outcome + C(lab, helmert) + (1 | participant)"',
      "field model.formula: term C(lab, helmert): C(): contrasts helmert are not supported (supported: "
      "contr.treatment, treatment, contr.sum, sum)"),

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from bib.analysis import rexpr
 from bib.analysis.exclusions import REPORT_COLUMNS, ExclusionResult, apply_exclusions
 from bib.analysis.formula import Formula, RandomTerm, parse_formula, uncorrelated
 from bib.analysis.importers import ImportResult
@@ -230,14 +231,14 @@ def task_effect(rows: pd.DataFrame, covariates: list[str], alpha: float, label: 
     notes = plan.notes + uncentred_notes(fit)
     o0, o1 = spec.outcomes
     resp = plan.formula.response
-    yv = rows[resp].to_numpy(dtype=float)
-    if plan.formula.response_fn == "log":
-        yv = np.log(yv)
+    expr = plan.formula.response_expr  # a transformed response (log(looking_time)): on the model's scale
+    with np.errstate(all="ignore"):
+        yv = rows[resp].to_numpy(dtype=float) if expr is None else rexpr.evaluate(expr, rows, fit.frame.basis).astype(float)
     wide = pd.DataFrame({"p": rows["participant_id"].to_numpy(), "o": rows["outcome"].to_numpy(), "y": yv}).pivot_table(
         index="p", columns="o", values="y", aggfunc="mean")
     diff = (wide[o1] - wide[o0]).dropna().to_numpy() if {o0, o1} <= set(wide.columns) else np.zeros(0)
     dz, dz_lo, dz_hi = dz_interval(diff, alpha)
-    means = rows.groupby("outcome")[resp].mean() if plan.formula.response_fn is None else pd.Series(
+    means = rows.groupby("outcome")[resp].mean() if expr is None else pd.Series(
         yv, index=rows["outcome"].to_numpy()).groupby(level=0).mean()
     var_participant = next((v.variance for v in fit.varcomps if v.group == "participant" and v.name == "(Intercept)"), 0.0)
     tests = model_tests(fit, notes)

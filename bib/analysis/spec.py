@@ -179,8 +179,10 @@ def check_model(spec: AnalysisSpec, source: str) -> None:
 
     if spec.outcomes[0] == spec.outcomes[1]:
         raise BibInputError(f"{source}: field outcomes: the two outcomes must differ")
-    if spec.model.pooled_formula:
-        parse_formula(spec.model.pooled_formula, f"{source}: field model.pooled_formula")
+    for field_name, text in (("pooled_formula", spec.model.pooled_formula), ("formula", spec.model.formula)):
+        if text and parse_formula(text, f"{source}: field model.{field_name}").has_dot:
+            raise BibInputError(f"{source}: field model.{field_name}: '.' is not read in an analysis spec (the "
+                                "imported table has bookkeeping columns: participant_id, trial, ...); name the predictors")
     if not spec.model.formula:
         if spec.model.prune:
             raise BibInputError(f"{source}: field model.prune: needs model.formula")
