@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from bib.analysis import lmer, rexpr
-from bib.analysis.formula import parse_formula
+from bib.analysis.formula import expand_dot, parse_formula
 from bib.errors import BibInputError
 
 FIX = Path(__file__).parent / "fixtures" / "lme4"
@@ -60,6 +60,7 @@ def test_each_form_gives_lme4s_columns_and_fit(case, data):
     assert list(fit.coefficients.index) == _names(case)
     assert fit.n_obs == case["n_obs"]
     assert fit.deviance == pytest.approx(case["reml_criterion"], rel=1e-8)
+    assert fit.loglik == pytest.approx(case["loglik"], rel=1e-8)
     for r, (_, row) in zip(case["fixed"], fit.coefficients.iterrows()):
         assert row["estimate"] == pytest.approx(r["estimate"], rel=1e-5, abs=1e-8), r["term"]
         assert row["se"] == pytest.approx(r["se"], rel=1e-4), r["term"]
@@ -108,6 +109,10 @@ def test_dot_is_every_column_but_the_response_and_the_grouping_factors(data):
     fit = lmer("log(Reaction) ~ . + (1 | Subject)", w, weights="w")
     assert list(fit.coefficients.index) == ["(Intercept)", "Days", "condb", "condc"]
     assert fit.update(". ~ . - Days").coefficients.index.tolist() == ["(Intercept)", "condb", "condc"]
+    # The pruning ladder's with_random keeps its own random terms when "." is expanded.
+    two = parse_formula("Reaction ~ . + (1 | Subject) + (1 | cond)")
+    one = expand_dot(two.with_random([two.random[0]]), list(d.columns))
+    assert [r.text for r in one.random] == ["(1 | Subject)"] and one.terms == (("Days",),)
 
 
 def test_mean_inside_I_is_over_the_data_given_before_rows_are_left_out_and_predict_keeps_it(data):
@@ -130,7 +135,7 @@ def test_poly_raw_false_is_the_orthogonal_polynomial_and_true_false_are_logical(
     assert a.coefficients["estimate"].to_numpy() == pytest.approx(b.coefficients["estimate"].to_numpy(), rel=1e-10)
     assert list(a.coefficients.index)[1] == "poly(Days, 2, raw = FALSE)1"
     # R's three-term recurrence on the fitted data equals its QR construction (R 4: poly(c(1, 2, 4, 7, 11, 3), 2)).
-    node = rexpr.ExprParser(rexpr.tokenize("poly(x, 2)", "t"), print).expr()
+    node = parse_formula("y ~ poly(x, 2)").calls[0][1]
     basis = rexpr.Basis()
     x = pd.DataFrame({"x": [1.0, 2, 4, 7, 11, 3]})
     assert rexpr.evaluate(node, x, basis)[:, 1] == pytest.approx(

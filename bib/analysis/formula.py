@@ -510,14 +510,15 @@ def expand_dot(formula: Formula, columns: list[Any], exclude: list[str] | None =
     """``formula`` with ``.`` replaced by the data's ``columns`` (in their order) less the response's columns,
     the grouping factors' columns (the right of every ``|``) and ``exclude`` (a weights column): what ``.`` means
     in bib. R's ``terms`` leaves out only the response, so that in lme4 ``y ~ . + (1 | g)`` also puts ``g`` among
-    the fixed effects.
+    the fixed effects. A grouping factor of the formula as written stays out after the pruning ladder removed its term.
 
     Raises:
         BibInputError: a column name that is not text, or nothing left for ``.``.
     """
     if not formula.has_dot:
         return formula
-    groups = {formula.column(g) for r in formula.random for g in r.group}
+    written = parse_formula(formula.source, where)  # its grouping factors too: a pruned term's stays out of "."
+    groups = {f.column(g) for f in (formula, written) for r in f.random for g in r.group}
     left_out = set(formula.response_columns) | groups | set(exclude or [])
     bad = [c for c in columns if not isinstance(c, str)]
     if bad:
@@ -525,7 +526,9 @@ def expand_dot(formula: Formula, columns: list[Any], exclude: list[str] | None =
     dot = [c for c in columns if c not in left_out]
     if not dot:
         raise BibInputError(f"{where}: '.' stands for no column (the data has only the response and grouping columns)")
-    return dataclasses.replace(parse_formula(formula.source, where, dot=dot), fixed_source=formula.fixed_source)
+    # The random terms stay the formula's own (the pruning ladder's with_random changes them, not the source).
+    return dataclasses.replace(parse_formula(formula.source, where, dot=dot), fixed_source=formula.fixed_source,
+                               random=formula.random)
 
 
 def _parse_random(text: str, where: str, outer: _Parser) -> list[RandomTerm]:
