@@ -2,12 +2,17 @@
 
 A formula is ``response ~ fixed part + (random | group) + ...``:
 
-- fixed part: variables joined by ``+``, ``*`` (``a*b`` = ``a + b + a:b``), ``:`` (interaction) and
-  ``/`` (``a/b`` = ``a + a:b``); ``1`` or ``0``/``-1`` for the intercept; ``factor(x)`` (or ``C(x)``,
-  ``as.factor(x)``) makes column ``x`` a factor, named as written (``factor(x)B``, as R names it); ``I(...)``, ``poly(x, k)``, ``log()``, ``exp()``, ``sqrt()``, ``scale()`` are
-  parsed into a tree and evaluated by walking it over a fixed table (:mod:`bib.analysis.rexpr`; no
-  text of a formula is ever evaluated as code), named as R deparses them (``I(x^2)``, ``poly(x, 2)1``);
-  ``offset(...)`` is subtracted from the response; ``log(x)`` on the response.
+- fixed part: variables joined by ``+``, ``*`` (``a*b`` = ``a + b + a:b``) and ``/`` (``a/b`` = ``a + a:b``),
+  one precedence read left to right as R's; ``%in%`` (``a %in% b`` = ``a:b``); ``:`` (interaction); ``^``
+  (``(a + b + c)^2``: every interaction up to that order); ``1`` or ``0``/``-1`` for the intercept; ``.`` (the
+  data's columns less the response and the grouping factors: :func:`expand_dot`); ``factor(x)`` (or ``C(x)``,
+  ``as.factor(x)``) makes column ``x`` a factor, named as written (``factor(x)B``, as R names it), and
+  ``factor(x, levels = c(...))``, ``relevel(x, ref = "b")``, ``C(x, contr.sum)`` set its levels' order, its
+  reference or its contrasts (:func:`factor_spec`); ``I(...)``, ``poly(x, k)`` (``raw = TRUE``), ``log()``,
+  ``exp()``, ``sqrt()``, ``scale()``, ``mean()``/``sd()`` inside ``I()`` are parsed into a tree and evaluated by
+  walking it over a fixed table (:mod:`bib.analysis.rexpr`; no text of a formula is ever evaluated as code),
+  named as R deparses them (``I(x^2)``, ``poly(x, 2)1``); ``offset(...)`` is subtracted from the response.
+- response: a column or an expression of the same table (``sqrt(y)``, ``log(y + 1)``, ``I(y^2)``).
 - random terms: ``(1 | g)``, ``(1 + x | g)``, ``(0 + x | g)``, ``(x || g)`` (uncorrelated),
   ``(1 | a/b)`` (= ``(1 | a) + (1 | b:a)``, named as lme4 names it), ``(1 | a:b)``, crossed terms side by side.
 

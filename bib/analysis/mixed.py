@@ -138,7 +138,7 @@ class ModelFrame:
     #: The data-dependent calls' parameters on the data given to the fit (R's ``predvars``): what ``predict`` and
     #: ``emmeans`` evaluate the terms with.
     basis: rexpr.Basis = field(default_factory=rexpr.Basis)
-    #: The fitted rows of the data's columns the model reads (for a reference grid's covariate means).
+    #: The fitted rows of the data (a reference, not a copy: for a reference grid's covariate means).
     rows: pd.DataFrame | None = None
 
     @property
@@ -295,8 +295,7 @@ def model_frame(formula: Formula, data: pd.DataFrame, *, reference: dict[str, st
     for t in terms:
         placed.append(ReTerm(t.text, t.group, t.columns, t.levels, t.codes, t.values, offset))
         offset += t.q
-    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset, w_all, basis,
-                      data[missing_columns(formula, data)])
+    return ModelFrame(formula, y, X, xnames, placed, dropped, variables, omitted, y_offset, w_all, basis, data)
 
 
 def _weights(weights: Any, data: pd.DataFrame, where: str) -> np.ndarray | None:

@@ -14,10 +14,14 @@ small precedence climber over R's grammar; the evaluator knows exactly these nod
 Anything else (another function, a string where a number is needed, an attribute, an index) is one
 line naming it: ``term I(system(x)): function system() is not supported (supported: ...)``.
 
-The tokens also cover what the formula grammar needs around these expressions (``~ | || : %in%``,
-strings, ``TRUE``/``FALSE`` as names), so the term parser (:mod:`bib.analysis.formula`) and later
-extensions (``^`` crossing, ``%in%``, ``relevel(x, "b")``, ``factor(x, levels = ...)``) share one
-tokenizer and one expression tree.
+The tokens also cover what the formula grammar needs around these expressions (``~ | || : %in% ^``,
+strings, ``TRUE``/``FALSE`` as names, read as logical arguments: ``poly(x, 2, raw = TRUE)``), so the term
+parser (:mod:`bib.analysis.formula`: ``^`` crossing, ``%in%``, ``relevel(x, ref = "b")``,
+``factor(x, levels = c(...))``, ``C(x, contr.sum)``) shares one tokenizer and one expression tree.
+
+Functions whose value depends on the data (``mean``, ``sd``, ``scale``, ``poly``) compute their parameters once
+on the data the model is given and keep them in a :class:`Basis` (R's ``predvars``), so that predictions and
+emmeans' reference grids evaluate the terms as the fit did.
 """
 
 from __future__ import annotations
