@@ -218,3 +218,14 @@ def test_scale_is_over_the_values_present_as_r(data):
     x = (present - present.mean()) / present.std(ddof=1)
     assert fit.frame.X[:, 1] == pytest.approx(x.to_numpy(), rel=1e-12)
     assert fit.na_omitted == [5]
+
+
+def test_likelihood_ratio_tests_compare_fits_of_one_transformed_response(data):
+    from bib.analysis.anova import anova
+
+    m0 = lmer("sqrt(Reaction) ~ Days + (1 | Subject)", data)
+    m1 = lmer("sqrt( Reaction ) ~ Days + cond + (1 | Subject)", data)  # written differently, R's deparse alike
+    table = anova(m0, m1).table
+    assert list(table.index) == [m0.formula, m1.formula] and table["Df"].iloc[1] == 2
+    with pytest.raises(BibInputError, match=r"different responses \(log\(Reaction\), sqrt\(Reaction\)\)"):
+        anova(m0, lmer("log(Reaction) ~ Days + (1 | Subject)", data))
