@@ -229,3 +229,16 @@ def test_likelihood_ratio_tests_compare_fits_of_one_transformed_response(data):
     assert list(table.index) == [m0.formula, m1.formula] and table["Df"].iloc[1] == 2
     with pytest.raises(BibInputError, match=r"different responses \(log\(Reaction\), sqrt\(Reaction\)\)"):
         anova(m0, lmer("log(Reaction) ~ Days + (1 | Subject)", data))
+
+
+def test_predict_codes_logical_terms_and_sum_contrasts_as_the_fit(data):
+    """New data with only TRUE rows of I(Days > 3) took code 0 (FALSE) of its own levels, and a sum-coded
+    factor lost its coding (KeyError 'cond1'): both now predict the fit's own fixed part."""
+    fit = lmer("Reaction ~ I(Days > 3) + (1 | Subject)", data)
+    late = data[data["Days"] > 3].iloc[:3]
+    b0, b1 = fit.coefficients["estimate"]
+    assert fit.predict(late, re=False) == pytest.approx([b0 + b1] * 3, rel=1e-12)
+    for fit in (lmer("Reaction ~ cond * Days + (1 | Subject)", data, contrasts={"cond": "sum"}),
+                lmer("Reaction ~ C(cond, contr.sum) * Days + (1 | Subject)", data)):
+        expected = fit.frame.X @ fit.coefficients["estimate"].to_numpy()
+        assert fit.predict(data, re=False) == pytest.approx(expected, rel=1e-12)
