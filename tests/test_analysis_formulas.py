@@ -173,6 +173,8 @@ def test_response_transformations_are_named_as_r_names_them(data):
     ("poly(Reaction, 2) ~ Days", "response poly(Reaction, 2): poly() cannot be the response"),
     ("log(Reaction, 2) ~ Days", "response log(Reaction, 2): log() takes 1 argument"),
     ("Reaction ~ Days + (. | Subject)", "'.' inside a random term"),
+    ("y ~ " + "*".join(f"v{i}" for i in range(40)), "the formula expands to more than 5,000 terms"),
+    ("y ~ (" + "+".join(f"v{i}" for i in range(40)) + ")^20", "the formula expands to more than 5,000 terms"),
 ])
 def test_a_refused_form_is_one_line(formula, message):
     with pytest.raises(BibInputError) as exc:

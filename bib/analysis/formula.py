@@ -180,6 +180,10 @@ FUNCTIONS = tuple(rexpr.FUNCTIONS)
 
 Items = list[tuple[bool, frozenset[str]]]
 
+#: The most terms a formula may expand to: ``*``, ``:`` and ``^`` multiply them (``a*b*c*...`` of 30 variables
+#: would be 2^30 terms), so a hostile formula is refused before it fills memory.
+TERMS_MAX = 5_000
+
 
 class _Parser(rexpr.TokenCursor):
     """R's formula operators over terms, by R's precedence (loosest first): ``+ -``, ``* /`` (left to right:
@@ -251,7 +255,7 @@ class _Parser(rexpr.TokenCursor):
             op = self.take()
             rhs = self.within()
             if op == "*":
-                out = _cross(out, rhs)
+                out = self.cross(out, rhs)
             else:
                 outer = frozenset().union(*[t for _, t in out])
                 out = out + [(False, outer | t) for _, t in rhs]
@@ -274,8 +278,20 @@ class _Parser(rexpr.TokenCursor):
         while self.peek() == ":":
             self.take()
             rhs = self.power()
+            self.bound(len(out) * len(rhs))
             out = [(False, a | b) for _, a in out for _, b in rhs]
         return out
+
+    def bound(self, n: int) -> None:
+        if n > TERMS_MAX:
+            self.fail(f"the formula expands to more than {TERMS_MAX:,} terms")
+
+    def cross(self, left: Items, right: Items) -> Items:
+        """R's ``left * right``: both sides and every union of a term of each, without repeats."""
+        self.bound(len(left) + len(right) + len(left) * len(right))
+        out = left + right + [(False, a | b) for _, a in left for _, b in right]
+        seen: set[tuple[bool, frozenset[str]]] = set()
+        return [x for x in out if not (x in seen or seen.add(x))]  # type: ignore[func-returns-value]
 
     def power(self) -> Items:
         """``(a + b + c)^k``: every interaction of up to ``k`` of the terms (R's ``terms``: the crossing repeated)."""
@@ -292,7 +308,7 @@ class _Parser(rexpr.TokenCursor):
             self.fail("'^' of an expression with '-' (remove terms after the power: (a + b)^2 - a:b)")
         out = base
         for _ in range(int(float(tok)) - 1):  # type: ignore[arg-type]
-            out = _cross(out, base)
+            out = self.cross(out, base)
         return out
 
     def atom(self) -> Items:
@@ -336,13 +352,6 @@ class _Parser(rexpr.TokenCursor):
             return [(False, frozenset([tok]))]
         self.fail(f"unexpected {tok!r}")
         raise AssertionError
-
-
-def _cross(left: Items, right: Items) -> Items:
-    """R's ``left * right``: both sides and every union of a term of each, without repeats."""
-    out = left + right + [(False, a | b) for _, a in left for _, b in right]
-    seen: set[tuple[bool, frozenset[str]]] = set()
-    return [x for x in out if not (x in seen or seen.add(x))]  # type: ignore[func-returns-value]
 
 
 def _level_texts(node: rexpr.Node, fail: Any) -> tuple[str, ...]:

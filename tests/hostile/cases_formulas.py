@@ -41,6 +41,25 @@ FORMULAS = [
      "nested more than 50 deep"),
     ("power-chain", "formula", "log_lt ~ outcome + I(" + "age_days^" * 200 + "2) + (1 | participant_id)",
      "nested more than 50 deep"),
+    # Issue 41's forms: code in a factor call's arguments or in the response, and term explosions.
+    ("import-in-levels", "formula", f"log_lt ~ outcome + factor(lab, levels = c({_MAKE})) + (1 | participant_id)",
+     "function __import__() is not supported"),
+    ("call-in-levels", "formula", "log_lt ~ outcome + factor(lab, levels = c(eval('1'))) + (1 | participant_id)",
+     "levels must be text or numbers"),
+    ("eval-in-relevel", "formula", "log_lt ~ relevel(outcome, ref = eval('x')) + (1 | participant_id)",
+     "relevel(): ref must be a level in quotes"),
+    ("eval-as-contrasts", "formula", "log_lt ~ outcome + C(lab, eval) + (1 | participant_id)",
+     "C(): contrasts eval are not supported"),
+    ("import-in-response", "formula", f"I({_MAKE}) ~ outcome + (1 | participant_id)",
+     "function __import__() is not supported"),
+    ("power-huge", "formula", "log_lt ~ (outcome + lab)^99999 + (1 | participant_id)",
+     "the power after '^' must be a whole number from 1 to 20"),
+    ("cross-explosion", "formula", "log_lt ~ outcome + " + "*".join(f"v{i}" for i in range(40)) + " + (1 | participant_id)",
+     "the formula expands to more than 5,000 terms"),
+    ("power-explosion", "formula", "log_lt ~ outcome + (" + "+".join(f"v{i}" for i in range(40)) + ")^20 + (1 | participant_id)",
+     "the formula expands to more than 5,000 terms"),
+    ("colon-explosion", "formula", "log_lt ~ outcome + " + ":".join(f"(a{i} + b{i})" for i in range(30)) + " + (1 | participant_id)",
+     "the formula expands to more than 5,000 terms"),
 ]
 
 
