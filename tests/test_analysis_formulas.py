@@ -70,6 +70,29 @@ def test_each_form_gives_lme4s_columns_and_fit(case, data):
         assert fit.predict(rows, re=False) == pytest.approx(case["predict_fixed"], rel=1e-8)
 
 
+#: Where a factor enters a higher term coded by indicators (its margin absent: cond %in% grp without cond,
+#: cond:Days:grp without Days:grp), bib's type III F of a lower term differs from lmerTest's (grp: 0.745 against
+#: 0.188; Days: 169.6 against 65.3); the fits, names and every other row agree. Cause not found (bib's port of
+#: lmerTest's extract_contrasts_type3, bib/analysis/anova.py); left for the anova item, strict so a fix shows.
+TYPE3_DIFFERS = {"Reaction ~ grp + cond %in% grp + (1 | Subject)", "Reaction ~ cond * Days / grp + (1 | Subject)"}
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="lmerTest's type III of non-hierarchical terms"))
+    if c["formula"] in TYPE3_DIFFERS else c for c in REF["cases"]],
+    ids=[f"{c.get('bib_formula', c['formula'])}|{c['data']}{'|' + c['subset'] if 'subset' in c else ''}"
+         for c in REF["cases"]])
+def test_type3_f_tests_name_function_terms_as_lmertest(case, data):
+    fit = _fit(case, data)
+    table = fit.anova(type=3).table
+    relabel = (lambda t: t) if "bib_formula" not in case else (lambda t: _names({**case, "columns": [t]})[0])
+    assert list(table.index) == [relabel(r["row"]) for r in case["type3"]]
+    for r, (_, row) in zip(case["type3"], table.iterrows()):
+        assert row["NumDF"] == r["NumDF"], r["row"]
+        assert row["F value"] == pytest.approx(r["F value"], rel=1e-4), r["row"]
+        assert row["DenDF"] == pytest.approx(r["DenDF"], rel=1e-4), r["row"]
+
+
 EMM = [c for c in REF["cases"] if "emmeans" in c]
 
 
