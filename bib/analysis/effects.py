@@ -6,9 +6,10 @@ The conditional modes are the solution of the penalized least-squares system at 
 the prior weights, or I) and
 ``b = Lambda u``; ``fitted = X beta + Z b`` (plus any offset) and the residuals are ``y - fitted`` (lme4's
 response residuals). ``predict`` on new data builds the fixed-effects design with the fit's factor levels
-and reference levels, and the function terms with the fit's parameters (``poly``'s coefficients, ``scale``'s centre
-and SD, ``mean()`` and ``sd()`` inside ``I()``: all of the data the model was fitted on); a random effect of a level the fit did not see is refused, or taken as 0 with
-``allow_new_levels=True`` (lme4's ``allow.new.levels``).
+and reference levels, and the function terms with the fit's parameters (``poly``'s coefficients, ``scale``'s
+centre and SD, ``mean()`` and ``sd()`` inside ``I()``: all of the data the model was fitted on); a random effect
+of a level the fit did not see is refused, or taken as 0 with ``allow_new_levels=True`` (lme4's
+``allow.new.levels``).
 """
 
 from __future__ import annotations

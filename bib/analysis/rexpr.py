@@ -602,5 +602,6 @@ def finite_rows(values: np.ndarray) -> np.ndarray:
     return np.isfinite(v).all(axis=1)
 
 
-__all__ = ["FACTOR_CALLS", "FUNCTIONS", "Basis", "BinOp", "Call", "EvalError", "ExprParser", "Name", "Num", "Paren", "Str", "Unary",
+__all__ = ["FACTOR_CALLS", "FUNCTIONS", "Basis", "BinOp", "Call", "EvalError", "ExprParser", "Name", "Num", "Paren",
+           "Str", "Unary",
            "check", "deparse", "evaluate", "finite_rows", "functions", "is_name", "is_number", "names", "tokenize"]
