@@ -70,16 +70,9 @@ def test_each_form_gives_lme4s_columns_and_fit(case, data):
         assert fit.predict(rows, re=False) == pytest.approx(case["predict_fixed"], rel=1e-8)
 
 
-#: Where a factor enters a higher term coded by indicators (its margin absent: cond %in% grp without cond,
-#: cond:Days:grp without Days:grp), bib's type III F of a lower term differs from lmerTest's (grp: 0.745 against
-#: 0.188; Days: 169.6 against 65.3); the fits, names and every other row agree. Cause not found (bib's port of
-#: lmerTest's extract_contrasts_type3, bib/analysis/anova.py); left for the anova item, strict so a fix shows.
-TYPE3_DIFFERS = {"Reaction ~ grp + cond %in% grp + (1 | Subject)", "Reaction ~ cond * Days / grp + (1 | Subject)"}
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="lmerTest's type III of non-hierarchical terms"))
-    if c["formula"] in TYPE3_DIFFERS else c for c in REF["cases"]],
+@pytest.mark.parametrize("case", REF["cases"],
     ids=[f"{c.get('bib_formula', c['formula'])}|{c['data']}{'|' + c['subset'] if 'subset' in c else ''}"
          for c in REF["cases"]])
 def test_type3_f_tests_name_function_terms_as_lmertest(case, data):
@@ -267,3 +260,18 @@ def test_predict_codes_logical_terms_and_sum_contrasts_as_the_fit(data):
                 lmer("Reaction ~ C(cond, contr.sum) * Days + (1 | Subject)", data)):
         expected = fit.frame.X @ fit.coefficients["estimate"].to_numpy()
         assert fit.predict(data, re=False) == pytest.approx(expected, rel=1e-12)
+
+
+def test_coded_variables_are_rs_factors_attribute():
+    """R's attr(terms(f), "factors") == 1: grp + cond %in% grp codes cond only in cond:grp (grp by every
+    level); cond * Days / grp codes grp only in cond:Days:grp. lmerTest's type III containment counts these
+    (test_type3_f_tests_name_function_terms_as_lmertest holds both models to lmerTest's F within 1e-4)."""
+    from bib.analysis.formula import coded_variables
+
+    terms = (("grp",), ("cond", "grp"))
+    assert coded_variables(("cond", "grp"), terms, True) == ("cond",)
+    assert coded_variables(("grp",), terms, True) == ("grp",)
+    assert coded_variables(("grp",), terms, False) == ()  # no intercept: the first factor gets every level
+    nested = (("cond",), ("Days",), ("cond", "Days"), ("cond", "Days", "grp"))
+    assert coded_variables(("cond", "Days", "grp"), nested, True) == ("grp",)
+    assert coded_variables(("cond", "Days"), nested, True) == ("cond", "Days")

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bib.analysis.formula import term_matrix
+from bib.analysis.formula import Formula, coded_variables, term_matrix
 from bib.errors import BibInputError
 from bib.results import Result, markdown_table
 
@@ -148,9 +148,12 @@ def _term_columns(fit: LmmFit, variables: dict[str, Any] | None = None, names: l
     return out
 
 
-def _contains(inner: tuple[str, ...], outer: tuple[str, ...], numeric: set[str]) -> bool:
-    """lmerTest's ``term_contain``: ``outer`` has every variable of ``inner`` and more, and the same numeric ones."""
-    a, b = set(inner), set(outer)
+def _contains(inner: tuple[str, ...], outer: tuple[str, ...], numeric: set[str], f: Formula) -> bool:
+    """lmerTest's ``term_contain``: ``outer`` has every variable of ``inner`` and more, and the same numeric ones,
+    counting only the variables R codes by contrasts in each (``factors[, term] == 1``: :func:`coded_variables`),
+    so in a non-hierarchical model (``grp + cond %in% grp``) ``grp`` is not contained in ``cond:grp``."""
+    a = set(coded_variables(inner, f.terms, f.intercept))
+    b = set(coded_variables(outer, f.terms, f.intercept))
     return a <= b and bool(b - a) and (a & numeric) == (b & numeric)
 
 
@@ -166,7 +169,7 @@ def _containing(fit: LmmFit) -> dict[str, list[str]]:
     """lmerTest's ``containment``: per term, the terms that contain it."""
     f = fit.frame.formula
     numeric = {v for v, var in fit.frame.variables.items() if not var.is_factor}
-    return {":".join(t): [":".join(o) for o in f.terms if _contains(t, o, numeric)] for t in f.terms}
+    return {":".join(t): [":".join(o) for o in f.terms if _contains(t, o, numeric, f)] for t in f.terms}
 
 
 def _type2(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
@@ -224,7 +227,7 @@ def _type3(fit: LmmFit, cols: dict[str, list[int]]) -> dict[str, np.ndarray]:
     numeric = {v for v, var in frame.variables.items() if not var.is_factor}
     for term in sorted(f.terms, key=len, reverse=True):  # higher-order terms first
         label = ":".join(term)
-        containing = [":".join(t) for t in f.terms if _contains(term, t, numeric)]
+        containing = [":".join(t) for t in f.terms if _contains(term, t, numeric, f)]
         if not containing or not cols[label]:
             continue
         other = [j for c in containing for j in cols[c]]

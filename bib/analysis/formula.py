@@ -792,21 +792,27 @@ def _columns(var: Variable, contrasts: bool) -> tuple[np.ndarray, list[str]]:
     return mat, [f"{var.name}{lev}" for lev in var.levels[first:]]
 
 
+def coded_variables(term: tuple[str, ...], terms: tuple[tuple[str, ...], ...], intercept: bool) -> tuple[str, ...]:
+    """The variables of ``term`` that R codes by contrasts: those whose margin (the term without them; the
+    intercept for a main effect) is in the model, ``1`` in the ``factors`` attribute of R's ``terms()``; the
+    others (``2``) get a column for every level (``grp + cond %in% grp``: ``cond:grp`` codes ``cond`` only)."""
+    present = {frozenset(t) for t in terms} | ({frozenset()} if intercept else set())
+    return tuple(v for v in term if frozenset(term) - {v} in present)
+
+
 def term_matrix(terms: tuple[tuple[str, ...], ...], intercept: bool, variables: dict[str, Variable],
                 n: int) -> tuple[np.ndarray, list[str]]:
-    """R's ``model.matrix`` for the given terms: columns and their names."""
-    present = {frozenset(t) for t in terms}
-    if intercept:
-        present.add(frozenset())
+    """R's ``model.matrix`` for the given terms: columns and their names (factors coded by contrasts where
+    :func:`coded_variables` says so, else by every level)."""
     blocks, names = [], []
     if intercept:
         blocks.append(np.ones((n, 1)))
         names.append("(Intercept)")
     for term in terms:
         mat, nm = np.ones((n, 1)), [""]
+        coded = coded_variables(term, terms, intercept)
         for v in term:
-            contr = frozenset(term) - {v} in present
-            cols, cn = _columns(variables[v], contr if variables[v].is_factor else True)
+            cols, cn = _columns(variables[v], v in coded if variables[v].is_factor else True)
             # R: the first variable varies fastest.
             mat = (mat[:, None, :] * cols[:, :, None]).reshape(n, -1)
             nm = [f"{a}:{b}" if a else b for b in cn for a in nm]
