@@ -18,6 +18,7 @@ from bib.io import atomic_write_text
 from bib.vocabulary import is_agent_shape, is_object_shape
 from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
+from bib.world.occluder import Occluder
 
 SCHEMA = "bib.episode/1"
 PHASES = ("familiarization", "test")
@@ -84,6 +85,8 @@ class Trial:
             generator (None: not recorded, as in sets built without its options).
         recording: for a trial imported from a recording (BIB JSON), the continuous positions
             it was read from; None for generated trials.
+        occluder: an opaque rectangle over some cells (:mod:`bib.world.occluder`; the cells under it hold
+            nothing in the file), or None (written only when set).
     """
 
     phase: str
@@ -93,6 +96,7 @@ class Trial:
     goal: str | None = None
     excess_cost: float | None = None
     recording: Recording | None = None
+    occluder: Occluder | None = None
 
     @property
     def agent(self) -> Agent:
@@ -190,6 +194,7 @@ def trial_to_dict(trial: Trial) -> dict[str, Any]:
         "goal": trial.goal,
         **({} if trial.excess_cost is None else {"excess_cost": trial.excess_cost}),
         **({"recording": recording_to_dict(trial.recording)} if trial.recording is not None else {}),
+        **({"occluder": [list(c) for c in trial.occluder.corners]} if trial.occluder is not None else {}),
     }
 
 
@@ -383,6 +388,8 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
         raise r.fail(f"{where}.excess_cost", f"expected a finite number >= 0, got {excess!r}")
     rec_raw = r.get(d, "recording", where, dict, optional=True)
     recording = None if rec_raw is None else _recording_from_dict(rec_raw, r, f"{where}.recording")
+    occ_raw = r.get(d, "occluder", where, list, optional=True)
+    occluder = None if occ_raw is None else _occluder_from_list(occ_raw, width, height, r, f"{where}.occluder")
     for name, cells in (("walls", walls), ("barriers", barriers), ("path", path)):
         if cells and not (min(cells)[0] >= 0 and max(cells)[0] < width  # x: the tuples' order; y: a C-level map
                           and min(map(_second, cells)) >= 0 and max(map(_second, cells)) < height):
@@ -401,7 +408,20 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
         moves=moves,
     )
     return Trial(phase=phase, layout=layout, path=tuple(path), events=tuple(events), goal=goal,
-                 excess_cost=None if excess is None else float(excess), recording=recording)
+                 excess_cost=None if excess is None else float(excess), recording=recording, occluder=occluder)
+
+
+def _occluder_from_list(value: list[Any], width: int, height: int, r: _Reader, where: str) -> Occluder:
+    """An occluder's ``[[x0, y0], [x1, y1]]`` (inclusive corners, low then high, inside the border ring)."""
+    if len(value) != 2:
+        raise r.fail(where, f"expected two corners [[x0, y0], [x1, y1]], got {json.dumps(value)[:40]}")
+    (x0, y0), (x1, y1) = r.cell(value[0], f"{where}[0]"), r.cell(value[1], f"{where}[1]")
+    if x0 > x1 or y0 > y1:
+        raise r.fail(where, f"corners {json.dumps(value)} are not [low, high]")
+    occ = Occluder(x0, y0, x1, y1)
+    if not occ.inside(width, height):
+        raise r.fail(where, f"rectangle {json.dumps(value)} is not inside the border ring of the {width} x {height} grid")
+    return occ
 
 
 def _recording_from_dict(d: dict[str, Any], r: _Reader, where: str) -> Recording:
@@ -643,6 +663,8 @@ def _trial_problems(trial: Trial) -> list[tuple[str, int | None, Cell | None]]:
         out.append(problem(f"path starts at {list(trial.path[0])}, not at the agent's home", 0, trial.path[0]))
     if home in lay.blocked():
         out.append(problem("the agent's home is not free", 0, home))
+    if trial.occluder is not None:
+        out += _occluded_problems(trial.occluder, lay)
     if out:
         return out
     state = AgentState(home)
@@ -670,6 +692,17 @@ def _trial_problems(trial: Trial) -> list[tuple[str, int | None, Cell | None]]:
             out.append(problem(f"path ends at {list(trial.path[-1])}, not on its goal {trial.goal!r}",
                                trial.n_steps, trial.path[-1]))
     return out
+
+
+def _occluded_problems(occ: Occluder, lay: Layout) -> list[tuple[str, int | None, Cell | None]]:
+    """An occluded cell must hold nothing in the file (:mod:`bib.world.occluder`): what it hides is never written."""
+    if not occ.inside(lay.width, lay.height):
+        return [(f"the occluder {[list(c) for c in occ.corners]} is not inside the border ring", None, None)]
+    things = [("wall", c) for c in lay.walls] + [("barrier", c) for c in lay.barriers]
+    things += [(name, c) for name, c in (("lock", lay.lock), ("key", lay.key), ("home", lay.agent.home)) if c is not None]
+    things += [(f"object {o.id}", o.cell) for o in lay.objects]
+    return [(f"the occluder hides a {name}: an occluded cell must hold nothing in the file", None, c)
+            for name, c in sorted(things, key=lambda t: (t[1], t[0])) if c in occ]
 
 
 def validate(ep: Episode) -> list[Problem]:

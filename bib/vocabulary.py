@@ -91,6 +91,10 @@ KEY_COLOR: tuple[int, int, int] = (230, 170, 20)
 SLOT_COLOR: tuple[int, int, int] = (28, 64, 20)
 """Lock slot colour (drawn on a barrier cell)."""
 
+OCCLUDER_COLOR: tuple[int, int, int] = (150, 150, 160)
+"""Occluder colour (an opaque grey rectangle over the cells it hides, :mod:`bib.world.occluder`): unlike any
+wall (black), barrier (green), free cell (white) or sprite colour."""
+
 SHAPES: frozenset[str] = frozenset(OBJECT_SHAPES + AGENT_SHAPES + OTHER_SHAPES)
 """Every sprite name."""
 

@@ -25,6 +25,7 @@ from bib.render.sprites import blend, blend_all
 from bib.vocabulary import BARRIER_COLOR as BARRIER
 from bib.vocabulary import HOME_COLOR
 from bib.vocabulary import KEY_COLOR as KEY
+from bib.vocabulary import OCCLUDER_COLOR as OCCLUDER
 from bib.vocabulary import SLOT_COLOR as SLOT
 from bib.vocabulary import WALL_COLOR as WALL
 from bib.world.dynamics import STAY, action_between, action_cost
@@ -211,6 +212,8 @@ class _Painter:
         blend(base, "home_pad", HOME_COLOR, agent.home[0] * px, agent.home[1] * px, px)
         for obj in lay.objects:
             blend(base, obj.shape, obj.color, obj.cell[0] * px, obj.cell[1] * px, px)
+        if trial.occluder is not None:  # one opaque block over the cells it hides (they hold nothing in the file)
+            self._cell_fill(base, trial.occluder.cells, OCCLUDER)
         self.open = base.copy()  # barriers gone, key used
         closed = base.copy()
         self._cell_fill(closed, lay.barriers, BARRIER)

@@ -5,7 +5,8 @@ training: ``bib train`` and a learned observer's ``fit`` (:mod:`bib.observers.tr
 ``fit`` (:class:`bib.observers.trainable.BackgroundEpisodes`), a submission kit) passes them through
 :func:`blind_episode`. The view keeps
 
-- the trials' layouts, the agents' paths and events (timing), and the condition (and task);
+- the trials' layouts, the agents' paths and events (timing), each trial's occluder (the rectangle only:
+  what lies under it is in no episode file, :mod:`bib.world.occluder`), and the condition (and task);
 
 and replaces or drops everything else:
 
@@ -92,7 +93,7 @@ def _blind_trial(trial: Trial, ids: dict[str, str]) -> Trial:
     rec = trial.recording
     if rec is not None and len(rec.objects) == len(lay.objects):
         rec = dataclasses.replace(rec, objects=tuple(rec.objects[i] for i in order))
-    return Trial(trial.phase, layout, trial.path, trial.events, goal, None, rec)
+    return Trial(trial.phase, layout, trial.path, trial.events, goal, None, rec, trial.occluder)
 
 
 def blind_episode(ep: Episode, secret: bytes) -> Episode:

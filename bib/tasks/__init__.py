@@ -13,6 +13,7 @@ from bib.tasks import (
     instrumental,  # noqa: F401
     multi_agent,  # noqa: F401
     preference,  # noqa: F401
+    unobserved,  # noqa: F401
 )
 from bib.tasks.registry import (
     REGISTRY,

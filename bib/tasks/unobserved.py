@@ -1,0 +1,317 @@
+"""Unobserved constraints (AGENT's scenario 3, Shu et al., ICML 2021, after Csibra et al. 2003) in bib's gridworld.
+
+An occluder (:mod:`bib.world.occluder`), a grey rectangle of whole columns across the grid, hides what lies
+under it in every familiarization trial: here a wall segment (the hidden obstacle) that stands between the
+agent and its object. In each of the 8 trials the agent's home and the object are drawn anew on opposite sides
+of the occluder, within the obstacle's rows, so the straight route is blocked, and the agent walks around the
+obstacle. The episode file holds the occluder and NOT the obstacle: the cells under the occluder are free in the
+file (the schema refuses anything there), so neither the file, the blind view nor the frames tell a model what
+is hidden. The agent is drawn over the occluder and its whole path is in the file: the bend inside the occluded
+stretch is the evidence.
+
+Test (AGENT: "the same video as familiarization but revealing a portion of the scene that was previously
+occluded"): the layout and walk of familiarization trial ``k``, with the occluder removed. Both outcomes show
+the same walk, so every cue of the path (length, novelty, familiarity) ties; they differ in what the removed
+occluder reveals:
+
+- expected: the hidden obstacle, which explains the bend (the walk is the agent's efficient walk around it);
+- unexpected, by variant (``""`` is AGENT's type 3.2, the default):
+
+  - ``""``: an obstacle of the SAME shape elsewhere under the occluder, off every walk (it could have been
+    there), that does not explain the bend. Both outcomes reveal as many wall cells.
+  - ``empty``: nothing (AGENT's type 3.1). The unexpected outcome shows fewer walls.
+  - ``larger``: a longer obstacle (one cell more) elsewhere under the occluder, off every walk, that does not
+    explain the bend. The unexpected outcome shows more walls; half ``empty``, half ``larger`` puts "more walls
+    revealed = expected" at chance.
+
+Difficulty (cells): how much more the walk costs over optimal in the unexpected test layout than in the
+expected one, i.e. the part of the bend the hidden obstacle explains and the unexpected reveal does not.
+
+No twins: the test trial shows the walk with the revealed layout, so no familiarization could swap the labels
+(the walk's efficiency in the revealed layout is the efficiency principle, which the audit exempts, as in
+efficiency path control). The background task ``unobserved-constraints-background`` (expected outcomes only,
+noise-free planner) hides an obstacle in half its episodes and nothing in the other half (the walks then go
+straight through the occluded columns), and its test reveals the truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from bib.episode import Episode, Problem, Trial
+from bib.tasks.common import (
+    GRID,
+    N_FAMILIARIZATION,
+    PairDraft,
+    Walker,
+    empty_layout,
+    finish_group,
+    make_episode,
+    make_trial,
+    place,
+    sample_agent,
+    sample_looks,
+)
+from bib.tasks.options import LEGACY, Controls, in_bin
+from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
+from bib.world.dynamics import AgentState, action_between, move_legal
+from bib.world.grid import Cell, Layout, border_walls
+from bib.world.keylock import optimal_cost
+from bib.world.occluder import Occluder
+from bib.world.planning import TOL, path_cost
+
+CONDITION = "unobserved-constraints"
+BACKGROUND = "unobserved-constraints-background"
+VARIANTS = ("", "empty", "larger")
+MIN_BEND = 0.4
+"""The hidden obstacle lengthens every familiarization walk's shortest route by at least this much (cells):
+the bend is evident (the walk costs this much over optimal in the layout as seen)."""
+MARGIN = 0.05
+"""The walk costs at least this much more over optimal in the unexpected test layout than in the expected one."""
+MAX_EXPLAINED = 3.0
+"""Explained: every familiarization walk costs at most this much over optimal with the revealed walls in place
+(the Boltzmann stimulus agent's own bound, :class:`bib.tasks.options.AgentModel`'s ``max_excess``)."""
+TRIES = 30
+"""Layout draws per unit before it is rejected (each rejected draw is a fresh scene)."""
+
+
+# ---------------------------------------------------------------- geometry
+
+
+def _symmetry(rng: np.random.Generator, size: int = GRID):
+    """A random symmetry of the square grid (transpose, then flips), as a map on cells."""
+    transpose, fx, fy = (bool(b) for b in rng.integers(0, 2, size=3))
+
+    def f(c: Cell) -> Cell:
+        x, y = (c[1], c[0]) if transpose else c
+        return (size - 1 - x if fx else x, size - 1 - y if fy else y)
+
+    return f
+
+
+class _Scene:
+    """Before the symmetry: the occluder is columns ``x0..x1`` of every interior row, the hidden obstacle a
+    vertical segment of ``length`` cells in one of those columns, homes left of the occluder and objects right
+    of it, both within the obstacle's rows."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        x0 = int(rng.integers(3, 5))
+        x1 = x0 + int(rng.integers(1, 3))
+        self.columns = range(x0, x1 + 1)
+        self.length = int(rng.integers(3, 6))
+        column = int(rng.integers(x0, x1 + 1))
+        y0 = int(rng.integers(1, GRID - self.length))
+        self.rows = range(y0, y0 + self.length)
+        self.f = _symmetry(rng)
+        self.occluder = _box(frozenset(self.f((x, y)) for x in self.columns for y in range(1, GRID - 1)))
+        self.hidden = frozenset(self.f((column, y)) for y in self.rows)
+
+    def sample(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
+        home = (int(rng.integers(1, self.columns[0])), int(rng.choice(self.rows)))
+        obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.choice(self.rows)))
+        return self.f(home), self.f(obj)
+
+    def segments(self, length: int) -> list[frozenset[Cell]]:
+        """Every vertical segment of ``length`` cells under the occluder (after the symmetry)."""
+        return [frozenset(self.f((x, y)) for y in range(y0, y0 + length))
+                for x in self.columns for y0 in range(1, GRID - length)]
+
+
+def _box(cells: frozenset[Cell]) -> Occluder:
+    xs, ys = [c[0] for c in cells], [c[1] for c in cells]
+    return Occluder(min(xs), min(ys), max(xs), max(ys))
+
+
+def inner_walls(layout: Layout) -> frozenset[Cell]:
+    """The walls of a layout that are not its border ring (here: a revealed or hidden obstacle)."""
+    return layout.walls - border_walls(layout.width, layout.height)
+
+
+def with_walls(layout: Layout, cells: frozenset[Cell]) -> Layout:
+    """``layout`` with its inner walls replaced by ``cells``."""
+    return replace(layout, walls=border_walls(layout.width, layout.height) | cells)
+
+
+def legal_path(layout: Layout, path) -> bool:
+    """Every move of ``path`` is legal in ``layout`` (no wall entered, no corner cut)."""
+    for a, b in zip(path, path[1:]):
+        action = action_between(tuple(a), tuple(b))
+        if action is None or not move_legal(layout, tuple(a), action):
+            return False
+    return True
+
+
+def walk_excess(layout: Layout, path) -> float:
+    """How much ``path`` costs over an optimal path from its first cell to its last in ``layout`` (cells)."""
+    return path_cost(path) - optimal_cost(layout, tuple(path[-1]), AgentState(tuple(path[0])))
+
+
+def _shape(cells: frozenset[Cell]) -> frozenset[Cell]:
+    """``cells`` translated so that their smallest x and y are 0 (two obstacles of one shape compare equal)."""
+    if not cells:
+        return cells
+    x0, y0 = min(x for x, _ in cells), min(y for _, y in cells)
+    return frozenset((x - x0, y - y0) for x, y in cells)
+
+
+# ---------------------------------------------------------------- generators
+
+
+def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hidden: frozenset[Cell]) -> list[Trial]:
+    """Eight trials: fresh (home, object) draws whose shortest route ``hidden`` lengthens by :data:`MIN_BEND` or
+    more (any draw when nothing is hidden), the agent's walk in the true layout, shown with the occluder and
+    without what it hides."""
+    look = sample_looks(rng, 1)[0]
+    agent = sample_agent(rng, "agent-0", (0, 0))
+    trials = []
+    for _ in range(N_FAMILIARIZATION):
+        for _ in range(TRIES):
+            home, obj = scene.sample(rng)
+            seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
+            true = with_walls(seen, hidden)
+            bend = optimal_cost(true, obj) - optimal_cost(seen, obj)
+            if np.isfinite(bend) and (not hidden or bend >= MIN_BEND):
+                break
+        else:
+            raise LayoutRejected("the hidden obstacle does not force a bend")
+        trials.append(replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder))
+    return trials
+
+
+def _alternatives(scene: _Scene, variant: str, fam: list[Trial]) -> list[frozenset[Cell]]:
+    """What the unexpected outcome may reveal: nothing (``empty``), or segments of the hidden obstacle's length
+    (``""``) or one cell longer (``larger``) under the occluder, off the hidden obstacle and legal for every walk."""
+    if variant == "empty":
+        return [frozenset()]
+    length = scene.length + (1 if variant == "larger" else 0)
+    return [s for s in scene.segments(length) if s != scene.hidden and not (s & scene.hidden)
+            and all(legal_path(with_walls(t.layout, s), t.path) for t in fam)]
+
+
+def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraft:
+    opts = unit.options
+    variant = opts.variant(unit.design)
+    bin_ = opts.bin(unit.design)
+    for _ in range(TRIES):
+        scene = _Scene(rng)
+        fam = _familiarization(rng, walker, scene, scene.hidden)
+        if not all(legal_path(with_walls(t.layout, scene.hidden), t.path) for t in fam):
+            continue
+        options = _alternatives(scene, variant, fam)
+        for k in rng.permutation(N_FAMILIARIZATION):
+            shown = fam[int(k)]
+            test_e = make_trial(with_walls(shown.layout, scene.hidden), shown.path, "A", "test")
+            e_excess = walk_excess(test_e.layout, shown.path)
+            for j in rng.permutation(len(options)):
+                test_u = make_trial(with_walls(shown.layout, options[int(j)]), shown.path, "A", "test")
+                d = walk_excess(test_u.layout, shown.path) - e_excess
+                if d >= MARGIN and in_bin(d, bin_):
+                    return PairDraft(fam, test_e, fam, test_u, variant, difficulty=d)
+    raise LayoutRejected(f"no {variant or 'same-shape'} reveal in the difficulty bin {bin_}")
+
+
+def _unobserved(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    walker = Walker(unit.options, rng)
+    return finish_group(unit, [_draft(rng, unit, walker)], walker.beta)
+
+
+def _background(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
+    walker = Walker(LEGACY, rng)
+    scene = _Scene(rng)
+    hidden = scene.hidden if rng.random() < 0.5 else frozenset()
+    fam = _familiarization(rng, walker, scene, hidden)
+    shown = fam[int(rng.integers(N_FAMILIARIZATION))]
+    test = make_trial(with_walls(shown.layout, hidden), shown.path, "A", "test")
+    return [make_episode(unit, [*fam, test])]
+
+
+# ---------------------------------------------------------------- rules
+
+
+def difficulty(e: Episode, u: Episode) -> float:
+    """The part of the bend the hidden obstacle explains and the unexpected reveal does not (cells): the shared
+    walk's excess over optimal in the unexpected test layout minus that in the expected one."""
+    return walk_excess(u.test.layout, u.test.path) - walk_excess(e.test.layout, e.test.path)
+
+
+def _rule(ep: Episode) -> list[Problem]:
+    """One occluder over every familiarization trial and none at test; familiarization layouts hold the border,
+    one object and the agent; the test is a familiarization trial's layout and walk with the occluded cells
+    revealed; the revealed walls lie under the occluder and every walk is legal with them in place; in an
+    expected (or background) episode they explain every walk (at most :data:`MAX_EXPLAINED` over optimal), and
+    a revealed obstacle forces a bend of :data:`MIN_BEND` or more in the test walk."""
+    fam, test = ep.familiarization, ep.test
+    if not fam:
+        return [Problem(ep.id, "no familiarization trial")]
+    occ = fam[0].occluder
+    for i, t in enumerate(fam):
+        lay = t.layout
+        if t.occluder is None or t.occluder != occ:
+            return [Problem(ep.id, "every familiarization trial must show the same occluder", i)]
+        if inner_walls(lay) or lay.barriers or lay.key is not None or lay.lock is not None or len(lay.objects) != 1:
+            return [Problem(ep.id, "a familiarization layout holds only the border, one object and the agent", i)]
+    assert occ is not None
+    if test.occluder is not None:
+        return [Problem(ep.id, "the test trial must show the occluder removed", len(ep.trials) - 1)]
+    shown = next((t for t in fam if t.path == test.path), None)
+    if shown is None:
+        return [Problem(ep.id, "the test walk repeats no familiarization walk", len(ep.trials) - 1)]
+    revealed = inner_walls(test.layout)
+    if with_walls(test.layout, frozenset()) != shown.layout:
+        return [Problem(ep.id, "the test layout differs from its familiarization trial's in more than the revealed cells",
+                        len(ep.trials) - 1)]
+    outside = sorted(c for c in revealed if c not in occ)
+    if outside:
+        return [Problem(ep.id, "a revealed wall lies outside the occluder", len(ep.trials) - 1, cell=outside[0])]
+    for i, t in enumerate(fam):
+        if not legal_path(with_walls(t.layout, revealed), t.path):
+            return [Problem(ep.id, "the revealed walls cross this familiarization walk (they cannot have been hidden there)", i)]
+    if ep.outcome in ("expected", "none"):
+        for i, t in enumerate(fam):
+            if walk_excess(with_walls(t.layout, revealed), t.path) > MAX_EXPLAINED + TOL:
+                return [Problem(ep.id, "the revealed walls do not explain this familiarization walk", i)]
+        if revealed and walk_excess(shown.layout, test.path) < MIN_BEND - TOL:
+            return [Problem(ep.id, f"the revealed obstacle forces no bend of {MIN_BEND} cell or more in the test walk",
+                            len(ep.trials) - 1)]
+        if ep.outcome == "expected" and not revealed:
+            return [Problem(ep.id, "the expected outcome must reveal the hidden obstacle", len(ep.trials) - 1)]
+    return []
+
+
+def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
+    """Shared familiarization and test walk; the unexpected reveal leaves at least :data:`MARGIN` cell of the bend
+    unexplained; by variant: an obstacle of the expected one's shape elsewhere (``""``), nothing (``empty``), more
+    wall cells than the expected one (``larger``)."""
+    if e.familiarization != u.familiarization:
+        return [Problem(u.id, "familiarization differs from the expected episode's")]
+    if e.test.path != u.test.path:
+        return [Problem(u.id, "the test walk differs from the expected episode's", len(u.trials) - 1)]
+    a, b = inner_walls(e.test.layout), inner_walls(u.test.layout)
+    variant = e.variant
+    if variant == "" and (b == a or _shape(b) != _shape(a)):
+        return [Problem(u.id, "the unexpected outcome must reveal an obstacle of the expected one's shape elsewhere")]
+    if variant == "empty" and b:
+        return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
+    if variant == "larger" and (len(b) <= len(a) or b & a):
+        return [Problem(u.id, "the unexpected outcome of a 'larger' pair must reveal a larger obstacle elsewhere")]
+    if difficulty(e, u) < MARGIN - TOL:
+        return [Problem(u.id, f"the unexpected reveal explains the bend as well as the hidden obstacle (within {MARGIN} cell)")]
+    return []
+
+
+def _background_rule(ep: Episode) -> list[Problem]:
+    return _rule(ep)
+
+
+register(TaskSpec(CONDITION, CONDITION, "evaluation", _unobserved, rule=_rule, pair_rule=_pair_rule,
+                  expected="the occluder removed reveals an obstacle that explains the agent's bend",
+                  unexpected="the occluder removed reveals nothing, or an obstacle that does not explain the bend",
+                  order=100, shortcut_exempt=(("efficiency", "the revealed layout explains the walk or not: the "
+                                                              "efficiency principle is the condition's test"),),
+                  controls=Controls(variants=VARIANTS, graded=True, boltzmann=True),
+                  difficulty=difficulty))
+register(TaskSpec(BACKGROUND, "background", "background", _background, rule=_background_rule,
+                  expected="an occluder hides an obstacle (half the episodes) or nothing; the test reveals it",
+                  order=100))
