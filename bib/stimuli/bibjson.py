@@ -53,6 +53,7 @@ from bib.stimuli.complete import mark_complete
 from bib.stimuli.sets import find_episodes
 from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
 from bib.tasks import bib_folders, unit_id
+from bib.tasks.unobserved import OCCLUDED_TASKS
 from bib.vocabulary import (
     AGENT_RADIUS_PX,
     BIB_NAME,
@@ -160,6 +161,9 @@ def trial_to_bib(trial: Trial, settings: RenderSettings = EXPORT_SETTINGS, namin
     over this trial's objects).
     """
     _check_naming(naming)
+    if trial.occluder is not None:
+        raise BibInputError(f"a {trial.phase} trial shows an occluder, which BIB JSON cannot hold (it has walls, "
+                            "barriers, a key and a lock, nothing that hides cells); such sets are not exported")
     lay = trial.layout
     h = lay.height
     agent = lay.agent
@@ -281,6 +285,10 @@ def export_bib_json(
         by_task.setdefault(r.task, {}).setdefault(r.pair_id or r.id, {})[r.outcome] = (r.path, r.id)
     folders: dict[str, str] = {}
     for task in sorted(by_task):
+        if task in OCCLUDED_TASKS:
+            raise BibInputError(f"{src}: task {task!r} shows an occluder, which BIB JSON cannot hold (it has walls, "
+                                "barriers, a key and a lock, nothing that hides cells); export the other tasks of the "
+                                "set from a set without it")
         name = folder_of(task)
         if name in folders:
             raise BibInputError(f"tasks {folders[name]!r} and {task!r} both export to folder {name!r}; export them separately")

@@ -65,6 +65,8 @@ from bib.world.planning import TOL, path_cost
 CONDITION = "unobserved-constraints"
 BACKGROUND = "unobserved-constraints-background"
 VARIANTS = ("", "empty", "larger")
+OCCLUDED_TASKS = (CONDITION, BACKGROUND)
+"""The tasks whose familiarization shows an occluder (BIB JSON cannot hold one: their export is refused)."""
 MIN_BEND = 0.4
 """The hidden obstacle lengthens every familiarization walk's shortest route by at least this much (cells):
 the bend is evident (the walk costs this much over optimal in the layout as seen)."""
@@ -312,6 +314,6 @@ register(TaskSpec(CONDITION, CONDITION, "evaluation", _unobserved, rule=_rule, p
                                                               "efficiency principle is the condition's test"),),
                   controls=Controls(variants=VARIANTS, graded=True, boltzmann=True),
                   difficulty=difficulty))
-register(TaskSpec(BACKGROUND, "background", "background", _background, rule=_background_rule,
+register(TaskSpec(BACKGROUND, CONDITION, "background", _background, rule=_background_rule,
                   expected="an occluder hides an obstacle (half the episodes) or nothing; the test reveals it",
                   order=100))

@@ -1,0 +1,318 @@
+"""Issue 43: AGENT's unobserved constraints (bib.tasks.unobserved) and the occluder (bib.world.occluder).
+
+The occluder's contract: the cells under it hold nothing in an episode's file, so no reader of the file, of
+the blind view or of the frames learns what the generator hid there. The family's controls: both outcomes
+show the same walk; wall counts balance over whole blocks of design slots.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bib.episode import Episode, dumps, loads, save_episode, validate
+from bib.errors import BibInputError
+from bib.observers.shortcuts import FEATURES, episode_features
+from bib.render.frames import RenderSettings, trial_frames
+from bib.stimuli.blind import blind_episode, blind_text, episode_secret
+from bib.tasks import make_unit, validate_episode, validate_pair
+from bib.tasks.options import AgentModel, TaskOptions
+from bib.tasks.unobserved import (
+    BACKGROUND,
+    CONDITION,
+    MIN_BEND,
+    inner_walls,
+    walk_excess,
+    with_walls,
+)
+from bib.vocabulary import OCCLUDER_COLOR, WALL_COLOR
+from bib.world.occluder import Occluder
+
+os.environ["BIB_NO_PROGRESS"] = "1"
+
+CTRL = TaskOptions(agent=AgentModel("boltzmann", (2.0, 10.0), 3.0), variants=("", "empty", "", "larger"),
+                   difficulty=(0.4, 1.0, 2.0, 4.0))
+"""bib-ctrl's options for the family (stimuli/bib-ctrl.toml); a block is 2 x 4 variants x 3 bins = 24 pairs."""
+
+
+@pytest.fixture(scope="module")
+def ctrl_pairs() -> list[tuple[Episode, Episode]]:
+    """Two whole blocks (48 pairs) of the controlled design, bib-ctrl's seed."""
+    out = []
+    for i in range(2 * CTRL.cycle):
+        e, u = make_unit(CONDITION, i, 20211207, CTRL)
+        out.append((e, u))
+    return out
+
+
+@pytest.fixture(scope="module")
+def plain_pairs() -> list[tuple[Episode, Episode]]:
+    """Eight pairs of the noise-free design (``bib generate --task unobserved-constraints``)."""
+    return [tuple(make_unit(CONDITION, i, 5)) for i in range(8)]  # type: ignore[misc]
+
+
+def _hidden(e: Episode) -> frozenset:
+    """What the expected test reveals: the obstacle the familiarization hid."""
+    return inner_walls(e.test.layout)
+
+
+# ---------------------------------------------------------------- the occluder in the schema
+
+
+def test_occluder_round_trips_and_is_written_only_when_set(plain_pairs) -> None:
+    e, _ = plain_pairs[0]
+    text = dumps(e)
+    assert loads(text) == e
+    lines = text.splitlines()[1:-1]
+    assert all('"occluder":' in line for line in lines[:-1]) and '"occluder"' not in lines[-1]  # not at test
+    occ = e.trials[0].occluder
+    assert occ is not None and f'"occluder":[[{occ.x0},{occ.y0}],[{occ.x1},{occ.y1}]]' in lines[0]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[[4,1]]", "expected two corners"),
+    ("[[6,1],[4,8]]", "are not [low, high]"),
+    ("[[0,1],[4,8]]", "is not inside the border ring of the 10 x 10 grid"),
+    ("[[4,1],[4,\"8\"]]", "expected a cell [x, y] of two integers"),
+])
+def test_a_bad_occluder_is_one_line_naming_the_field(plain_pairs, value: str, message: str) -> None:
+    e, _ = plain_pairs[0]
+    occ = e.trials[0].occluder
+    assert occ is not None
+    text = dumps(e).replace(f'"occluder":[[{occ.x0},{occ.y0}],[{occ.x1},{occ.y1}]]', f'"occluder":{value}', 1)
+    with pytest.raises(BibInputError) as err:
+        loads(text, "x.json")
+    msg = str(err.value)
+    assert msg.startswith("x.json: field 'trials[0].occluder") and message in msg and "\n" not in msg
+
+
+def test_the_schema_refuses_anything_under_an_occluder(plain_pairs) -> None:
+    e, _ = plain_pairs[0]
+    t = e.trials[0]
+    occ = t.occluder
+    assert occ is not None
+    hidden = sorted(_hidden(e))
+    leaky = dataclasses.replace(t, layout=with_walls(t.layout, frozenset(hidden[:1])))
+    ep = dataclasses.replace(e, trials=(leaky, *e.trials[1:]))
+    problems = [str(p) for p in validate(ep)]
+    assert problems == [f"episode {e.id}, trial 0, cell {list(hidden[0])}: the occluder hides a wall: an occluded "
+                        "cell must hold nothing in the file"]
+    obj = t.layout.objects[0]
+    moved = dataclasses.replace(t.layout, objects=(dataclasses.replace(obj, cell=(occ.x0, occ.y0)),))
+    assert any("hides a object A" in str(p) for p in validate(dataclasses.replace(e, trials=(
+        dataclasses.replace(t, layout=moved), *e.trials[1:]))))
+
+
+def test_the_occluder_is_drawn_opaque_under_the_agent(plain_pairs) -> None:
+    e, _ = plain_pairs[0]
+    t = e.trials[0]
+    occ = t.occluder
+    assert occ is not None
+    px = 8
+    for i, frame in enumerate(trial_frames(t, RenderSettings(cell_px=px))):
+        for x, y in occ.cells:
+            block = frame[y * px:(y + 1) * px, x * px:(x + 1) * px].reshape(-1, 3)
+            assert not (block == WALL_COLOR).all(axis=1).any()  # nothing hidden shows through
+        if i == 0:  # the agent is at home, off the occluder: every occluded pixel is the occluder's colour
+            cells = np.array(sorted(occ.cells))
+            ys = (cells[:, 1, None] * px + np.arange(px)).ravel()
+            assert (frame[occ.y0 * px:(occ.y1 + 1) * px, occ.x0 * px:(occ.x1 + 1) * px] == OCCLUDER_COLOR).all(), ys.size
+    frames = list(trial_frames(t, RenderSettings(cell_px=px)))
+    under = [k for k, c in enumerate(t.path) if c in occ]
+    assert under, "the walk crosses the occluder"
+    # the agent is drawn over the occluder: some frame differs from the occluder's colour inside it
+    inside = [f[occ.y0 * px:(occ.y1 + 1) * px, occ.x0 * px:(occ.x1 + 1) * px] for f in frames]
+    assert any(not (b == OCCLUDER_COLOR).all() for b in inside)
+
+
+# ---------------------------------------------------------------- the hidden obstacle reaches no model
+
+
+def _blind_trial_dicts(view: Episode) -> list[dict]:
+    """The blind view's familiarization trials as JSON objects, entity ids dropped (they differ per episode)."""
+    out = []
+    for line in blind_text(view).splitlines()[1:-1]:
+        d = json.loads(line.rstrip(","))
+        if d["phase"] != "familiarization":
+            continue
+        for o in d["objects"]:
+            o.pop("id")
+        d["agent"].pop("id")
+        d.pop("goal")
+        out.append(d)
+    return out
+
+
+def _reader(view: Episode) -> float:
+    """Surprise of a cheat: minus how many of the test's revealed walls the familiarization showed as walls (in
+    the view's text or, as black pixels, in its first frames)."""
+    shown: set = set()
+    for d in _blind_trial_dicts(view):
+        shown |= {tuple(c) for key in ("walls", "barriers") for c in d[key]}
+    for t in view.familiarization:
+        frame = next(iter(trial_frames(t, RenderSettings(cell_px=4))))
+        dark = (frame.reshape(10, 4, 10, 4, 3) == WALL_COLOR).all(axis=(1, 3, 4))
+        shown |= {(int(x), int(y)) for y, x in zip(*np.nonzero(dark))}
+    return -float(len(inner_walls(view.test.layout) & shown))
+
+
+def test_no_model_can_read_the_hidden_obstacle_from_what_it_is_handed(ctrl_pairs, plain_pairs) -> None:
+    """Adversarial: everything a model gets of the familiarization (the blind view's text and frames) is the same
+    in both outcomes and holds nothing under the occluder, and a reader that takes "expected" to be the reveal of
+    what the familiarization hid sits at exactly 50% (every pair ties), where a view that lets the obstacle
+    through makes it right on every pair."""
+    correct = 0.0
+    for e, u in [*ctrl_pairs, *plain_pairs]:
+        views = [blind_episode(ep, episode_secret(ep)) for ep in (e, u)]
+        fam = [_blind_trial_dicts(v) for v in views]
+        assert fam[0] == fam[1]  # the expected and unexpected familiarizations are one picture
+        occ = views[0].trials[0].occluder
+        assert occ is not None
+        hidden = _hidden(e)
+        for t, d in zip(views[0].familiarization, fam[0]):
+            mentioned = {tuple(c) for key in ("walls", "barriers") for c in d[key]}
+            mentioned |= {tuple(o["cell"]) for o in d["objects"]} | {tuple(d["agent"]["home"])}
+            mentioned |= {tuple(c) for c in (d["key"], d["lock"]) if c is not None}
+            assert not mentioned & occ.cells and not mentioned & hidden
+            assert inner_walls(t.layout) == frozenset()
+        # a reader that knows the design: "expected = the test reveals the walls the familiarization hid", the
+        # hidden walls read from whatever of the familiarization's file or frames shows a wall
+        scores = [_reader(view) for view in views]
+        correct += 1.0 if scores[1] > scores[0] else 0.5 if scores[1] == scores[0] else 0.0
+        # the same reader on a view that lets the hidden obstacle through (drawn, the occluder dropped) is right
+        leaky = [dataclasses.replace(v, trials=(*[dataclasses.replace(t, occluder=None, layout=with_walls(t.layout, hidden))
+                                                  for t in v.familiarization], v.test)) for v in views]
+        assert _reader(leaky[1]) > _reader(leaky[0])
+    assert correct / (len(ctrl_pairs) + len(plain_pairs)) == 0.5
+
+
+# ---------------------------------------------------------------- the family's design and rules
+
+
+def test_pairs_show_the_same_walk_and_differ_only_in_what_is_revealed(ctrl_pairs) -> None:
+    variants = {"": 0, "empty": 0, "larger": 0}
+    for e, u in ctrl_pairs:
+        assert e.familiarization == u.familiarization and e.test.path == u.test.path
+        assert e.test.occluder is None and all(t.occluder == e.trials[0].occluder for t in e.familiarization)
+        shown = next(t for t in e.familiarization if t.path == e.test.path)
+        assert with_walls(e.test.layout, frozenset()) == shown.layout == with_walls(u.test.layout, frozenset())
+        a, b = _hidden(e), inner_walls(u.test.layout)
+        assert a and a <= e.trials[0].occluder.cells and b <= e.trials[0].occluder.cells
+        assert walk_excess(shown.layout, shown.path) >= MIN_BEND - 1e-9  # the bend is evident as seen
+        d = walk_excess(u.test.layout, u.test.path) - walk_excess(e.test.layout, e.test.path)
+        assert e.difficulty == u.difficulty == pytest.approx(d, abs=1e-4) and d >= 0.05 - 1e-9
+        variants[e.variant] += 1
+        if e.variant == "":
+            assert len(b) == len(a) and b != a
+        elif e.variant == "empty":
+            assert not b
+        else:
+            assert len(b) == len(a) + 1 and not a & b
+    assert variants == {"": 24, "empty": 12, "larger": 12}
+
+
+def test_wall_counts_and_every_non_efficiency_feature_sit_at_chance(ctrl_pairs) -> None:
+    """Over two whole blocks: "more walls revealed = expected" is exactly 50% (empty and larger balance), and
+    every single feature that does not read the walk's efficiency is within 40-60% in either direction."""
+    fe = np.array([episode_features(e) for e, _ in ctrl_pairs])
+    fu = np.array([episode_features(u) for _, u in ctrl_pairs])
+    acc = {name: float(np.mean(np.where(fu[:, j] > fe[:, j], 1.0, np.where(fu[:, j] == fe[:, j], 0.5, 0.0))))
+           for j, name in enumerate(FEATURES)}
+    assert acc["inner-walls"] == 0.5
+    assert acc["path-cost"] == acc["n-steps"] == acc["repeats-familiar-path"] == acc["objects"] == 0.5
+    assert acc["familiarization-inner-walls"] == 0.5
+    for name, f in FEATURES.items():
+        if f.cue != "efficiency":
+            assert 0.4 <= acc[name] <= 0.6, (name, acc[name])
+    assert acc["excess-cost"] == 1.0  # the efficiency principle, the condition's own test (exempt)
+
+
+@pytest.mark.parametrize("break_it, message", [
+    ("outside", "a revealed wall lies outside the occluder"),
+    ("cross", "the revealed walls cross this familiarization walk"),
+    ("nothing", "the expected outcome must reveal the hidden obstacle"),
+    ("occluded-test", "the occluder hides a wall: an occluded cell must hold nothing in the file"),
+])
+def test_the_rule_refuses_a_broken_expected_episode(plain_pairs, break_it: str, message: str) -> None:
+    e, _ = plain_pairs[0]
+    assert validate_episode(e) == []
+    test, occ = e.test, e.trials[0].occluder
+    assert occ is not None
+    if break_it == "outside":
+        free = next(c for c in test.layout.free_cells() if c not in occ and c not in test.path
+                    and c != test.layout.objects[0].cell and c != test.layout.agent.home)
+        test = dataclasses.replace(test, layout=with_walls(test.layout, _hidden(e) | {free}))
+    elif break_it == "cross":
+        on_path = next(c for t in e.familiarization for c in t.path if c in occ and c not in test.path)
+        test = dataclasses.replace(test, layout=with_walls(test.layout, _hidden(e) | {on_path}))
+    elif break_it == "nothing":
+        test = dataclasses.replace(test, layout=with_walls(test.layout, frozenset()))
+    else:
+        test = dataclasses.replace(test, occluder=occ)
+    broken = dataclasses.replace(e, trials=(*e.familiarization, test))
+    problems = [str(p) for p in validate_episode(broken)]
+    assert problems and message in problems[0], problems
+
+
+def test_the_pair_rule_refuses_a_reveal_that_explains_the_bend(ctrl_pairs) -> None:
+    e, u = next((e, u) for e, u in ctrl_pairs if e.variant == "")
+    assert validate_pair(e, u) == []
+    same = dataclasses.replace(u, trials=(*u.familiarization, e.test))  # the hidden obstacle itself
+    assert [str(p) for p in validate_pair(e, same)] == [
+        f"episode {u.id}: the unexpected outcome must reveal an obstacle of the expected one's shape elsewhere"]
+    e2, u2 = next((e, u) for e, u in ctrl_pairs if e.variant == "empty")
+    walled = dataclasses.replace(u2.test, layout=e2.test.layout)
+    assert "must reveal nothing" in str(validate_pair(e2, dataclasses.replace(u2, trials=(*u2.familiarization, walled)))[0])
+    e3, u3 = next((e, u) for e, u in ctrl_pairs if e.variant == "larger")
+    assert validate_pair(e3, u3) == []
+    other = dataclasses.replace(u3, trials=(*u3.familiarization[1:], u3.familiarization[0], u3.test))
+    assert "familiarization differs" in str(validate_pair(e3, other)[0])
+
+
+def test_the_background_task_hides_an_obstacle_in_half_its_episodes() -> None:
+    eps = [make_unit(BACKGROUND, i, 11)[0] for i in range(40)]
+    assert all(validate_episode(ep) == [] and ep.outcome == "none" for ep in eps)
+    revealed = [bool(inner_walls(ep.test.layout)) for ep in eps]
+    assert 12 <= sum(revealed) <= 28
+    for ep, r in zip(eps, revealed):
+        bends = [walk_excess(t.layout, t.path) for t in ep.familiarization]
+        assert (min(bends) >= MIN_BEND - 1e-9) if r else (max(bends) <= 1e-9)  # noise-free planner
+
+
+def test_bib_json_export_refuses_the_family_in_one_line(tmp_path: Path, plain_pairs) -> None:
+    from bib.stimuli.bibjson import export_bib_json, trial_to_bib
+    from bib.stimuli.build import build
+
+    build([(CONDITION, 2)], 3, tmp_path / "set")
+    with pytest.raises(BibInputError) as err:
+        export_bib_json(tmp_path / "set", tmp_path / "out")
+    msg = str(err.value)
+    assert "task 'unobserved-constraints' shows an occluder, which BIB JSON cannot hold" in msg and "\n" not in msg
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(BibInputError, match="shows an occluder, which BIB JSON cannot hold"):
+        trial_to_bib(plain_pairs[0][0].trials[0])
+
+
+def test_ctrl_spec_builds_the_family_without_touching_the_other_conditions(tmp_path: Path) -> None:
+    """stimuli/bib-ctrl.toml's entry is the options above, and the nine conditions' options are not the family's."""
+    from bib.stimuli.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
+    options = spec.options()
+    assert options[CONDITION] == CTRL and dict(spec.units)[CONDITION] == 400
+    assert all(o != CTRL for t, o in options.items() if t != CONDITION)
+    ep = make_unit(CONDITION, 0, spec.seed, options[CONDITION])[0]
+    save_episode(ep, tmp_path / "e.json")
+    assert loads((tmp_path / "e.json").read_text()) == ep
+
+
+def test_occluder_contains_and_cells() -> None:
+    occ = Occluder(2, 3, 4, 3)
+    assert occ.cells == {(2, 3), (3, 3), (4, 3)} and (3, 3) in occ and (3, 4) not in occ and "x" not in occ
+    with pytest.raises(ValueError):
+        Occluder(4, 3, 2, 3)
