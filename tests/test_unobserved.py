@@ -316,3 +316,46 @@ def test_occluder_contains_and_cells() -> None:
     assert occ.cells == {(2, 3), (3, 3), (4, 3)} and (3, 3) in occ and (3, 4) not in occ and "x" not in occ
     with pytest.raises(ValueError):
         Occluder(4, 3, 2, 3)
+
+
+# ---------------------------------------------------------------- the inverse planner's hidden obstacles
+
+
+def test_segments_under_an_occluder() -> None:
+    from bib.observers.hidden_obstacles import segments
+
+    segs = segments(Occluder(4, 1, 5, 8), max_length=3)
+    # vertical: 2 columns x (7 of length 2 + 6 of length 3); horizontal: 8 rows x 1 of length 2
+    assert len(segs) == 2 * (7 + 6) + 8 and len(set(segs)) == len(segs)
+    assert frozenset({(4, 1), (4, 2), (4, 3)}) in segs and frozenset({(4, 5), (5, 5)}) in segs
+    assert all(len(s) in (2, 3) and s <= Occluder(4, 1, 5, 8).cells for s in segs)
+
+
+def test_the_posterior_puts_the_hidden_obstacle_first_and_reads_only_the_view(plain_pairs, ctrl_pairs) -> None:
+    from bib.observers.hidden_obstacles import hidden_posterior, reveal_surprise
+    from bib.observers.inverse_planning import InversePlanner
+
+    planner = InversePlanner()
+    for e, u in plain_pairs[:4]:
+        post = hidden_posterior(planner, e.familiarization)
+        assert max(post, key=post.__getitem__) == _hidden(e)
+        assert post[frozenset()] < -10  # nothing hidden cannot explain the bends
+        views = [blind_episode(ep, episode_secret(ep)) for ep in (e, u)]
+        s = [reveal_surprise(planner, v) for v in views]
+        assert s == [reveal_surprise(planner, ep) for ep in (e, u)] and s[0] < 1.0 < 10.0 < s[1]
+    off = InversePlanner(hidden=False)
+    right = {True: 0.0, False: 0.0}
+    for e, u in ctrl_pairs:
+        for flag, p in ((True, planner), (False, off)):
+            se, su = (float(p.surprise(blind_episode(ep, episode_secret(ep))).max()) for ep in (e, u))
+            right[flag] += 1.0 if su > se else 0.5 if su == se else 0.0
+    assert right[True] == len(ctrl_pairs) and right[False] >= 0.85 * len(ctrl_pairs)
+
+
+def test_the_hidden_term_leaves_other_conditions_alone() -> None:
+    from bib.observers.inverse_planning import InversePlanner
+
+    on, off = InversePlanner(), InversePlanner(hidden=False)
+    for cond in ("efficiency-path", "preference"):
+        for ep in make_unit(cond, 0, 3):
+            assert np.array_equal(on.surprise(ep), off.surprise(ep))

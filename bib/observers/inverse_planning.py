@@ -109,6 +109,8 @@ class InversePlanner(BaseObserver):
         via_key: the pseudo-count of each "object with the key" goal, as a share of ``alpha`` (an agent
             that fetches a key it does not need; 0 leaves the hypothesis out).
         epsilon: probability that a step is uniform noise (bounds the surprise of any move).
+        hidden: where the familiarization shows an occluder and the test removes it, add to every test step the
+            surprise of what it reveals under the hidden-obstacle posterior (:mod:`bib.observers.hidden_obstacles`).
     """
 
     name = "inverse-planner"
@@ -121,7 +123,9 @@ class InversePlanner(BaseObserver):
         epsilon: float = 1e-3,
         sequential: bool = False,
         via_key: float = VIA_KEY_PRIOR,
+        hidden: bool = True,
     ) -> None:
+        self.hidden = bool(hidden)
         self.betas = np.asarray(betas, dtype=np.float64)
         if self.betas.ndim != 1 or self.betas.size == 0 or not np.all(self.betas > 0) or not np.all(np.isfinite(self.betas)):
             raise BibInputError(f"inverse-planner: betas must be a non-empty list of positive numbers, got {list(betas)}")
@@ -151,7 +155,12 @@ class InversePlanner(BaseObserver):
         beliefs = self._familiarize_cached(fam, values[: len(fam)])
         test = episode.test
         result = self.infer_trial(test, self.belief_of(beliefs, test), values[-1])
-        return result.sequential_surprise if self.sequential else result.surprise
+        out = result.sequential_surprise if self.sequential else result.surprise
+        if self.hidden and fam and fam[0].occluder is not None and test.occluder is None:
+            from bib.observers.hidden_obstacles import reveal_surprise
+
+            out = out + reveal_surprise(self, episode)  # the same at every step: what the removed occluder shows
+        return out
 
     def familiarize(
         self, trials: Sequence[Trial], values: Sequence[dict] | None = None
@@ -164,13 +173,19 @@ class InversePlanner(BaseObserver):
             key = self.agent_key(trial)
             belief = beliefs.setdefault(key, self.prior_belief())
             result = self.infer_trial(trial, belief, vals, surprise=False)
-            if not result.goals:
-                continue
-            counts = dict(belief.counts)
-            for goal, weight in zip(result.goals, np.exp(result.log_posterior).sum(axis=1)):
-                counts[goal] = counts.get(goal, 0.0) + float(weight)
-            beliefs[key] = AgentBelief(counts, logsumexp(result.log_posterior, axis=(0,)))
+            beliefs[key] = self.updated(belief, result)
         return beliefs
+
+    @staticmethod
+    def updated(belief: AgentBelief, result: TrialInference) -> AgentBelief:
+        """The belief after a trial (its goal marginal added to the Dirichlet counts, its beta marginal the new
+        beta belief); unchanged when the trial had no feasible goal."""
+        if not result.goals:
+            return belief
+        counts = dict(belief.counts)
+        for goal, weight in zip(result.goals, np.exp(result.log_posterior).sum(axis=1)):
+            counts[goal] = counts.get(goal, 0.0) + float(weight)
+        return AgentBelief(counts, logsumexp(result.log_posterior, axis=(0,)))
 
     def prior_belief(self) -> AgentBelief:
         """The belief about an agent never seen before."""
@@ -306,9 +321,10 @@ def make_inverse_planner(
     epsilon: float = 1e-3,
     sequential: bool = False,
     via_key: float = VIA_KEY_PRIOR,
+    hidden: bool = True,
 ) -> InversePlanner:
     """Factory for ``inverse-planner`` (it learns from each episode's familiarization; no checkpoint)."""
     if checkpoint is not None:
         raise BibInputError(f"observer 'inverse-planner' takes no --checkpoint (got {checkpoint})")
     return InversePlanner(betas=betas, beta_prior=beta_prior, alpha=alpha, epsilon=epsilon, sequential=sequential,
-                          via_key=via_key)
+                          via_key=via_key, hidden=hidden)
