@@ -37,7 +37,9 @@ os.environ["BIB_NO_PROGRESS"] = "1"
 
 CTRL = TaskOptions(agent=AgentModel("boltzmann", (2.0, 10.0), 3.0), variants=("", "empty", "", "larger"),
                    difficulty=(0.4, 1.0, 2.0, 4.0))
-"""bib-ctrl's options for the family (stimuli/bib-ctrl.toml); a block is 2 x 4 variants x 3 bins = 24 pairs."""
+"""AGENT's walk design with bib-ctrl's agent and bins; a block is 2 x 4 variants x 3 bins = 24 pairs."""
+AT_GOAL = dataclasses.replace(CTRL, variants=("at-goal", "empty+at-goal", "at-goal", "larger+at-goal"))
+"""bib-ctrl's options for the family (stimuli/bib-ctrl.toml): the test shows the agent at its object."""
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +50,12 @@ def ctrl_pairs() -> list[tuple[Episode, Episode]]:
         e, u = make_unit(CONDITION, i, 20211207, CTRL)
         out.append((e, u))
     return out
+
+
+@pytest.fixture(scope="module")
+def goal_pairs() -> list[tuple[Episode, Episode]]:
+    """One whole block of bib-ctrl's design (the test at the goal): 24 pairs."""
+    return [tuple(make_unit(CONDITION, i, 20211207, AT_GOAL)) for i in range(AT_GOAL.cycle)]  # type: ignore[misc]
 
 
 @pytest.fixture(scope="module")
@@ -304,8 +312,8 @@ def test_ctrl_spec_builds_the_family_without_touching_the_other_conditions(tmp_p
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
     options = spec.options()
-    assert options[CONDITION] == CTRL and dict(spec.units)[CONDITION] == 400
-    assert all(o != CTRL for t, o in options.items() if t != CONDITION)
+    assert options[CONDITION] == AT_GOAL and dict(spec.units)[CONDITION] == 400
+    assert all(o != AT_GOAL for t, o in options.items() if t != CONDITION)
     ep = make_unit(CONDITION, 0, spec.seed, options[CONDITION])[0]
     save_episode(ep, tmp_path / "e.json")
     assert loads((tmp_path / "e.json").read_text()) == ep
@@ -345,11 +353,12 @@ def test_the_posterior_puts_the_hidden_obstacle_first_and_reads_only_the_view(pl
         assert s == [reveal_surprise(planner, ep) for ep in (e, u)] and s[0] < 1.0 < 10.0 < s[1]
     off = InversePlanner(hidden=False)
     right = {True: 0.0, False: 0.0}
-    for e, u in ctrl_pairs:
+    block = ctrl_pairs[:CTRL.cycle]  # AGENT's walk design: the test walk's efficiency decides nearly all pairs alone
+    for e, u in block:
         for flag, p in ((True, planner), (False, off)):
             se, su = (float(p.surprise(blind_episode(ep, episode_secret(ep))).max()) for ep in (e, u))
             right[flag] += 1.0 if su > se else 0.5 if su == se else 0.0
-    assert right[True] == len(ctrl_pairs) and right[False] >= 0.85 * len(ctrl_pairs)
+    assert right[True] == len(block) and right[False] >= 0.85 * len(block)
 
 
 def test_the_hidden_term_leaves_other_conditions_alone() -> None:
@@ -359,3 +368,45 @@ def test_the_hidden_term_leaves_other_conditions_alone() -> None:
     for cond in ("efficiency-path", "preference"):
         for ep in make_unit(cond, 0, 3):
             assert np.array_equal(on.surprise(ep), off.surprise(ep))
+
+
+def test_at_goal_pairs_leave_only_the_familiarization_to_tell(goal_pairs) -> None:
+    """bib-ctrl's design: the agent at its object in both tests, one stay step, no revealed wall next to it; every
+    single feature (excess cost included) and the test-only planner tie on every pair, the planner without its
+    hidden obstacles too, and with them it decides every pair."""
+    from bib.observers.inverse_planning import InversePlanner
+    from bib.observers.shortcuts import TestOnlyObserver
+
+    fe = np.array([episode_features(e) for e, _ in goal_pairs])
+    fu = np.array([episode_features(u) for _, u in goal_pairs])
+    for j, name in enumerate(FEATURES):
+        acc = float(np.mean(np.where(fu[:, j] > fe[:, j], 1.0, np.where(fu[:, j] == fe[:, j], 0.5, 0.0))))
+        assert (acc == 0.5) if name != "inner-walls" else (0.4 <= acc <= 0.6), (name, acc)
+    right = {"hidden": 0.0, "no-hidden": 0.0, "test-only": 0.0}
+    observers = {"hidden": InversePlanner(), "no-hidden": InversePlanner(hidden=False), "test-only": TestOnlyObserver()}
+    for e, u in goal_pairs:
+        obj = e.test.layout.objects[0].cell
+        assert e.test.path == u.test.path == (obj, obj) and e.test.layout.agent.home == obj
+        assert validate_episode(e) == validate_episode(u) == validate_pair(e, u) == []
+        for name, obs in observers.items():
+            se, su = (float(obs.surprise(blind_episode(x, episode_secret(x))).max()) for x in (e, u))
+            right[name] += 1.0 if su > se else 0.5 if su == se else 0.0
+    n = len(goal_pairs)
+    assert right == {"hidden": n, "no-hidden": n / 2, "test-only": n / 2}
+
+
+def test_a_test_at_the_goal_may_not_reveal_a_wall_next_to_the_agent(goal_pairs) -> None:
+    e, _ = goal_pairs[0]
+    obj = e.test.path[0]
+    occ = e.trials[0].occluder
+    assert occ is not None
+    near = next(((obj[0] + dx, obj[1] + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1) if (obj[0] + dx, obj[1] + dy) in occ),
+                None)
+    if near is None:
+        e = next(p[0] for p in goal_pairs if any((p[0].test.path[0][0] + dx, p[0].test.path[0][1] + dy) in occ
+                                                 for dx in (-1, 0, 1) for dy in (-1, 0, 1)))
+        obj = e.test.path[0]
+        near = next((obj[0] + dx, obj[1] + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1) if (obj[0] + dx, obj[1] + dy) in occ)
+    test = dataclasses.replace(e.test, layout=with_walls(e.test.layout, _hidden(e) | {near}))
+    problems = [str(p) for p in validate_episode(dataclasses.replace(e, trials=(*e.familiarization, test)))]
+    assert problems and "a test at the goal reveals a wall next to the agent" in problems[0]

@@ -64,7 +64,13 @@ from bib.world.planning import TOL, path_cost
 
 CONDITION = "unobserved-constraints"
 BACKGROUND = "unobserved-constraints-background"
-VARIANTS = ("", "empty", "larger")
+REVEALS = ("", "empty", "larger")
+"""What the unexpected outcome reveals (the first token of a variant)."""
+AT_GOAL = "at-goal"
+"""The variant token of a test that shows the agent already at its object (one stay step) while the occluder is
+gone: no walk to read, so the familiarization's walks are the only evidence (AGENT: the occluder falls after
+the agent reaches the goal)."""
+VARIANTS = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
 OCCLUDED_TASKS = (CONDITION, BACKGROUND)
 """The tasks whose familiarization shows an occluder (BIB JSON cannot hold one: their export is refused)."""
 MIN_BEND = 0.4
@@ -182,12 +188,38 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
     return trials
 
 
+def reveal_kind(variant: str) -> str:
+    """What a variant's unexpected outcome reveals (:data:`REVEALS`)."""
+    first = variant.split("+")[0]
+    return "" if first == AT_GOAL else first
+
+
+def at_goal(variant: str) -> bool:
+    """Whether a variant's test shows the agent at its object (:data:`AT_GOAL`) instead of its walk."""
+    return AT_GOAL in variant.split("+")
+
+
+def _near(cell: Cell, cells: frozenset[Cell]) -> bool:
+    return any(max(abs(c[0] - cell[0]), abs(c[1] - cell[1])) <= 1 for c in cells)
+
+
+def _test(shown: Trial, walls: frozenset[Cell], variant: str) -> Trial:
+    """The test trial: ``shown``'s layout with ``walls`` revealed, and its walk (or, at goal, one stay step on the
+    object, the agent's home moved there)."""
+    if not at_goal(variant):
+        return make_trial(with_walls(shown.layout, walls), shown.path, "A", "test")
+    obj = shown.layout.objects[0].cell
+    lay = replace(with_walls(shown.layout, walls), agents=(replace(shown.layout.agent, home=obj),))
+    return make_trial(lay, [obj, obj], "A", "test")
+
+
 def _alternatives(scene: _Scene, variant: str, fam: list[Trial]) -> list[frozenset[Cell]]:
     """What the unexpected outcome may reveal: nothing (``empty``), or segments of the hidden obstacle's length
     (``""``) or one cell longer (``larger``) under the occluder, off the hidden obstacle and legal for every walk."""
-    if variant == "empty":
+    kind = reveal_kind(variant)
+    if kind == "empty":
         return [frozenset()]
-    length = scene.length + (1 if variant == "larger" else 0)
+    length = scene.length + (1 if kind == "larger" else 0)
     return [s for s in scene.segments(length) if s != scene.hidden and not (s & scene.hidden)
             and all(legal_path(with_walls(t.layout, s), t.path) for t in fam)]
 
@@ -204,13 +236,17 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         options = _alternatives(scene, variant, fam)
         for k in rng.permutation(N_FAMILIARIZATION):
             shown = fam[int(k)]
-            test_e = make_trial(with_walls(shown.layout, scene.hidden), shown.path, "A", "test")
-            e_excess = walk_excess(test_e.layout, shown.path)
+            obj = shown.layout.objects[0].cell
+            if at_goal(variant) and (_near(obj, scene.hidden) or [t.layout.objects[0].cell for t in fam].count(obj) > 1):
+                continue  # at goal: no revealed wall next to the agent (its legal moves tie) and one trial per object cell
+            e_excess = walk_excess(with_walls(shown.layout, scene.hidden), shown.path)
             for j in rng.permutation(len(options)):
-                test_u = make_trial(with_walls(shown.layout, options[int(j)]), shown.path, "A", "test")
-                d = walk_excess(test_u.layout, shown.path) - e_excess
+                if at_goal(variant) and _near(obj, options[int(j)]):
+                    continue
+                d = walk_excess(with_walls(shown.layout, options[int(j)]), shown.path) - e_excess
                 if d >= MARGIN and in_bin(d, bin_):
-                    return PairDraft(fam, test_e, fam, test_u, variant, difficulty=d)
+                    return PairDraft(fam, _test(shown, scene.hidden, variant), fam, _test(shown, options[int(j)], variant),
+                                     variant, difficulty=d)
     raise LayoutRejected(f"no {variant or 'same-shape'} reveal in the difficulty bin {bin_}")
 
 
@@ -232,10 +268,25 @@ def _background(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
 # ---------------------------------------------------------------- rules
 
 
+def shown_trial(ep: Episode) -> Trial | None:
+    """The familiarization trial the test shows again: the one whose walk the test repeats, or, for a test at the
+    goal, the only one whose object stands where the test's does; None when there is none."""
+    test = ep.test
+    found = [t for t in ep.familiarization if t.path == test.path]
+    if not found and len(test.path) == 2 and test.path[0] == test.path[1] and test.layout.objects:
+        found = [t for t in ep.familiarization if t.layout.objects and t.layout.objects[0].cell == test.path[0]]
+        found = found if len(found) == 1 else []
+    return found[0] if found else None
+
+
 def difficulty(e: Episode, u: Episode) -> float:
-    """The part of the bend the hidden obstacle explains and the unexpected reveal does not (cells): the shared
-    walk's excess over optimal in the unexpected test layout minus that in the expected one."""
-    return walk_excess(u.test.layout, u.test.path) - walk_excess(e.test.layout, e.test.path)
+    """The part of the bend the hidden obstacle explains and the unexpected reveal does not (cells): the shown
+    familiarization walk's excess over optimal with the unexpected reveal in place minus that with the expected one."""
+    shown = shown_trial(e)
+    if shown is None:
+        return 0.0
+    return (walk_excess(with_walls(shown.layout, inner_walls(u.test.layout)), shown.path)
+            - walk_excess(with_walls(shown.layout, inner_walls(e.test.layout)), shown.path))
 
 
 def _rule(ep: Episode) -> list[Problem]:
@@ -257,11 +308,16 @@ def _rule(ep: Episode) -> list[Problem]:
     assert occ is not None
     if test.occluder is not None:
         return [Problem(ep.id, "the test trial must show the occluder removed", len(ep.trials) - 1)]
-    shown = next((t for t in fam if t.path == test.path), None)
+    shown = shown_trial(ep)
     if shown is None:
-        return [Problem(ep.id, "the test walk repeats no familiarization walk", len(ep.trials) - 1)]
+        return [Problem(ep.id, "the test neither repeats a familiarization walk nor shows the agent at the object of "
+                               "exactly one familiarization trial", len(ep.trials) - 1)]
     revealed = inner_walls(test.layout)
-    if with_walls(test.layout, frozenset()) != shown.layout:
+    seen = shown.layout if test.path == shown.path else replace(shown.layout, agents=(replace(
+        shown.layout.agent, home=test.path[0]),))
+    if test.path != shown.path and _near(test.path[0], revealed):
+        return [Problem(ep.id, "a test at the goal reveals a wall next to the agent", len(ep.trials) - 1)]
+    if with_walls(test.layout, frozenset()) != seen:
         return [Problem(ep.id, "the test layout differs from its familiarization trial's in more than the revealed cells",
                         len(ep.trials) - 1)]
     outside = sorted(c for c in revealed if c not in occ)
@@ -274,7 +330,7 @@ def _rule(ep: Episode) -> list[Problem]:
         for i, t in enumerate(fam):
             if walk_excess(with_walls(t.layout, revealed), t.path) > MAX_EXPLAINED + TOL:
                 return [Problem(ep.id, "the revealed walls do not explain this familiarization walk", i)]
-        if revealed and walk_excess(shown.layout, test.path) < MIN_BEND - TOL:
+        if revealed and walk_excess(shown.layout, shown.path) < MIN_BEND - TOL:
             return [Problem(ep.id, f"the revealed obstacle forces no bend of {MIN_BEND} cell or more in the test walk",
                             len(ep.trials) - 1)]
         if ep.outcome == "expected" and not revealed:
@@ -288,10 +344,10 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
     wall cells than the expected one (``larger``)."""
     if e.familiarization != u.familiarization:
         return [Problem(u.id, "familiarization differs from the expected episode's")]
-    if e.test.path != u.test.path:
+    if e.test.path != u.test.path or (e.test.layout.agent != u.test.layout.agent):
         return [Problem(u.id, "the test walk differs from the expected episode's", len(u.trials) - 1)]
     a, b = inner_walls(e.test.layout), inner_walls(u.test.layout)
-    variant = e.variant
+    variant = reveal_kind(e.variant)
     if variant == "" and (b == a or _shape(b) != _shape(a)):
         return [Problem(u.id, "the unexpected outcome must reveal an obstacle of the expected one's shape elsewhere")]
     if variant == "empty" and b:
