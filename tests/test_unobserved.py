@@ -39,7 +39,9 @@ CTRL = TaskOptions(agent=AgentModel("boltzmann", (2.0, 10.0), 3.0), variants=(""
                    difficulty=(0.4, 1.0, 2.0, 4.0))
 """AGENT's walk design with bib-ctrl's agent and bins; a block is 2 x 4 variants x 3 bins = 24 pairs."""
 AT_GOAL = dataclasses.replace(CTRL, variants=("at-goal", "empty+at-goal", "at-goal", "larger+at-goal"))
-"""bib-ctrl's options for the family (stimuli/bib-ctrl.toml): the test shows the agent at its object."""
+"""The test shows the agent at its object, after each of the three reveals."""
+CTRL_SPEC = dataclasses.replace(CTRL, variants=("at-goal",))
+"""bib-ctrl's options for the family (stimuli/bib-ctrl.toml): at the goal, the same obstacle elsewhere."""
 
 
 @pytest.fixture(scope="module")
@@ -312,8 +314,8 @@ def test_ctrl_spec_builds_the_family_without_touching_the_other_conditions(tmp_p
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
     options = spec.options()
-    assert options[CONDITION] == AT_GOAL and dict(spec.units)[CONDITION] == 400
-    assert all(o != AT_GOAL for t, o in options.items() if t != CONDITION)
+    assert options[CONDITION] == CTRL_SPEC and dict(spec.units)[CONDITION] == 400
+    assert all(o != CTRL_SPEC for t, o in options.items() if t != CONDITION)
     ep = make_unit(CONDITION, 0, spec.seed, options[CONDITION])[0]
     save_episode(ep, tmp_path / "e.json")
     assert loads((tmp_path / "e.json").read_text()) == ep

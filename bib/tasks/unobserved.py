@@ -24,12 +24,19 @@ occluder reveals:
     explain the bend. The unexpected outcome shows more walls; half ``empty``, half ``larger`` puts "more walls
     revealed = expected" at chance.
 
-Difficulty (cells): how much more the walk costs over optimal in the unexpected test layout than in the
-expected one, i.e. the part of the bend the hidden obstacle explains and the unexpected reveal does not.
+With the token ``at-goal`` (``at-goal``, ``empty+at-goal``, ``larger+at-goal``; bib-ctrl uses ``at-goal``) the
+test shows the agent already on its object (AGENT: the occluder falls after the agent reaches its goal): its
+home moved there, one stay step, no revealed wall next to it. There is then no walk to read, and only an
+observer that inferred the obstacle from the familiarization's bends tells the outcomes apart; under the walk
+design the walk's efficiency in the revealed layout decides a pair alone (the audit exempts it, as in
+efficiency path control).
 
-No twins: the test trial shows the walk with the revealed layout, so no familiarization could swap the labels
-(the walk's efficiency in the revealed layout is the efficiency principle, which the audit exempts, as in
-efficiency path control). The background task ``unobserved-constraints-background`` (expected outcomes only,
+Difficulty (cells): how much more the shown familiarization walk costs over optimal with the unexpected reveal
+in place than with the hidden obstacle, i.e. the part of the bend the hidden obstacle explains and the
+unexpected reveal does not.
+
+No twins: the unexpected reveal is chosen off every walk of the familiarization, so none can swap the labels;
+the controls are the equalized reveals (docs/tasks.md). The background task ``unobserved-constraints-background`` (expected outcomes only,
 noise-free planner) hides an obstacle in half its episodes and nothing in the other half (the walks then go
 straight through the occluded columns), and its test reveals the truth.
 """
