@@ -19,9 +19,20 @@ from cli_run import run_cli
 os.environ["BIB_NO_PROGRESS"] = "1"
 
 
+def _ctrl_sizes() -> tuple[int, int]:
+    """(episodes, conditions) of bib-ctrl at ``--limit 1``: one unit per task, a twinned unit is two pairs."""
+    from bib.stimuli.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
+    return sum(4 if t.twins else 2 for t in spec.tasks), len(spec.tasks)
+
+
+EPISODES, CONDITIONS = _ctrl_sizes()  # 28 and 9 before issue 43's unobserved-constraints
+
+
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A secret bib-ctrl set (1 unit per task: 28 episodes), its kit and key, and path-length's `bib score` run on the kit."""
+    """A secret bib-ctrl set (1 unit per task: EPISODES episodes), its kit and key, and path-length's `bib score` run on the kit."""
     from bib.cli import main
 
     root = tmp_path_factory.mktemp("submission")
@@ -72,7 +83,7 @@ def _readme_names_every_file(folder: Path) -> str:
 
 def test_the_readme_names_every_file_the_kit_holds(kit: dict[str, Path]) -> None:
     readme = _readme_names_every_file(kit["kit"])
-    assert len(_ids(kit["kit"])) == 28
+    assert len(_ids(kit["kit"])) == EPISODES
     assert "videos/" not in readme and "bib-json/" not in readme  # only what this kit holds
     for column in ("`episode_id`", "`step`", "`surprise`", "a string", "an integer", "a floating-point number"):
         assert column in readme
@@ -86,7 +97,7 @@ def test_the_sample_submission_passes_and_scores_chance(kit: dict[str, Path], ca
     sample = kit["kit"] / "sample-submission"
     code, out, err = _check(capsys, kit["kit"], sample)
     assert (code, err) == (0, "")
-    assert out.startswith(f"OK: {sample / 'results.csv'}: 28 episodes of kit ") and "steps, counts match" in out
+    assert out.startswith(f"OK: {sample / 'results.csv'}: {EPISODES} episodes of kit ") and "steps, counts match" in out
     rows = (sample / "results.csv").read_text().splitlines()
     assert rows[0] == "episode_id,surprise" and [r.split(",")[0] for r in rows[1:]] == _ids(kit["kit"])
     assert {r.split(",")[1] for r in rows[1:]} == {"0.0"}
@@ -102,13 +113,13 @@ def test_the_sample_submission_passes_and_scores_chance(kit: dict[str, Path], ca
 
 def test_a_bib_score_run_passes(kit: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _check(capsys, kit["kit"], kit["run"])
-    assert (code, err) == (0, "") and "28 episodes" in out
+    assert (code, err) == (0, "") and f"{EPISODES} episodes" in out
     n = pq.read_metadata(kit["run"] / "results.steps.parquet").num_rows
     assert f"results.steps.parquet: {n} steps" in out
     code, out, _ = run_cli(capsys, "check-submission", str(kit["kit"]), str(kit["run"] / "results.csv"), "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["ok"] is True and doc["episodes"] == 28 and doc["n_steps"] == n
-    assert sum(doc["conditions"].values()) == 28 and len(doc["conditions"]) == 9
+    assert code == 0 and doc["ok"] is True and doc["episodes"] == EPISODES and doc["n_steps"] == n
+    assert sum(doc["conditions"].values()) == EPISODES and len(doc["conditions"]) == CONDITIONS
     lone = kit["root"] / "lone.csv"  # the CSV alone (no Parquet beside it) is a submission too
     shutil.copyfile(kit["run"] / "results.csv", lone)
     code, out, _ = _check(capsys, kit["kit"], lone)
@@ -126,13 +137,13 @@ def _rewrite_steps(path: Path, edit) -> None:  # type: ignore[no-untyped-def]
 
 CSV_CASES = {
     "missing": (lambda ls: ls[:-1], r"results\.csv: 1 episode\(s\) have no row: e[0-9a-f]{16}$"),
-    "foreign": (lambda ls: [*ls, "e0000000000000000,1.0"], r"row 30: unknown episode id 'e0000000000000000'$"),
-    "twice": (lambda ls: [*ls, ls[1]], r"row 30: episode 'e[0-9a-f]{16}' appears again \(first at row 2\)$"),
+    "foreign": (lambda ls: [*ls, "e0000000000000000,1.0"], rf"row {EPISODES + 2}: unknown episode id 'e0000000000000000'$"),
+    "twice": (lambda ls: [*ls, ls[1]], rf"row {EPISODES + 2}: episode 'e[0-9a-f]{{16}}' appears again \(first at row 2\)$"),
     "nan": (lambda ls: [ls[0], ls[1].split(",")[0] + ",nan", *ls[2:]], r"row 2: surprise of 'e[0-9a-f]{16}' is nan \(must be finite\)$"),
     "text": (lambda ls: [ls[0], ls[1].split(",")[0] + ",high", *ls[2:]], r"row 2: surprise 'high' is not a number$"),
     "header": (lambda ls: ["id,score", *ls[1:]], r"header must be 'episode_id,surprise', got 'id,score'$"),
     "other kit": (lambda ls: [ls[0], *(f"f{line[1:]}" for line in ls[1:])],
-                  r"none of its 28 episode ids is in the kit .*; these are results on another kit$"),
+                  rf"none of its {EPISODES} episode ids is in the kit .*; these are results on another kit$"),
 }
 
 
