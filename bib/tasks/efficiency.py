@@ -73,7 +73,7 @@ def without_inner_walls(layout: Layout) -> Layout:
                   layout.lock, layout.key, layout.objects, layout.agents, layout.moves)
 
 
-def _symmetry(rng: np.random.Generator, size: int = GRID) -> Callable[[Cell], Cell]:
+def grid_symmetry(rng: np.random.Generator, size: int = GRID) -> Callable[[Cell], Cell]:
     """A random symmetry of the square grid (transpose, then flips), as a map on cells."""
     transpose, fx, fy = (bool(b) for b in rng.integers(0, 2, size=3))
 
@@ -100,7 +100,7 @@ class _Scene:
         self.rows = range(y0, y0 + length)
         self.left = range(1, bx)
         self.right = range(bx + bw, GRID - 1)
-        self.f = _symmetry(rng)
+        self.f = grid_symmetry(rng)
         self.barrier = frozenset(self.f((x, y)) for x in range(bx, bx + bw) for y in self.rows)
 
     def sample(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
@@ -216,7 +216,8 @@ WAYPOINT_TRIES = 12
 """Waypoints a catch pair's novel path tries per familiarization trial."""
 
 
-def _excess(layout: Layout, path) -> float:
+def walk_excess(layout: Layout, path) -> float:
+    """How much ``path`` costs over an optimal path from its first cell to its last in ``layout`` (cells)."""
     return path_cost(path) - optimal_cost(layout, tuple(path[-1]), AgentState(tuple(path[0])))
 
 
@@ -253,7 +254,7 @@ def _controlled(condition: str, rng: np.random.Generator, unit: UnitInfo) -> lis
             fresh = _scene_layout(rng, scene, look, agent, CTRL_MIN_DETOUR)
             path = walker.walk(fresh, "A")
             open_ = without_inner_walls(fresh)
-            d = _excess(open_, path)
+            d = walk_excess(open_, path)
             if d > TOL and in_bin(d, bin_):
                 break
         else:
@@ -337,7 +338,7 @@ def _path_tests(rng, walker, fam, bin_):
     for k in rng.permutation(N_FAMILIARIZATION):
         t = fam[int(k)]
         open_ = without_inner_walls(t.layout)
-        d = _excess(open_, t.path)
+        d = walk_excess(open_, t.path)
         if d > MARGIN and in_bin(d, bin_):
             return (make_trial(open_, _expected_walk(walker, open_, d), "A", "test"),
                     make_trial(open_, t.path, "A", "test"))
@@ -364,7 +365,7 @@ def _moved_tests(rng, walker, fam, bin_):
         obj = lay.object("A").cell
         if optimal_cost(lay, obj) - optimal_cost(without_inner_walls(lay), obj) < CTRL_MIN_DETOUR:
             continue
-        d = _excess(lay, t.path)
+        d = walk_excess(lay, t.path)
         if d > MARGIN and in_bin(d, bin_):
             return make_trial(lay, _expected_walk(walker, lay, d), "A", "test"), make_trial(lay, t.path, "A", "test")
     raise LayoutRejected("no moved barrier keeps a curve required and the familiar path in the bin")
@@ -400,7 +401,7 @@ def _catch_tests(rng, walker, fam, bin_):
     avoid = {tuple(t.path) for t in fam}
     for k in rng.permutation(N_FAMILIARIZATION):
         t = fam[int(k)]
-        e_k = _excess(t.layout, t.path)
+        e_k = walk_excess(t.layout, t.path)
         for path in _waypoint_paths(rng, t.layout, avoid, lambda x: x > e_k + MARGIN and in_bin(x, bin_)):
             return make_trial(t.layout, t.path, "A", "test"), make_trial(t.layout, path, "A", "test")
     raise LayoutRejected("no novel detour in the bin")
@@ -418,7 +419,7 @@ def _kept_tests(rng, walker, fam, bin_):
         walk = _fresh_walk(rng, walker, t.layout, avoid)
         if walk is None:
             continue
-        e_k, cost, steps = _excess(t.layout, walk), path_cost(walk), len(walk)
+        e_k, cost, steps = walk_excess(t.layout, walk), path_cost(walk), len(walk)
 
         def ok(x, e_k=e_k):
             return x > e_k + MARGIN and in_bin(x, bin_)
@@ -451,7 +452,7 @@ def _added_tests(rng, walker, fam, bin_):
         t = fam[int(k)]
         for path in _waypoint_paths(rng, t.layout, avoid, lambda x: x > MARGIN and in_bin(x, bin_)):
             open_ = without_inner_walls(t.layout)
-            d = _excess(t.layout, path)
+            d = walk_excess(t.layout, path)
             return make_trial(open_, _expected_walk(walker, open_, d), "A", "test"), make_trial(t.layout, path, "A", "test")
     raise LayoutRejected("no novel detour around the barrier in the bin")
 
@@ -476,7 +477,7 @@ def _time_tests(rng, walker, fam, bin_, new_goal: bool = False):
         if len(prefix) == len(t.path) or _counts(prefix) != _counts(straight) or prefix[-1] in prefix[:-1]:
             continue
         closer = replace(lay, objects=(replace(lay.object("A"), cell=prefix[-1]),))
-        d = _excess(closer, prefix)
+        d = walk_excess(closer, prefix)
         if not (d > MARGIN and in_bin(d, bin_)):
             continue
         if new_goal:
@@ -511,7 +512,7 @@ def _time_catch_tests(rng, walker, fam, bin_):
     for k in rng.permutation(N_FAMILIARIZATION):
         t = fam[int(k)]
         counts, cost = _counts(t.path), path_cost(t.path)
-        e_k = _excess(t.layout, t.path)
+        e_k = walk_excess(t.layout, t.path)
         home = t.agent.home
         from_home = distance_field(t.layout, home)
         here = from_home[t.path[-1][1], t.path[-1][0]]
@@ -785,7 +786,7 @@ def _path_pair_rule(e: Episode, u: Episode) -> list[Problem]:
         out.append(Problem(u.id, "barrier-kept: the unexpected test path is not shorter than the expected one", i))
     elif not out and not split and e.test.layout != u.test.layout:
         out.append(Problem(u.id, "test layout differs from the expected episode's", i))
-    elif not out and _excess(e.test.layout, e.test.path) > _excess(u.test.layout, u.test.path) - MARGIN + TOL:
+    elif not out and walk_excess(e.test.layout, e.test.path) > walk_excess(u.test.layout, u.test.path) - MARGIN + TOL:
         out.append(Problem(u.id, "the expected test path is not clearly more efficient than the unexpected one", i))
     return out
 
@@ -820,11 +821,11 @@ def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
                 return [Problem(u.id, "familiarization layouts differ in more than the expected one's barrier", i)]
         return []
     if _variant(e) == "barrier-aside":
-        shape = _shape(inner_walls(u.familiarization[0].layout))
+        shape = shape_of(inner_walls(u.familiarization[0].layout))
         for i, (a, b) in enumerate(zip(e.familiarization, u.familiarization)):
             if a.path != b.path or without_inner_walls(a.layout) != without_inner_walls(b.layout):
                 return [Problem(u.id, "barrier-aside: the familiarizations differ in more than where the barrier is", i)]
-            if _shape(inner_walls(a.layout)) != shape:
+            if shape_of(inner_walls(a.layout)) != shape:
                 return [Problem(u.id, "barrier-aside: the expected familiarization's barrier is not the unexpected "
                                       "one's, translated", i)]
         return []
@@ -834,7 +835,7 @@ def _irrational_pair_rule(e: Episode, u: Episode) -> list[Problem]:
     return []
 
 
-def _shape(cells: frozenset[Cell]) -> frozenset[Cell]:
+def shape_of(cells: frozenset[Cell]) -> frozenset[Cell]:
     """``cells`` translated so that their smallest x and y are 0 (two barriers of one shape compare equal)."""
     if not cells:
         return cells

@@ -61,13 +61,13 @@ from bib.tasks.common import (
     sample_agent,
     sample_looks,
 )
+from bib.tasks.efficiency import grid_symmetry, inner_walls, legal_path, shape_of, walk_excess
 from bib.tasks.options import LEGACY, Controls, in_bin
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
-from bib.world.dynamics import AgentState, action_between, move_legal
 from bib.world.grid import Cell, Layout, border_walls
 from bib.world.keylock import optimal_cost
 from bib.world.occluder import Occluder
-from bib.world.planning import TOL, path_cost
+from bib.world.planning import TOL
 
 CONDITION = "unobserved-constraints"
 BACKGROUND = "unobserved-constraints-background"
@@ -95,17 +95,6 @@ TRIES = 30
 # ---------------------------------------------------------------- geometry
 
 
-def _symmetry(rng: np.random.Generator, size: int = GRID):
-    """A random symmetry of the square grid (transpose, then flips), as a map on cells."""
-    transpose, fx, fy = (bool(b) for b in rng.integers(0, 2, size=3))
-
-    def f(c: Cell) -> Cell:
-        x, y = (c[1], c[0]) if transpose else c
-        return (size - 1 - x if fx else x, size - 1 - y if fy else y)
-
-    return f
-
-
 class _Scene:
     """Before the symmetry: the occluder is columns ``x0..x1`` of every interior row, the hidden obstacle a
     vertical segment of ``length`` cells in one of those columns, homes left of the occluder and objects right
@@ -119,7 +108,7 @@ class _Scene:
         column = int(rng.integers(x0, x1 + 1))
         y0 = int(rng.integers(1, GRID - self.length))
         self.rows = range(y0, y0 + self.length)
-        self.f = _symmetry(rng)
+        self.f = grid_symmetry(rng)
         self.occluder = _box(frozenset(self.f((x, y)) for x in self.columns for y in range(1, GRID - 1)))
         self.hidden = frozenset(self.f((column, y)) for y in self.rows)
 
@@ -139,36 +128,9 @@ def _box(cells: frozenset[Cell]) -> Occluder:
     return Occluder(min(xs), min(ys), max(xs), max(ys))
 
 
-def inner_walls(layout: Layout) -> frozenset[Cell]:
-    """The walls of a layout that are not its border ring (here: a revealed or hidden obstacle)."""
-    return layout.walls - border_walls(layout.width, layout.height)
-
-
 def with_walls(layout: Layout, cells: frozenset[Cell]) -> Layout:
     """``layout`` with its inner walls replaced by ``cells``."""
     return replace(layout, walls=border_walls(layout.width, layout.height) | cells)
-
-
-def legal_path(layout: Layout, path) -> bool:
-    """Every move of ``path`` is legal in ``layout`` (no wall entered, no corner cut)."""
-    for a, b in zip(path, path[1:]):
-        action = action_between(tuple(a), tuple(b))
-        if action is None or not move_legal(layout, tuple(a), action):
-            return False
-    return True
-
-
-def walk_excess(layout: Layout, path) -> float:
-    """How much ``path`` costs over an optimal path from its first cell to its last in ``layout`` (cells)."""
-    return path_cost(path) - optimal_cost(layout, tuple(path[-1]), AgentState(tuple(path[0])))
-
-
-def _shape(cells: frozenset[Cell]) -> frozenset[Cell]:
-    """``cells`` translated so that their smallest x and y are 0 (two obstacles of one shape compare equal)."""
-    if not cells:
-        return cells
-    x0, y0 = min(x for x, _ in cells), min(y for _, y in cells)
-    return frozenset((x - x0, y - y0) for x, y in cells)
 
 
 # ---------------------------------------------------------------- generators
@@ -355,7 +317,7 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         return [Problem(u.id, "the test walk differs from the expected episode's", len(u.trials) - 1)]
     a, b = inner_walls(e.test.layout), inner_walls(u.test.layout)
     variant = reveal_kind(e.variant)
-    if variant == "" and (b == a or _shape(b) != _shape(a)):
+    if variant == "" and (b == a or shape_of(b) != shape_of(a)):
         return [Problem(u.id, "the unexpected outcome must reveal an obstacle of the expected one's shape elsewhere")]
     if variant == "empty" and b:
         return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
