@@ -36,8 +36,8 @@ from bib.world.occluder import Occluder
 os.environ["BIB_NO_PROGRESS"] = "1"
 
 CTRL = TaskOptions(agent=AgentModel("boltzmann", (2.0, 10.0), 3.0), variants=("", "empty", "", "larger"),
-                   difficulty=(0.4, 1.0, 2.0, 4.0))
-"""AGENT's walk design with bib-ctrl's agent and bins; a block is 2 x 4 variants x 3 bins = 24 pairs."""
+                   difficulty=(0.4, 1.0, 2.0))
+"""AGENT's walk design with bib-ctrl's agent and bins; a block is 2 x 4 variants x 2 bins = 16 pairs."""
 AT_GOAL = dataclasses.replace(CTRL, variants=("at-goal", "empty+at-goal", "at-goal", "larger+at-goal"))
 """The test shows the agent at its object, after each of the three reveals."""
 CTRL_SPEC = dataclasses.replace(CTRL, variants=("at-goal",))
@@ -46,7 +46,7 @@ CTRL_SPEC = dataclasses.replace(CTRL, variants=("at-goal",))
 
 @pytest.fixture(scope="module")
 def ctrl_pairs() -> list[tuple[Episode, Episode]]:
-    """Two whole blocks (48 pairs) of the controlled design, bib-ctrl's seed."""
+    """Two whole blocks (32 pairs) of AGENT's walk design, bib-ctrl's seed."""
     out = []
     for i in range(2 * CTRL.cycle):
         e, u = make_unit(CONDITION, i, 20211207, CTRL)
@@ -56,7 +56,7 @@ def ctrl_pairs() -> list[tuple[Episode, Episode]]:
 
 @pytest.fixture(scope="module")
 def goal_pairs() -> list[tuple[Episode, Episode]]:
-    """One whole block of bib-ctrl's design (the test at the goal): 24 pairs."""
+    """One whole block of the test at the goal after each reveal: 16 pairs."""
     return [tuple(make_unit(CONDITION, i, 20211207, AT_GOAL)) for i in range(AT_GOAL.cycle)]  # type: ignore[misc]
 
 
@@ -223,7 +223,7 @@ def test_pairs_show_the_same_walk_and_differ_only_in_what_is_revealed(ctrl_pairs
             assert not b
         else:
             assert len(b) == len(a) + 1 and not a & b
-    assert variants == {"": 24, "empty": 12, "larger": 12}
+    assert variants == {"": len(ctrl_pairs) // 2, "empty": len(ctrl_pairs) // 4, "larger": len(ctrl_pairs) // 4}
 
 
 def test_wall_counts_and_every_non_efficiency_feature_sit_at_chance(ctrl_pairs) -> None:
@@ -240,6 +240,35 @@ def test_wall_counts_and_every_non_efficiency_feature_sit_at_chance(ctrl_pairs) 
         if f.cue != "efficiency":
             assert 0.4 <= acc[name] <= 0.6, (name, acc[name])
     assert acc["excess-cost"] == 1.0  # the efficiency principle, the condition's own test (exempt)
+
+
+def test_both_reveals_sit_alike_relative_to_the_object(ctrl_pairs, goal_pairs) -> None:
+    """The hidden segment stood between homes and objects, so "the wall in line with the object" or "the wall
+    nearer the object" would call it; every pair whose unexpected outcome reveals a wall ties on both."""
+    from bib.tasks.unobserved import placement
+
+    tied = 0
+    for e, u in [*ctrl_pairs, *goal_pairs]:
+        b = inner_walls(u.test.layout)
+        if b:
+            obj = e.test.layout.objects[0].cell
+            assert placement(b, obj) == placement(_hidden(e), obj)
+            tied += 1
+    assert tied == len(ctrl_pairs) * 3 // 4 + len(goal_pairs) * 3 // 4
+    from bib.observers.hidden_obstacles import segments
+
+    for e, u in (p for p in ctrl_pairs if p[0].variant == ""):  # the rule refuses a reveal that sits otherwise
+        obj, a = e.test.layout.objects[0].cell, _hidden(e)
+        vertical = len({c[0] for c in a}) == 1
+        other = [s for s in segments(e.trials[0].occluder, len(a)) if len(s) == len(a) and s != a
+                 and (len({c[0] for c in s}) == 1) == vertical and placement(s, obj) != placement(a, obj)]
+        if other:
+            bad = dataclasses.replace(u, trials=(*u.familiarization, dataclasses.replace(
+                u.test, layout=with_walls(u.test.layout, other[0]))))
+            assert "the two reveals must sit alike relative to the object" in str(validate_pair(e, bad)[0])
+            break
+    else:
+        pytest.fail("no pair to break")
 
 
 @pytest.mark.parametrize("break_it, message", [

@@ -88,6 +88,9 @@ MARGIN = 0.05
 MAX_EXPLAINED = 3.0
 """Explained: every familiarization walk costs at most this much over optimal with the revealed walls in place
 (the Boltzmann stimulus agent's own bound, :class:`bib.tasks.options.AgentModel`'s ``max_excess``)."""
+SPREAD = 2
+"""Objects are drawn within the hidden segment's rows widened by this many rows on each side (homes within its
+rows), so that a test object need not stand in line with the segment (:func:`placement`)."""
 TRIES = 30
 """Layout draws per unit before it is rejected (each rejected draw is a fresh scene)."""
 
@@ -114,7 +117,8 @@ class _Scene:
 
     def sample(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
         home = (int(rng.integers(1, self.columns[0])), int(rng.choice(self.rows)))
-        obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.choice(self.rows)))
+        reach = range(max(1, self.rows[0] - SPREAD), min(GRID - 2, self.rows[-1] + SPREAD) + 1)
+        obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.choice(reach)))
         return self.f(home), self.f(obj)
 
     def segments(self, length: int) -> list[frozenset[Cell]]:
@@ -168,6 +172,18 @@ def at_goal(variant: str) -> bool:
     return AT_GOAL in variant.split("+")
 
 
+def placement(walls: frozenset[Cell], obj: Cell) -> tuple[bool, int]:
+    """How a revealed segment sits relative to the object, as a picture shows it: whether its span along its own
+    axis covers the object's row (or column), and its king-move distance to the object. Both reveals of a pair
+    sit alike (:func:`_draft`), so neither "the wall in line with the object" nor "the wall nearer the object"
+    tells the expected one (the hidden segment always spans the rows of the homes and objects it stood between)."""
+    if not walls:
+        return (False, 0)
+    xs, ys = {c[0] for c in walls}, {c[1] for c in walls}
+    spans = (min(ys) <= obj[1] <= max(ys)) if len(xs) == 1 else (min(xs) <= obj[0] <= max(xs))
+    return spans, min(max(abs(c[0] - obj[0]), abs(c[1] - obj[1])) for c in walls)
+
+
 def _near(cell: Cell, cells: frozenset[Cell]) -> bool:
     return any(max(abs(c[0] - cell[0]), abs(c[1] - cell[1])) <= 1 for c in cells)
 
@@ -211,6 +227,8 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
             e_excess = walk_excess(with_walls(shown.layout, scene.hidden), shown.path)
             for j in rng.permutation(len(options)):
                 if at_goal(variant) and _near(obj, options[int(j)]):
+                    continue
+                if options[int(j)] and placement(options[int(j)], obj) != placement(scene.hidden, obj):
                     continue
                 d = walk_excess(with_walls(shown.layout, options[int(j)]), shown.path) - e_excess
                 if d >= MARGIN and in_bin(d, bin_):
@@ -319,6 +337,9 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
     variant = reveal_kind(e.variant)
     if variant == "" and (b == a or shape_of(b) != shape_of(a)):
         return [Problem(u.id, "the unexpected outcome must reveal an obstacle of the expected one's shape elsewhere")]
+    obj = u.test.layout.objects[0].cell if u.test.layout.objects else None
+    if b and obj is not None and placement(b, obj) != placement(a, obj):
+        return [Problem(u.id, "the two reveals must sit alike relative to the object (in line with it or not, as near)")]
     if variant == "empty" and b:
         return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
     if variant == "larger" and (len(b) <= len(a) or b & a):
