@@ -580,10 +580,37 @@ def few_pairs_warnings(results: Mapping[str, ConditionResult]) -> list[str]:
     return [w for c, r in results.items() if (w := few_pairs_warning(c, r.n_pairs)) is not None]
 
 
+TIE_SHARE_WARN = 0.5
+"""Share of all pairs tied (expected and unexpected surprise equal) at or above which ``bib evaluate`` warns that the
+model's surprise does not depend on its input (issue 42: a collapsed frame encoder). A model whose surprise follows
+its input ties only where a pair's scored steps coincide: the committed learned observers tie 0.2-0.5% of bib-eval's
+8,267 pairs (0.5-0.8% of bib-ctrl's) and at most 8.5% of one condition's, so half of at least :data:`MIN_PAIRS` pairs tied has a chance
+below 1e-3 under such a model (binomial, 5 of 10 at p = 0.085). A discrete heuristic ties more where its rule
+cannot tell a pair apart (closest-object 37.6% of bib-eval, below the line; the path-length probe 53.0%, above it);
+a constant surprise ties every pair."""
+
+
+def ties_warning(results: Mapping[str, ConditionResult]) -> str | None:
+    """The warning when at least :data:`TIE_SHARE_WARN` of at least :data:`MIN_PAIRS` pairs tie (None otherwise)."""
+    pairs = sum(r.n_pairs for r in results.values())
+    ties = sum(r.n_ties for r in results.values())
+    if pairs < MIN_PAIRS or ties < TIE_SHARE_WARN * pairs:
+        return None
+    return (f"{ties} of {pairs} pairs tie ({100 * ties / pairs:.1f}%, at least {100 * TIE_SHARE_WARN:.0f}%): the model's "
+            "surprise does not tell most pairs apart, as if it did not depend on the input (a collapsed encoder? a "
+            "constant output?); each tie scores 0.5")
+
+
+def evaluation_warnings(results: Mapping[str, ConditionResult]) -> list[str]:
+    """The warnings of an evaluation: :func:`ties_warning` first, then :func:`few_pairs_warnings`."""
+    tie = ties_warning(results)
+    return ([tie] if tie is not None else []) + few_pairs_warnings(results)
+
+
 def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, **extra: object) -> dict[str, object]:
     """The ``bib evaluate --json`` object (``evaluation.json``, schema :data:`SCHEMA`): ``{"schema", "bib_version",
     "readout", "tie_rule", "conditions": {C: {"accuracy", "ci_low", "ci_high", "n_pairs", "n_ties"}}, "averages",
-    "overall", "warnings" (:func:`few_pairs_warnings`), ...extra}`` (``extra``: ``model``, ``set``, ``sets``, ``difficulty``)."""
+    "overall", "warnings" (:func:`evaluation_warnings`), ...extra}`` (``extra``: ``model``, ``set``, ``sets``, ``difficulty``)."""
     from bib import __version__
 
     return {
@@ -594,7 +621,7 @@ def evaluation_json(results: Mapping[str, ConditionResult], readout_name: str, *
         "conditions": {c: _result_json(r) for c, r in results.items()},
         "averages": family_averages(results),
         "overall": overall(results),
-        "warnings": few_pairs_warnings(results),
+        "warnings": evaluation_warnings(results),
         **extra,
     }
 
@@ -657,7 +684,7 @@ class Evaluation(Result):
         if self.note:
             note = f"{self.note}\n\n{note}"
         text = note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
-        text += "".join(f"\n\nWarning: {w}" for w in few_pairs_warnings(self.conditions))
+        text += "".join(f"\n\nWarning: {w}" for w in evaluation_warnings(self.conditions))
         if self.difficulty:
             text += "\n\n" + DifficultyCurve(self.difficulty).to_markdown()
         return text

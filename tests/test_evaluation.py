@@ -349,3 +349,50 @@ def test_a_model_card_with_malformed_sets_is_read_as_naming_none(tmp_path: Path)
     res = runner.invoke(app, ["evaluate", str(out), str(run), "--table", str(table), "--name", "x"])
     assert res.exit_code == 0, res.output
     assert {r["training_data"] for r in csv.DictReader(table.open())} == {"?, 3 episodes"}
+
+
+def test_ties_at_half_of_the_pairs_warn_that_the_surprise_does_not_depend_on_the_input() -> None:
+    """Issue 42: a collapsed encoder ties most pairs; the tie count warns at TIE_SHARE_WARN of at least MIN_PAIRS
+    pairs, first among the warnings, in the JSON and the Markdown. The committed learned observers' shares (16-28 of
+    8,267 pairs) and closest-object's (37.6%) stay below it."""
+    from bib.evaluation import MIN_PAIRS, TIE_SHARE_WARN, ConditionResult, Evaluation, evaluation_json, ties_warning
+
+    def results(pairs: int, ties: int, second: int = 0) -> dict:
+        out = {"preference": ConditionResult("preference", 0.5, 0.4, 0.6, pairs, ties)}
+        if second:
+            out["efficiency-path"] = ConditionResult("efficiency-path", 0.5, 0.4, 0.6, second, 0)
+        return out
+
+    assert TIE_SHARE_WARN == 0.5 and MIN_PAIRS == 10
+    assert ties_warning(results(10, 4)) is None and ties_warning(results(1000, 376)) is None
+    assert ties_warning(results(9, 9)) is None  # too few pairs to say anything (few_pairs_warning says so)
+    assert ties_warning(results(10, 5)) == ("5 of 10 pairs tie (50.0%, at least 50%): the model's surprise does not "
+                                            "tell most pairs apart, as if it did not depend on the input (a collapsed "
+                                            "encoder? a constant output?); each tie scores 0.5")
+    assert ties_warning(results(20, 10, second=20)) is None  # ties are counted over all pairs, not per condition
+    assert ties_warning(results(20, 20, second=20)).startswith("20 of 40 pairs tie (50.0%")
+    doc = evaluation_json(results(12, 12), "max")
+    assert doc["warnings"] == [ties_warning(results(12, 12))]
+    assert Evaluation(results(12, 12)).to_markdown().endswith("\n\nWarning: " + doc["warnings"][0])
+    assert evaluation_json(results(12, 5), "max")["warnings"] == []
+
+
+def test_bib_evaluate_warns_of_a_constant_surprise_on_stderr_and_in_the_json(tmp_path: Path) -> None:
+    """The sample submission's surprise (0 everywhere) ties every pair: one `warning:` line on stderr and the same
+    text in evaluation.json; a closest-object run of the same set does not warn."""
+    runner = CliRunner()
+    sset, run = tmp_path / "set", tmp_path / "run"
+    assert runner.invoke(app, ["generate", "--task", "efficiency-path", "--n", "12", "--seed", "3", "--out", str(sset)]).exit_code == 0
+    ids = sorted(p.stem for p in sset.rglob("*.json") if p.stem.startswith("efficiency-path-"))
+    assert len(ids) == 24
+    const = tmp_path / "const.csv"
+    const.write_text("episode_id,surprise\n" + "".join(f"{i},0\n" for i in ids))
+    res = runner.invoke(app, ["evaluate", str(sset), str(const), "--json", "--out", str(tmp_path / "ev")])
+    assert res.exit_code == 0, res.output
+    line = "12 of 12 pairs tie (100.0%, at least 50%): the model's surprise does not tell most pairs apart"
+    assert res.stderr.startswith(f"warning: {line}") and res.stderr.count("\n") == 1
+    doc = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
+    assert doc["warnings"][0].startswith(line) and doc["conditions"]["efficiency-path"]["accuracy"] == 0.5
+    assert runner.invoke(app, ["score", "closest-object", str(sset), "--out", str(run)]).exit_code == 0
+    res = runner.invoke(app, ["evaluate", str(sset), str(run), "--json"])
+    assert res.exit_code == 0 and "warning" not in res.stderr and json.loads(res.stdout)["warnings"] == []

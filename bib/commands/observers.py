@@ -156,6 +156,7 @@ def register(app: typer.Typer) -> None:
             set_summary,
             surprise_by_episode,
             table_rows,
+            ties_warning,
             upsert_table,
         )
         from bib.evaluation import evaluate as run
@@ -187,6 +188,8 @@ def register(app: typer.Typer) -> None:
             model = {**model, "name": name}
         result = Evaluation(res, readout.value, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed), model,
                             set_summary(found.refs, found.sets), note=note)
+        if (tied := ties_warning(res)) is not None:  # also in the JSON's warnings and the table's last lines
+            typer.echo(f"warning: {tied}", err=True)
         if folder is not None:
             with folder as tmp:
                 result.save(tmp)
