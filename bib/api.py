@@ -319,6 +319,7 @@ def train(
     options: Mapping[str, Any] | None = None,
     patience: int | None = None,
     resume_from: str | os.PathLike[str] | None = None,
+    pretrain: str | None = None,
     **more_options: Any,
 ) -> Trained:
     """Train a model on a background set into the folder ``out``: what ``bib train`` does, from Python.
@@ -344,6 +345,8 @@ def train(
             observer's ``[train] patience`` override (None: the config's), your class's context (None: 0).
         resume_from: a folder an earlier ``bib train`` wrote (its ``last.pt``): training continues after its last
             epoch (``--resume-from``).
+        pretrain: a learned observer's ``[train] pretrain`` override (``--pretrain``): ``atc`` pretrains its frame
+            encoder with Augmented Temporal Contrast before training (:mod:`bib.observers.atc`), ``none`` does not.
         **more_options: more constructor options, as keywords.
 
     The model's ``fit`` gets the episodes' blind view (opaque ids, no outcome), as ``bib train`` hands it.
@@ -375,9 +378,13 @@ def train(
                             "give your own class its settings with --option KEY=VALUE")
     if not user and options:
         raise BibInputError(f"--option is for your own package.module:Class; configure {name} with --config")
+    if user and pretrain is not None:
+        raise BibInputError("--pretrain pretrains the frame encoder of a built-in learned observer; your own class "
+                            "pretrains in its fit(episodes, context)")
     dev = check_device(device) if user else resolve_device(device)  # a learned observer: resolved before any work
     overrides = {"epochs": epochs, "max_episodes": max_episodes, "seed": seed,
-                 **({"patience": patience} if patience is not None else {})}
+                 **({"patience": patience} if patience is not None else {}),
+                 **({"pretrain": pretrain} if pretrain else {})}
     job = {"command": "train", "observer": name, "background": Path(background), "config": config,
            "overrides": overrides, **({"options": options} if options else {}),
            **({"resume_from": Path(resume_from)} if resume_from is not None else {})}

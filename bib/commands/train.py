@@ -27,6 +27,7 @@ def register(app: typer.Typer) -> None:
         option: list[str] = typer.Option([], "--option", help="Constructor argument KEY=VALUE (JSON value) of your own class, repeatable.", show_default=False),
         patience: int = typer.Option(None, "--patience", min=0, help="Stop after N epochs without a lower validation loss (0 = never stop early; default: the config's [train] patience, 0 for your class); your class: its fit(episodes, context)'s early stopping.", show_default=False),
         resume_from: Path = typer.Option(None, "--resume-from", help="Continue training from the last.pt of a folder an earlier bib train wrote (its epochs count towards --epochs).", show_default=False),
+        pretrain: str = typer.Option(None, "--pretrain", metavar="none|atc", help="A learned observer with input = \"frames\": atc pretrains its frame encoder with Augmented Temporal Contrast on the training split before training (default: the config's [train] pretrain, none).", show_default=False),
         device: str = DEVICE,
         force: bool = FORCE,
     ) -> None:
@@ -44,5 +45,5 @@ def register(app: typer.Typer) -> None:
 
         trained = run(trainable(name), background, out, config=config, epochs=epochs, max_episodes=max_episodes,
                       seed=seed, device=device, force=force, log=lambda line: typer.echo(line, err=True),
-                      options=parse_options(option), patience=patience, resume_from=resume_from)
+                      options=parse_options(option), patience=patience, resume_from=resume_from, pretrain=pretrain)
         typer.echo(str(trained))

@@ -52,6 +52,15 @@ class TrainConfig:
         loader_workers: processes that load and encode episodes while the main process trains
             (0 = load inline).
         patience: stop after N epochs without a lower validation loss (0 = never stop early).
+        pretrain: ``none``, or ``atc``: pretrain a frame encoder with Augmented Temporal Contrast on the training
+            split before the behaviour-cloning epochs (:mod:`bib.observers.atc`, ``bib train --pretrain atc``).
+        pretrain_epochs: ATC passes over the training episodes.
+        pretrain_batches: stop each ATC epoch after N batches; 0 = a full pass.
+        pretrain_batch_size: (anchor, positive) frame pairs per ATC step (BIB: 512).
+        pretrain_lr: the ATC Adam learning rate (BIB: 1e-4).
+        atc_k: the positive is the frame ``atc_k`` steps after the anchor, in the same trial (BIB: the next frame).
+        atc_tau: the momentum (EMA) target encoder's update rate per step (BIB: 0.01).
+        atc_pad: random-shift augmentation: replicate-pad by this many pixels, crop back at a random offset (BIB: 1).
     """
 
     epochs: int = 5
@@ -66,6 +75,18 @@ class TrainConfig:
     threads: int = 1
     loader_workers: int = 1
     patience: int = 0
+    pretrain: str = "none"
+    pretrain_epochs: int = 1
+    pretrain_batches: int = 0
+    pretrain_batch_size: int = 512
+    pretrain_lr: float = 1e-4
+    atc_k: int = 1
+    atc_tau: float = 0.01
+    atc_pad: int = 1
+
+
+PRETRAINS: tuple[str, ...] = ("none", "atc")
+"""``[train] pretrain`` / ``bib train --pretrain``: no pretraining, or ATC (:mod:`bib.observers.atc`)."""
 
 
 GPU_LOADER_WORKERS = 2
@@ -101,6 +122,10 @@ def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
         elif isinstance(default, float):
             ok = isinstance(value, (int, float)) and math.isfinite(value)
             value = float(value) if ok else value
+        elif isinstance(default, (list, tuple)) and _float_list(fields[key]):
+            ok = isinstance(value, (list, tuple)) and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+            value = [float(v) for v in value] if ok else value
         elif isinstance(default, (list, tuple)):
             ok = isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
             value = list(value) if ok else value
@@ -115,10 +140,17 @@ def config_from_dict(cls: type, values: dict[str, Any], where: str) -> Any:
             if not ((lo < value) if open_low else (lo <= value)) or not ((value < hi) if open_high else (value <= hi)):
                 shown = f"{'(' if open_low else '['}{lo:g}, {hi:g}{')' if open_high else ']'}"
                 raise BibInputError(f"{where}: field {key!r} must be in {shown}, got {value!r}")
+    if "pretrain" in out and out["pretrain"] not in PRETRAINS:
+        raise BibInputError(f"{where}: field 'pretrain': expected one of {', '.join(PRETRAINS)}, got {out['pretrain']!r}")
     config = cls(**out)
     if issubclass(cls, InputConfig):  # a model's sizes (a training config's counts are not sizes)
         check_sizes(config, where)
     return config
+
+
+def _float_list(f: dataclasses.Field) -> bool:
+    """True for a field annotated ``list[float]`` (the annotations are strings here: ``from __future__``)."""
+    return str(f.type).replace(" ", "") == "list[float]"
 
 
 #: Ranges of the numbers a model or training config gives (low, high, low excluded, high excluded):
@@ -130,6 +162,9 @@ RANGES: dict[str, tuple[float, float, bool, bool]] = {
     "seed": (0, 2**64 - 1, False, False), "max_episodes": (0, 10**9, False, False),
     "max_batches": (0, 10**9, False, False), "max_val_episodes": (0, 10**9, False, False),
     "threads": (0, 1024, False, False), "loader_workers": (0, 256, False, False),
+    "pretrain_epochs": (1, 100_000, False, False), "pretrain_batches": (0, 10**9, False, False),
+    "pretrain_batch_size": (2, 1 << 16, False, False), "pretrain_lr": (0.0, 10.0, True, False),
+    "atc_k": (1, 1000, False, False), "atc_tau": (0.0, 1.0, True, False), "atc_pad": (0, 16, False, False),
 }
 
 
@@ -144,7 +179,7 @@ def check_sizes(config: Any, where: str) -> None:
     :data:`SIZE_MAX`."""
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        if f.name == "seed" or isinstance(value, bool) or not isinstance(value, (int, list)):
+        if f.name == "seed" or isinstance(value, bool) or not isinstance(value, (int, list)) or _float_list(f):
             continue
         top = {"grid": GRID_MAX, "cell_px": 64}.get(f.name, SIZE_MAX)
         values = value if isinstance(value, list) else [value]
@@ -165,6 +200,11 @@ class InputConfig:
         embed: state embedding size.
         symbolic_hidden: hidden units of the symbolic state MLP.
         seed: ``torch.manual_seed`` for the initial weights.
+        normalize: ``frames``: the input normalisation, ``none`` (BIB's: pixels / 255), ``imagenet`` or ``dataset``
+            (:data:`bib.observers.encoders.NORMALIZATIONS`).
+        pixel_mean, pixel_std: the per-channel (R, G, B) numbers ``normalize`` uses, filled in when the observer is
+            built (``imagenet``) or trained (``dataset``: measured on the training frames), so the checkpoint
+            records them; empty for ``none``.
     """
 
     input: str = "symbolic"
@@ -174,3 +214,6 @@ class InputConfig:
     embed: int = 128
     symbolic_hidden: int = 256
     seed: int = 0
+    normalize: str = "none"
+    pixel_mean: list[float] = field(default_factory=list)
+    pixel_std: list[float] = field(default_factory=list)

@@ -32,6 +32,69 @@ from bib.world.dynamics import ACTIONS, STAY, action_between
 
 INPUTS = ("symbolic", "frames")
 
+NORMALIZATIONS: tuple[str, ...] = ("none", "imagenet", "dataset")
+"""How a frame's floats in [0, 1] are normalised before the conv encoder (``normalize`` in ``[model]``): ``none``
+(BIB's baselines: ``atc/models.py`` and ``atc/datasets.py`` divide by 255 and nothing more), ``imagenet``
+(torchvision's published per-channel mean and std, :data:`IMAGENET_MEAN` / :data:`IMAGENET_STD`) or ``dataset``
+(the per-channel mean and std of the training frames, measured by ``bib train`` before training,
+:func:`frame_statistics`). The numbers used are the config's ``pixel_mean`` / ``pixel_std``, so the checkpoint
+records them."""
+IMAGENET_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
+"""torchvision's ImageNet channel means (R, G, B), for ``normalize = "imagenet"``."""
+IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
+"""torchvision's ImageNet channel standard deviations (R, G, B), for ``normalize = "imagenet"``."""
+STAT_DECIMALS = 6
+"""Measured channel statistics are rounded to this many decimals (the config records them as JSON)."""
+
+
+def pixel_normalization(normalize: str, mean: Sequence[float] = (), std: Sequence[float] = ()
+                        ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The per-channel ``(mean, std)`` a frame encoder applies under ``normalize`` (:data:`NORMALIZATIONS`), given the
+    config's ``pixel_mean`` / ``pixel_std`` (empty: not given). ``none`` gives ``()`` (nothing applied);
+    ``imagenet`` the published numbers; ``dataset`` the given ones, or ``()`` while they are not measured yet.
+
+    Raises:
+        BibInputError: an unknown ``normalize``, numbers given with ``none`` or other than ImageNet's with
+            ``imagenet``, lists that are not 3 finite numbers each, or a std that is not positive.
+    """
+    if normalize not in NORMALIZATIONS:
+        raise BibInputError(f"config field 'normalize': expected one of {', '.join(NORMALIZATIONS)}, got {normalize!r}")
+    mean, std = tuple(float(v) for v in mean), tuple(float(v) for v in std)
+    if (len(mean) == 0) != (len(std) == 0) or (mean and (len(mean) != 3 or len(std) != 3)):
+        raise BibInputError(f"config fields 'pixel_mean'/'pixel_std': expected 3 numbers each (R, G, B) or none, "
+                            f"got {list(mean)!r} and {list(std)!r}")
+    if mean and not (all(np.isfinite(mean)) and all(np.isfinite(std)) and min(std) > 0):
+        raise BibInputError(f"config field 'pixel_std': expected positive finite numbers, got {list(std)!r}")
+    if normalize == "none":
+        if mean:
+            raise BibInputError("config fields 'pixel_mean'/'pixel_std' are given but normalize = \"none\"")
+        return (), ()
+    if normalize == "imagenet":
+        if mean and (mean, std) != (IMAGENET_MEAN, IMAGENET_STD):
+            raise BibInputError(f"config fields 'pixel_mean'/'pixel_std' differ from ImageNet's {list(IMAGENET_MEAN)} / "
+                                f"{list(IMAGENET_STD)} under normalize = \"imagenet\" (use \"dataset\" for your own)")
+        return IMAGENET_MEAN, IMAGENET_STD
+    return mean, std
+
+
+def frame_statistics(frames: Sequence[np.ndarray]) -> tuple[list[float], list[float]]:
+    """Per-channel mean and standard deviation of the pixels of ``frames`` (uint8 ``[n, 3, H, W]`` arrays), as floats
+    in [0, 1] rounded to :data:`STAT_DECIMALS` decimals (a std of 0 becomes 1: a flat channel is left as it is)."""
+    total = np.zeros(3)
+    square = np.zeros(3)
+    count = 0
+    for f in frames:
+        x = np.asarray(f, dtype=np.float64) / 255.0
+        total += x.sum(axis=(0, 2, 3))
+        square += (x * x).sum(axis=(0, 2, 3))
+        count += x.shape[0] * x.shape[2] * x.shape[3]
+    if count == 0:
+        raise BibInputError("no frames to measure the pixel statistics of")
+    mean = total / count
+    std = np.sqrt(np.maximum(square / count - mean * mean, 0.0))
+    std = np.where(std > 0, std, 1.0)
+    return [round(float(v), STAT_DECIMALS) for v in mean], [round(float(v), STAT_DECIMALS) for v in std]
+
 _STATIC = ("wall", "barrier", "lock", "key", "home")
 _DYNAMIC = ("agent", "carrying")
 SYMBOLIC_CHANNELS: tuple[str, ...] = (
@@ -62,18 +125,30 @@ class InputSpec:
         image_size: side of a frame in pixels (``frames`` only; BIB: 84).
         cell_px: render cell size before resizing (``frames`` only).
         grid: ``(width, height)`` of the symbolic grid; episodes of another size are refused.
+        normalize: ``frames`` only: ``none``, ``imagenet`` or ``dataset`` (:data:`NORMALIZATIONS`).
+        pixel_mean, pixel_std: the per-channel numbers of ``normalize`` (:func:`pixel_normalization`; empty for
+            ``none`` and for a ``dataset`` not measured yet).
     """
 
     input: str = "symbolic"
     image_size: int = 84
     cell_px: int = 8
     grid: tuple[int, int] = (10, 10)
+    normalize: str = "none"
+    pixel_mean: tuple[float, ...] = ()
+    pixel_std: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if self.input not in INPUTS:
             raise BibInputError(f"config field 'input': expected one of {', '.join(INPUTS)}, got {self.input!r}")
         if self.image_size < 8 or self.cell_px < 4:
             raise BibInputError(f"config fields 'image_size'/'cell_px' too small: {self.image_size}, {self.cell_px}")
+        if self.input == "symbolic" and (self.normalize != "none" or self.pixel_mean or self.pixel_std):
+            raise BibInputError(f"config field 'normalize': {self.normalize!r} applies to input = \"frames\" only "
+                                "(symbolic grids are not normalised)")
+        mean, std = pixel_normalization(self.normalize, self.pixel_mean, self.pixel_std)
+        object.__setattr__(self, "pixel_mean", mean)
+        object.__setattr__(self, "pixel_std", std)
 
     @property
     def channels(self) -> int:

@@ -84,8 +84,11 @@ class LearnedObserver(BaseObserver):
             config = config_from_dict(self.Config, overrides, f"observer {self.name}")
         elif overrides:
             config = dataclasses.replace(config, **overrides)
-        self.config = config
-        self.spec = InputSpec(config.input, config.image_size, config.cell_px, tuple(config.grid))
+        self.spec = InputSpec(config.input, config.image_size, config.cell_px, tuple(config.grid), config.normalize,
+                              tuple(config.pixel_mean), tuple(config.pixel_std))
+        # the numbers normalize resolved to (ImageNet's, or a dataset's measured ones) are the config's record
+        self.config = dataclasses.replace(config, pixel_mean=list(self.spec.pixel_mean),
+                                          pixel_std=list(self.spec.pixel_std))
         torch.manual_seed(config.seed)
         self.net = self.build_net()
         if self.spec.input == "frames":  # convolutions over frames run ~1.6x faster channels-last on CPU
@@ -95,6 +98,15 @@ class LearnedObserver(BaseObserver):
     def build_net(self) -> nn.Module:
         """The network (with a ``step_errors(batch) -> [Q]`` method)."""
         raise NotImplementedError
+
+    def set_pixel_statistics(self, mean: Sequence[float], std: Sequence[float]) -> None:
+        """Use ``mean`` / ``std`` (per channel, R, G, B) as the frame normalisation of a ``normalize = "dataset"``
+        observer (measured by ``bib train``): in the config (so the checkpoint records them), the input spec and the
+        encoder."""
+        self.spec = dataclasses.replace(self.spec, pixel_mean=tuple(mean), pixel_std=tuple(std))
+        self.config = dataclasses.replace(self.config, pixel_mean=list(self.spec.pixel_mean),
+                                          pixel_std=list(self.spec.pixel_std))
+        self.net.encoder.set_normalization(self.spec.pixel_mean, self.spec.pixel_std)
 
     def to_device(self, device: str) -> LearnedObserver:
         """Move the network to ``device`` (a resolved torch device, :func:`bib.observers.device.resolve_device`);

@@ -20,11 +20,6 @@ RECEPTIVE = 7
 """Input pixels per axis one output of the second convolution reads (kernels 3 and 3, stride 2)."""
 
 
-def _as_float(frames: torch.Tensor) -> torch.Tensor:
-    """uint8 pictures ``[N, 3, H, W]`` -> floats in [0, 1], channels-last."""
-    return frames.float().div_(255.0).contiguous(memory_format=torch.channels_last)
-
-
 def _nhwc(x: torch.Tensor) -> torch.Tensor:
     """``[N, C, H, W]`` -> its channels-last memory as a contiguous ``[N, H, W, C]`` tensor (no copy when it is)."""
     return x.permute(0, 2, 3, 1).contiguous()
@@ -54,6 +49,11 @@ class StateEncoder(nn.Module):
             self.register_buffer("dyn", torch.tensor(DYNAMIC_CHANNELS), persistent=False)
             self.head = nn.Sequential(nn.ReLU(), nn.Linear(hidden, embed), nn.ReLU())
             return
+        self.normalized = False  # frames: (x - pixel_mean) / pixel_std per channel after / 255 (InputSpec.normalize)
+        self.register_buffer("pixel_mean", torch.zeros(1, c, 1, 1), persistent=False)  # the config records them
+        self.register_buffer("pixel_std", torch.ones(1, c, 1, 1), persistent=False)
+        if spec.pixel_mean:
+            self.set_normalization(spec.pixel_mean, spec.pixel_std)
         convs: list[nn.Module] = []
         for i, stride in enumerate((2, 2, 2, 1)):
             convs += [nn.Conv2d(c if i == 0 else 32, 32, 3, stride=stride), nn.ReLU(inplace=True)]
@@ -61,6 +61,24 @@ class StateEncoder(nn.Module):
         with torch.no_grad():
             flat = self.conv(torch.zeros(1, c, h, w)).numel()
         self.head = nn.Sequential(nn.Flatten(), nn.Linear(flat, embed), nn.ReLU())
+
+    def set_normalization(self, mean, std) -> None:
+        """Normalise frames with per-channel ``mean`` / ``std`` (floats for pixels in [0, 1]; buffers, not weights)."""
+        self.pixel_mean.copy_(torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
+        self.pixel_std.copy_(torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+        self.normalized = True
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """Frames as floats in [0, 1] ``[N, 3, H, W]`` -> the encoder's input (normalised when the spec says so)."""
+        return (x - self.pixel_mean) / self.pixel_std if self.normalized else x
+
+    def as_input(self, frames: torch.Tensor) -> torch.Tensor:
+        """uint8 pictures ``[N, 3, H, W]`` -> the encoder's float input, channels-last (:meth:`normalize`)."""
+        return self.normalize(frames.float().div_(255.0)).contiguous(memory_format=torch.channels_last)
+
+    def embed_frames(self, x: torch.Tensor) -> torch.Tensor:
+        """Embeddings ``[N, embed]`` of encoder inputs ``x`` (:meth:`as_input`): the conv stack and the head."""
+        return self.head(self.conv(x.contiguous(memory_format=torch.channels_last)))
 
     def forward(self, batch: Batch, index: torch.Tensor | None = None) -> torch.Tensor:
         """Embeddings ``[N, embed]`` of the states ``index`` (default: all states of ``batch``)."""
@@ -71,8 +89,8 @@ class StateEncoder(nn.Module):
             parts = []
             for start in range(0, n, FRAME_CHUNK):
                 sel = slice(start, min(start + FRAME_CHUNK, n))
-                frames = batch.dense(sel if index is None else index[sel])
-                parts.append(self.head(self.conv(frames.contiguous(memory_format=torch.channels_last))))
+                frames = self.normalize(batch.dense(sel if index is None else index[sel]))
+                parts.append(self.embed_frames(frames))
             return parts[0] if len(parts) == 1 else torch.cat(parts)
         variant, cells, dynamic = batch.variant, batch.cells, batch.dynamic
         if index is not None:
@@ -100,7 +118,7 @@ class StateEncoder(nn.Module):
         prefix, third, rest = self.conv[:4], self.conv[4:6], self.conv[6:]
         n = batch.n_states if index is None else len(index)
         bgs = batch.backgrounds
-        maps_bg = torch.cat([_nhwc(prefix(_as_float(bgs[i : i + FRAME_CHUNK]))) for i in range(0, len(bgs), FRAME_CHUNK)])
+        maps_bg = torch.cat([_nhwc(prefix(self.as_input(bgs[i : i + FRAME_CHUNK]))) for i in range(0, len(bgs), FRAME_CHUNK)])
         h2, w2, ch = maps_bg.shape[1:]
         maps3_bg = _nhwc(third(maps_bg.permute(0, 3, 1, 2)))  # [G, H3, W3, 32], the backgrounds' third-layer maps
         h3, w3 = maps3_bg.shape[1:3]
@@ -134,7 +152,7 @@ class StateEncoder(nn.Module):
                 cols = (jx * STRIDE)[:, None] + offs
                 flat = (sel[crop] * (h * w))[:, None, None] + rows[:, :, None] * w + cols[:, None, :]
                 pixels = pixels_of.index_select(0, flat.flatten()).view(m, span, span, 3)
-                out = _nhwc(prefix(_as_float(pixels.permute(0, 3, 1, 2))))  # [M, CROP, CROP, 32]
+                out = _nhwc(prefix(self.as_input(pixels.permute(0, 3, 1, 2))))  # [M, CROP, CROP, 32]
                 # Third-layer outputs p read second-layer rows 2p .. 2p + 2: those reading the crop are
                 # p0 .. p0 + k3 - 1 with p0 = ceil((jy - 2) / 2) (clamped to the map).
                 p0 = torch.clamp(-((2 - jy) // 2), min=0, max=h3 - k3)
@@ -153,7 +171,7 @@ class StateEncoder(nn.Module):
                 maps.view(-1, ch).index_copy_(0, at3.flatten(), out3.reshape(-1, ch))
             maps = maps.permute(0, 3, 1, 2)  # [n, 32, H3, W3], channels-last memory
             if len(whole):
-                maps[whole] = third(prefix(_as_float(batch.frames[sel[whole]])))
+                maps[whole] = third(prefix(self.as_input(batch.frames[sel[whole]])))
             parts.append(self.head(rest(maps)))
         return parts[0] if len(parts) == 1 else torch.cat(parts)
 

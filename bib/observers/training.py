@@ -27,12 +27,13 @@ from bib.errors import BibInputError
 from bib.evaluation import find_episodes
 from bib.guard import load_toml
 from bib.io import ensure_dir
+from bib.observers.atc import check_pretrain, pretrain_atc, unclocked
 from bib.observers.config import TrainConfig, as_is, config_from_dict, loader_workers, torch_threads
 from bib.observers.context import LAST, TrainingContext, provenance, split
 from bib.observers.encoders import Batch, collate
 from bib.observers.registry import learned_class
 from bib.observers.spread import SPREAD_EPISODES, collapse_warning, embedding_spread
-from bib.observers.trainable import subset
+from bib.observers.trainable import CHECKPOINT, subset
 from bib.progress import track
 from bib.stimuli.blind import blind_episode, episode_secret, read_blind
 
@@ -139,6 +140,8 @@ class TrainReport:
         best_val_loss: its validation loss.
         warnings: what the run warned of (the best epoch is the untrained one).
         stopped_early: early stopping ended the run (``[train] patience``).
+        pretrain: the encoder's pretraining (:func:`bib.observers.atc.pretrain_atc`'s record without clock
+            fields), None without one.
         sets: the generated sets the episodes came from (``name``, ``seed``, ``limited`` of each set's
             ``spec.toml``; no path, so the checkpoint's bytes do not depend on where the set lies).
     """
@@ -151,6 +154,7 @@ class TrainReport:
     best_val_loss: float = float("inf")
     warnings: list[str] = field(default_factory=list)
     stopped_early: bool = False
+    pretrain: dict[str, Any] | None = None
 
 
 def run_training(
@@ -178,8 +182,19 @@ def run_training(
     (:func:`bib.observers.spread.embedding_spread`, ``embedding``) and a warning when the encoder collapses.
     """
     net = observer.net
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     report = TrainReport(len(train_items), len(val_items), [dict(s) for s in sets])
+    if cfg.pretrain != "none":
+        check_pretrain(observer, cfg)  # before any work
+    if observer.spec.normalize == "dataset" and not observer.spec.pixel_mean:
+        measure_pixel_statistics(observer, train_items, log)
+    pretrained = None
+    if cfg.pretrain == "atc" and resume_from is None:
+        with torch_threads(cfg.threads):
+            pretrained = pretrain_atc(observer, train_items, _episode, cfg, log)
+    elif cfg.pretrain == "atc":  # resumed: the encoder was pretrained by the run resumed from; its record is in its log
+        pretrained = _resumed_pretrain(Path(resume_from))
+    report.pretrain = None if pretrained is None else unclocked(pretrained)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     ctx = TrainingContext(train_items, val_items, seed=cfg.seed, device=observer.device, threads=cfg.threads,
                           max_epochs=cfg.epochs, patience=cfg.patience, log=log,
                           log_file=None if out is None else log_path(out),
@@ -187,6 +202,8 @@ def run_training(
                           resume_from=None if resume_from is None else Path(resume_from))
     ctx.fields = {"observer": observer.name,
                   "provenance": provenance(observer, device=observer.device, options=_options(observer, cfg))}
+    if pretrained is not None:
+        ctx.fields["pretrain"] = pretrained
     workers = cfg.loader_workers
     cpu = time.process_time()
     with torch_threads(cfg.threads):
@@ -240,6 +257,34 @@ def run_training(
     return report
 
 
+PIXEL_EPISODES = 64
+"""Training episodes (spread evenly over the split) whose frames ``normalize = "dataset"`` measures."""
+
+
+def measure_pixel_statistics(observer: LearnedObserver, items: Sequence[Item], log: Callable[[str], None]) -> None:
+    """Measure the per-channel mean and std of the frames of :data:`PIXEL_EPISODES` training items and make them the
+    observer's normalisation (``normalize = "dataset"``; the config, hence the checkpoint, records them)."""
+    from bib.observers.encoders import frame_statistics
+
+    chosen = subset(list(items), PIXEL_EPISODES)
+    mean, std = frame_statistics([observer.encode(_episode(i)).frames for i in chosen])
+    observer.set_pixel_statistics(mean, std)
+    log(f"normalize = dataset: pixel mean {mean}, std {std} (R, G, B, over the frames of {len(chosen)} training "
+        "episodes)")
+
+
+def _resumed_pretrain(folder: Path) -> dict[str, Any] | None:
+    """The pretraining record of the run resumed from (its log's ``pretrain``), None when it has none."""
+    import json
+
+    path = log_path(folder / CHECKPOINT) if folder.is_dir() else log_path(folder.with_name(CHECKPOINT))
+    try:
+        record = json.loads(path.read_text(encoding="utf-8")).get("pretrain")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def _sync(report: TrainReport, ctx: TrainingContext) -> None:
     """Copy the context's history, best epoch and warnings into ``report``."""
     report.history = ctx.history
@@ -267,6 +312,8 @@ def _metrics(report: TrainReport, upto: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"n_train": report.n_train, "n_val": report.n_val}
     if report.sets:  # only episodes of generated sets name one (loose files' checkpoints keep their bytes)
         out["sets"] = report.sets
+    if report.pretrain is not None:  # how the encoder was pretrained (a run without pretraining keeps its bytes)
+        out["pretrain"] = report.pretrain
     return out | {
         "best_epoch": report.best_epoch,
         "best_val_loss": report.best_val_loss,
