@@ -47,7 +47,8 @@ def test_frames_at_any_size_and_one_phase(made: Path) -> None:
     item = ds[0]
     assert set(item) == {"id", "condition", "test_states", "test_actions", "test_lengths"}
     ep = load_episode(made / "episodes" / f"{item['id']}.json")
-    expected = frame_states(ep.test, 24, 4).astype(np.float32) / 255.0  # 10 cells -> 3 px would be < 4: 4 px cells
+    # the one frame convention (issue 42): 8 px per cell (80 x 80), area-resized to 24, as the learned observers draw
+    expected = frame_states(ep.test, 24, 8).astype(np.float32) / 255.0
     assert item["test_states"].shape == (ep.test.n_steps + 1, 3, 24, 24)
     assert torch.equal(item["test_states"], torch.from_numpy(expected))
     assert 0.0 <= float(item["test_states"].min()) and float(item["test_states"].max()) <= 1.0

@@ -90,7 +90,7 @@ def test_pixel_observations_are_the_renderers_frames_and_pass_the_checker(task: 
         obs = env.step(action_between(a, b))[0]
         assert np.array_equal(obs[:h, :w], frames[i + 1]), i
     assert np.array_equal(env.render(), frames[len(trial.path) - 1])
-    with pytest.raises(BibInputError, match="obs_type must be one of symbolic, pixels"):
+    with pytest.raises(BibInputError, match="obs_type must be one of symbolic, frames, pixels"):
         GridworldEnv(task, obs_type="rgb")
     with pytest.raises(BibInputError, match="cell_px must be an integer >= 4"):
         GridworldEnv(task, obs_type="pixels", cell_px=2)

@@ -423,6 +423,9 @@ def test_baseline_configs_load_and_bad_fields_are_named(tmp_path):
     for name in ("bc-mlp", "bc-rnn", "video-rnn"):
         model, train = load_config(name, root / f"{name}.toml")
         assert train.epochs >= 1 and model.input == "symbolic"
+    model, train = load_config("bc-mlp", root / "bc-mlp-frames.toml")  # BIB's frames recipe (issue 42)
+    assert (model.input, model.normalize, train.pretrain, train.lr, train.pretrain_lr, train.pretrain_batch_size,
+            train.atc_tau, train.atc_pad) == ("frames", "none", "atc", 1e-4, 1e-4, 512, 0.01, 1)
     bad = tmp_path / "bad.toml"
     bad.write_text('[model]\nembedd = 3\n')
     with pytest.raises(BibInputError, match=r"bad\.toml: \[model\]: unknown field 'embedd'"):

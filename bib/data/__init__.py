@@ -12,7 +12,8 @@ An item is a dict: ``id`` and ``condition`` (strings), and per phase (``familiar
 ``[steps, C, H, W]``), ``<phase>_actions`` (int64 ``[steps]``: the move taken from each state, the
 last state of a trial ``stay``) and ``<phase>_lengths`` (int64 ``[trials]``: states per trial).
 States are ``symbolic`` grids (the learned observers' channels, :data:`CHANNELS`) or ``frames``
-rendered on the fly at ``size x size`` pixels (RGB in [0, 1]).
+rendered on the fly at ``size x size`` pixels (RGB in [0, 1]): the learned observers' frames, through the one
+function :func:`bib.observers.encoders.frame_states` (8 px per cell resized to ``size``; issue 42).
 
 Items are blind by default (:mod:`bib.stimuli.blind`, issues 26 and 42): encoded from each episode's blind
 view (no outcome, pair or design field), ``id`` an opaque id (the one ``bib score`` hands a model for the
@@ -45,7 +46,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
@@ -60,7 +60,15 @@ from torch.utils.data import Dataset, IterableDataset, get_worker_info
 from bib.episode import Episode, load_episode
 from bib.errors import BibInputError
 from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
-from bib.observers.encoders import SYMBOLIC_CHANNELS, frame_states, symbolic_states, trial_actions
+from bib.observers.encoders import (
+    FRAME_CELL_PX,
+    FRAME_SIZE,
+    SYMBOLIC_CHANNELS,
+    frame_floats,
+    frame_states,
+    symbolic_states,
+    trial_actions,
+)
 from bib.stimuli.blind import blind_episode, episode_secret, file_secret, opaque_id
 from bib.tasks import get_task, make_unit
 
@@ -83,13 +91,14 @@ class Encoding:
 
     Attributes:
         input: ``symbolic`` (a ``C x H x W`` grid per state) or ``frames`` (``3 x size x size`` RGB).
-        size: frame side in pixels (``frames`` only); frames are rendered at the nearest cell size
-            at or above it and resized.
+        size: frame side in pixels (``frames`` only): the learned observers' frames (the one frame convention of
+            :mod:`bib.observers.encoders`: drawn at :data:`FRAME_CELL_PX` pixels per cell, resized to ``size``
+            with area interpolation, RGB, float32 in [0, 1] = uint8 / 255).
         phases: which phases an item carries: ``familiarization``, ``test`` or both.
     """
 
     input: str = "symbolic"
-    size: int = 84
+    size: int = FRAME_SIZE
     phases: tuple[str, ...] = PHASES
 
     def __post_init__(self) -> None:
@@ -106,8 +115,7 @@ class Encoding:
         trial = ep.trials[trial_index]
         if self.input == "symbolic":
             return symbolic_states(trial)
-        cell_px = max(4, math.ceil(self.size / max(ep.width, ep.height)))
-        return frame_states(trial, self.size, cell_px).astype(np.float32) / 255.0
+        return frame_floats(frame_states(trial, self.size))  # the one frame convention (bib.observers.encoders)
 
     def encode(self, ep: Episode) -> dict[str, Any]:
         """The item of one episode (see the module docstring): its id, its condition and the states and
@@ -175,7 +183,7 @@ class EpisodeDataset(Dataset):
         seed: the seed of the blind order.
     """
 
-    def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
+    def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = FRAME_SIZE,
                  phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None, split: str = "all",
                  *, open: bool = False, seed: int = 0) -> None:
         self.encoding = Encoding(input, size, tuple(phases))
@@ -220,7 +228,7 @@ class EpisodeStream(IterableDataset):
         seed: the seed of the blind order.
     """
 
-    def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = 84,
+    def __init__(self, source: str | Path | EpisodeSet, input: str = "symbolic", size: int = FRAME_SIZE,
                  phases: Sequence[str] = PHASES, conditions: Sequence[str] | None = None, *, open: bool = False,
                  seed: int = 0) -> None:
         self.encoding = Encoding(input, size, tuple(phases))
@@ -230,7 +238,7 @@ class EpisodeStream(IterableDataset):
         self._units: list[Any] = refs if open else [refs[i] for i in order(len(refs), seed)]
 
     @classmethod
-    def generate(cls, units: Mapping[str, int], seed: int = 0, input: str = "symbolic", size: int = 84,
+    def generate(cls, units: Mapping[str, int], seed: int = 0, input: str = "symbolic", size: int = FRAME_SIZE,
                  phases: Sequence[str] = PHASES, *, open: bool = False) -> EpisodeStream:
         """Stream freshly generated episodes: ``units[task]`` units of each task (pairs for evaluation
         conditions), exactly those ``bib generate`` writes for the same tasks, counts and seed (blind unless
@@ -309,7 +317,7 @@ def cache_dir() -> Path:
 
 
 def load(name_or_spec: str | os.PathLike[str] | Any, split: str = "all", phases: Sequence[str] = PHASES,
-         input: str = "symbolic", size: int = 84, *, seed: int | None = None, limit: int | None = None,
+         input: str = "symbolic", size: int = FRAME_SIZE, *, seed: int | None = None, limit: int | None = None,
          conditions: Sequence[str] | None = None, cache: str | os.PathLike[str] | None = None,
          workers: int = 1, open: bool = False, order_seed: int = 0) -> EpisodeDataset:
     """A stimulus set as an :class:`EpisodeDataset`, generated the first time and read from a cache after.
@@ -376,5 +384,5 @@ def _build_into(spec: Any, folder: Path, limit: int | None, workers: int) -> Non
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["CACHE_ENV", "CHANNELS", "INPUTS", "PHASES", "SPLITS", "Encoding", "EpisodeDataset", "EpisodeStream",
+__all__ = ["CACHE_ENV", "CHANNELS", "FRAME_CELL_PX", "FRAME_SIZE", "INPUTS", "PHASES", "SPLITS", "Encoding", "EpisodeDataset", "EpisodeStream",
            "blind_id", "cache_dir", "load", "order", "pad_collate"]

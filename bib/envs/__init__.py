@@ -14,10 +14,13 @@ trials (the test trial by default) from the agent's home:
 - actions: the world's moves (:data:`bib.world.dynamics.ACTION_NAMES`: N, NE, E, SE, S, SW, W,
   NW, stay; 4-connected grids refuse diagonals); an illegal move leaves the agent in place;
 - observation (``obs_type``): ``symbolic``, the state the learned observers see
-  (:data:`bib.data.CHANNELS` x H x W, float32), zero-padded to ``grid x grid`` cells; or
+  (:data:`bib.data.CHANNELS` x H x W, float32), zero-padded to ``grid x grid`` cells; ``frames``, the
+  frame the learned observers and :mod:`bib.data` see (:func:`bib.observers.encoders.frame_states`, the one frame
+  convention: the layout drawn at 8 px per cell and resized to ``image_size`` square, float32 ``[3, S, S]`` in
+  [0, 1]; the same array as ``bib.data``'s item and a frame model's input for the same state); or
   ``pixels``, the renderer's frame of the state (:func:`bib.render.frames.step_frames`: uint8
   RGB, ``grid * cell_px`` square, the layout in the top-left corner and black beyond it), the
-  picture ``render()`` returns too;
+  picture ``render()`` returns too (a picture to look at, not a model input);
 - reward: 1 for reaching the trial's goal (the object the trial's agent went to, or the key when
   that trial ends at the key), 0 for reaching another object, minus ``step_cost`` times the
   length of every move (1 orthogonal, sqrt 2 diagonal; a stay or an illegal move costs 1: an
@@ -36,14 +39,15 @@ from gymnasium import spaces
 
 from bib.episode import Event, Trial
 from bib.errors import BibInputError
-from bib.observers.encoders import SYMBOLIC_CHANNELS, symbolic_states
+from bib.observers.encoders import FRAME_SIZE, SYMBOLIC_CHANNELS, frame_floats, frame_states, symbolic_states
 from bib.tasks import REGISTRY, get_task, make_unit
 from bib.world.dynamics import ACTIONS, STAY, AgentState, action_cost, move_legal, step
 
 TRIALS = ("test", "any")
 """Which trial of a unit an environment plays: always the test trial, or one drawn at random."""
-OBS_TYPES = ("symbolic", "pixels")
-"""What an observation is: the symbolic grid, or the renderer's RGB frame."""
+OBS_TYPES = ("symbolic", "frames", "pixels")
+"""What an observation is: the symbolic grid, the learned observers' frame (the one frame convention of
+:mod:`bib.observers.encoders`), or the renderer's full-size RGB picture."""
 
 
 def env_id(task: str) -> str:
@@ -62,15 +66,17 @@ class GridworldEnv(gym.Env):
         step_cost: cost per unit of move length.
         max_steps: moves before truncation (default ``4 * grid * grid``).
         base_seed: the base seed units are generated under (units are drawn by index from it).
-        obs_type: ``symbolic`` or ``pixels`` (:data:`OBS_TYPES`).
+        obs_type: ``symbolic``, ``frames`` or ``pixels`` (:data:`OBS_TYPES`).
         cell_px: pixels per cell of ``pixels`` observations and of ``render()`` (BIB's 20 by default).
+        image_size: side of ``frames`` observations in pixels (84, BIB's, by default).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(self, task: str = "single-object", trial: str = "test", grid: int | None = None,
                  step_cost: float = 0.01, max_steps: int | None = None, base_seed: int = 0,
-                 render_mode: str | None = None, obs_type: str = "symbolic", cell_px: int = 20) -> None:
+                 render_mode: str | None = None, obs_type: str = "symbolic", cell_px: int = 20,
+                 image_size: int = FRAME_SIZE) -> None:
         spec = get_task(task)
         if trial not in TRIALS:
             raise BibInputError(f"trial must be one of {', '.join(TRIALS)}, got {trial!r}")
@@ -78,6 +84,8 @@ class GridworldEnv(gym.Env):
             raise BibInputError(f"obs_type must be one of {', '.join(OBS_TYPES)}, got {obs_type!r}")
         if isinstance(cell_px, bool) or not isinstance(cell_px, int) or cell_px < 4:
             raise BibInputError(f"cell_px must be an integer >= 4, got {cell_px!r}")
+        if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8:
+            raise BibInputError(f"image_size must be an integer >= 8, got {image_size!r}")
         if render_mode not in (None, "rgb_array"):
             raise BibInputError(f"render_mode must be rgb_array or None, got {render_mode!r}")
         self.task, self.trial_choice, self.base_seed = task, trial, int(base_seed)
@@ -85,9 +93,11 @@ class GridworldEnv(gym.Env):
         self.step_cost = float(step_cost)
         self.max_steps = int(max_steps if max_steps is not None else 4 * self.grid * self.grid)
         self.render_mode = render_mode
-        self.obs_type, self.cell_px = obs_type, cell_px
+        self.obs_type, self.cell_px, self.image_size = obs_type, cell_px, image_size
         self.action_space = spaces.Discrete(len(ACTIONS))
-        if obs_type == "pixels":
+        if obs_type == "frames":
+            self.observation_space = spaces.Box(0.0, 1.0, (3, image_size, image_size), np.float32)
+        elif obs_type == "pixels":
             side = self.grid * cell_px
             self.observation_space = spaces.Box(0, 255, (side, side, 3), np.uint8)
         else:
@@ -113,6 +123,8 @@ class GridworldEnv(gym.Env):
         return next(iter(step_frames(self._now(), RenderSettings(cell_px=self.cell_px))))
 
     def _observation(self) -> np.ndarray:
+        if self.obs_type == "frames":  # the one frame convention: the learned observers' and bib.data's pixels
+            return frame_floats(frame_states(self._now(), self.image_size))[0]
         if self.obs_type == "pixels":
             frame = self._frame()
             out = np.zeros(self.observation_space.shape, dtype=np.uint8)

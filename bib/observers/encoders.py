@@ -14,6 +14,13 @@ Two state sources:
   (sprite shape one-hot + RGB) and of the agent (shape one-hot + RGB) on their cells.
 * ``frames``: the trial rendered by :mod:`bib.render.frames` at ``cell_px`` pixels per cell with
   the agent on ``p_i``, resized to ``image_size`` (BIB: 84 x 84), RGB in [0, 1].
+
+**One frame convention** (issue 42): a state becomes pixels through :func:`frame_states` only, for the learned
+observers, :mod:`bib.data` (``input="frames"``) and the Gymnasium environments (``obs_type="frames"``): the layout
+drawn by :mod:`bib.render.frames` at :data:`FRAME_CELL_PX` (8) pixels per cell, resized to ``image_size x
+image_size`` with OpenCV's area interpolation (a 10 x 10 grid: 80 px up to 84), RGB in that channel order, uint8 0-255
+``[n, 3, S, S]`` (channels-last memory); as model input float32 = uint8 / 255, in [0, 1] (:func:`frame_floats`,
+``Batch.dense``), then the config's normalisation (:data:`NORMALIZATIONS`).
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ from bib.vocabulary import AGENT_SHAPES, OBJECT_SHAPES
 from bib.world.dynamics import ACTIONS, STAY, action_between
 
 INPUTS = ("symbolic", "frames")
+
+FRAME_CELL_PX = 8
+"""Pixels per grid cell a frame is drawn at before it is resized to its side (the one frame convention, above)."""
+FRAME_SIZE = 84
+"""A frame's side in pixels by default (BIB's 84 x 84)."""
 
 NORMALIZATIONS: tuple[str, ...] = ("none", "imagenet", "dataset")
 """How a frame's floats in [0, 1] are normalised before the conv encoder (``normalize`` in ``[model]``): ``none``
@@ -131,8 +143,8 @@ class InputSpec:
     """
 
     input: str = "symbolic"
-    image_size: int = 84
-    cell_px: int = 8
+    image_size: int = FRAME_SIZE
+    cell_px: int = FRAME_CELL_PX
     grid: tuple[int, int] = (10, 10)
     normalize: str = "none"
     pixel_mean: tuple[float, ...] = ()
@@ -262,8 +274,9 @@ def symbolic_states(trial: Trial) -> np.ndarray:
     return densify(st.variants, st.variant, st.cells, st.dynamic)
 
 
-def frame_states(trial: Trial, image_size: int = 84, cell_px: int = 8) -> np.ndarray:
-    """The ``n + 1`` rendered states of ``trial``: uint8 ``[n + 1, 3, S, S]`` with ``S = image_size``.
+def frame_states(trial: Trial, image_size: int = FRAME_SIZE, cell_px: int = FRAME_CELL_PX) -> np.ndarray:
+    """The ``n + 1`` rendered states of ``trial``: uint8 ``[n + 1, 3, S, S]`` with ``S = image_size``: the one frame
+    convention (the module docstring), for the learned observers, :mod:`bib.data` and :mod:`bib.envs`.
 
     Frames come from the trial painter of :mod:`bib.render.frames` (the same pictures as the
     videos, at ``cell_px``) with the agent standing on each path cell, resized (OpenCV's area
@@ -274,6 +287,12 @@ def frame_states(trial: Trial, image_size: int = 84, cell_px: int = 8) -> np.nda
     from bib.render.frames import step_pictures
 
     return step_pictures(trial, cell_px, image_size).frames.transpose(0, 3, 1, 2)
+
+
+def frame_floats(frames: np.ndarray) -> np.ndarray:
+    """uint8 frames (:func:`frame_states`) as a model reads them: float32 ``frames / 255``, in [0, 1] (what
+    ``Batch.dense`` computes in torch: the same float32 division)."""
+    return frames.astype(np.float32) / np.float32(255.0)
 
 
 def trial_key(trial: Trial) -> tuple[Any, ...]:
