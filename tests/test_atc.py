@@ -85,6 +85,12 @@ def test_atc_loss_falls_and_pretraining_is_deterministic_and_recorded(background
     assert [{k: v for k, v in h.items() if k not in ("seconds", "cpu_seconds")} for h in history] == record["history"]
     assert all("seconds" in h for h in history) and not any("seconds" in h for h in record["history"])
     assert log["embedding"]["states"] > 0  # the spread diagnostic of the kept (pretrained, fine-tuned) encoder
+    from bib.observers.scoring import model_card
+
+    card = model_card(load_observer(first / "checkpoint.pt"), first)  # what bib score writes into model.json
+    assert card["frames"] == {"image_size": 40, "cell_px": 4, "normalize": "none", "pixel_mean": [], "pixel_std": [],
+                              "pretrain": "atc"}
+    assert "frames" not in model_card(BCMLPObserver())
 
 
 def test_pretraining_changes_the_encoder_and_a_run_without_it_keeps_its_checkpoint(background: Path, tmp_path: Path) -> None:
@@ -111,6 +117,30 @@ def test_pretraining_a_symbolic_model_or_an_unknown_method_is_one_line_exit_2(ba
     code, output, out = train(background, tmp_path, "sym", cfg, *argv)
     assert code == 2 and message in output and "Traceback" not in output
     assert not out.exists() and "epoch" not in output
+
+
+@pytest.mark.parametrize("name", ["bc-rnn", "video-rnn"])
+def test_the_other_learned_observers_share_the_pretrainable_encoder(name: str) -> None:
+    """bc-rnn and video-rnn have the same frame StateEncoder: ATC changes its weights, nothing else of the net, and
+    two runs from one seed give the same weights."""
+    from bib.observers.atc import pretrain_atc
+    from bib.observers.config import TrainConfig
+    from bib.observers.registry import learned_class
+
+    episodes = [make_unit("single-object", i, 1)[0] for i in range(4)]
+    cfg = TrainConfig(pretrain="atc", pretrain_batch_size=16, pretrain_epochs=1, pretrain_lr=1e-2)
+    nets = []
+    for _ in range(2):
+        extra = {"context_hidden": 8, "policy": [16], "dropout": 0.0} if name == "bc-rnn" else {"rnn_hidden": 8}
+        obs = learned_class(name)(input="frames", image_size=40, cell_px=4, embed=16, **extra)
+        before = {k: v.clone() for k, v in obs.net.state_dict().items()}
+        record = pretrain_atc(obs, episodes, lambda e: e, cfg, log=lambda _: None)
+        after = obs.net.state_dict()
+        changed = {k for k in before if not torch.equal(before[k], after[k])}
+        assert changed and all(k.startswith("encoder.") for k in changed), changed
+        assert record["history"][0]["batches"] == 1 and record["history"][0]["pairs"] == 16
+        nets.append(after)
+    assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
 
 
 def test_random_shift_pairs_and_contrast() -> None:
@@ -184,6 +214,11 @@ def test_imagenet_normalization_is_applied_recorded_and_reloaded(tmp_path: Path)
     obs.save(tmp_path / "ck.pt")
     back = load_observer(tmp_path / "ck.pt")
     assert back.config.normalize == "imagenet" and back.config.pixel_mean == list(IMAGENET_MEAN)
+    from bib.observers.scoring import model_card
+
+    assert model_card(back)["frames"] == {"image_size": 40, "cell_px": 4, "normalize": "imagenet",
+                                          "pixel_mean": list(IMAGENET_MEAN), "pixel_std": list(IMAGENET_STD),
+                                          "pretrain": None}
     assert all(np.array_equal(x, y) for x, y in zip(back.surprise_many(eps), obs.surprise_many(eps)))
 
 

@@ -85,7 +85,9 @@ def score_episodes(observer: Observer, episodes: Sequence[Episode], chunk: int =
 def model_card(observer: Observer, checkpoint: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """``{"name", "parameters", "training_data", "seed"}`` of a built observer: its ``name`` attribute, the
     parameters of its torch network (None otherwise), and what the checkpoint records of its training (a user
-    model's ``model.json`` from ``bib train``, a learned observer's checkpoint config; None where unknown)."""
+    model's ``model.json`` from ``bib train``, a learned observer's checkpoint config; None where unknown). A learned
+    observer on frames adds ``frames``: ``image_size``, ``cell_px``, ``normalize``, ``pixel_mean``, ``pixel_std`` and
+    ``pretrain`` (``atc`` or None)."""
     from bib.observers.trainable import count_parameters, is_model_folder, read_card
 
     net = getattr(observer, "net", None)
@@ -101,6 +103,12 @@ def model_card(observer: Observer, checkpoint: str | os.PathLike[str] | None = N
         card["training_data"] = {"episodes": int(m.get("n_train", 0)) + int(m.get("n_val", 0)),
                                  "train": m.get("n_train"), "validation": m.get("n_val"), "sets": m.get("sets")}
         card["seed"] = (getattr(observer, "train_config", None) or {}).get("seed")
+    config = getattr(observer, "config", None)
+    if getattr(config, "input", None) == "frames":  # a frame model's input (issue 42); symbolic cards are unchanged
+        pre = (getattr(observer, "metrics", None) or {}).get("pretrain")
+        card["frames"] = {"image_size": config.image_size, "cell_px": config.cell_px, "normalize": config.normalize,
+                          "pixel_mean": list(config.pixel_mean), "pixel_std": list(config.pixel_std),
+                          "pretrain": pre.get("method") if isinstance(pre, dict) else None}
     return card
 
 
