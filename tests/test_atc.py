@@ -107,6 +107,21 @@ def test_pretraining_changes_the_encoder_and_a_run_without_it_keeps_its_checkpoi
     assert not torch.equal(ca["state_dict"]["encoder.conv.0.weight"], cb["state_dict"]["encoder.conv.0.weight"])
 
 
+def test_a_resumed_pretrained_run_gives_the_uninterrupted_runs_checkpoint(background: Path, tmp_path: Path) -> None:
+    """--resume-from does not pretrain again (the weights it resumes hold the pretraining) and keeps the record: 1 epoch
+    then 1 more gives the bytes of 2 epochs at once."""
+    cfg = config(tmp_path, {**TRAIN, **ATC, "pretrain_epochs": 3})
+    out = {}
+    for name, argv in (("whole", ["--epochs", "2"]), ("first", []), ("resumed", ["--epochs", "2", "--resume-from"])):
+        extra = [*argv, str(tmp_path / "first")] if name == "resumed" else argv
+        code, output, out[name] = train(background, tmp_path, name, cfg, "--pretrain", "atc", *extra)
+        assert code == 0, output
+        assert ("atc epoch 1/3" in output) == (name != "resumed")
+    assert (out["whole"] / "checkpoint.pt").read_bytes() == (out["resumed"] / "checkpoint.pt").read_bytes()
+    logs = [json.loads((out[n] / "checkpoint.log.json").read_text())["pretrain"] for n in ("first", "resumed")]
+    assert logs[0] == logs[1]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--pretrain", "atc"], "[train] pretrain = 'atc' pretrains a frame encoder: set [model] input = \"frames\""),
     (["--pretrain", "byol"], "field 'pretrain': expected one of none, atc, got 'byol'"),

@@ -295,6 +295,19 @@ def test_built_in_resume_gives_the_checkpoint_of_an_uninterrupted_run(tmp_path, 
     assert torch.equal(b["torch_rng"], c["torch_rng"])
 
 
+def test_a_resumed_run_whose_best_epoch_is_0_gives_the_uninterrupted_checkpoint_too(tmp_path, background):
+    """The checkpoint of a run whose best epoch is 0 is written at its end with the whole history; resumed, part of
+    that history came from JSON (last.pt) and its bytes differed (pickle's memo follows the strings' identity), though
+    every value was equal. _metrics now goes through JSON."""
+    cfg = tiny_config(tmp_path / "frozen.toml", lr=0.0)
+    say = lambda _: None  # noqa: E731
+    bib.train("bc-mlp", background, tmp_path / "a", config=cfg, epochs=1, device="cpu", log=say)
+    bib.train("bc-mlp", background, tmp_path / "b", config=cfg, epochs=2, device="cpu", log=say, resume_from=tmp_path / "a")
+    c = bib.train("bc-mlp", background, tmp_path / "c", config=cfg, epochs=2, device="cpu", log=say)
+    assert c.card["best_epoch"] == 0
+    assert (tmp_path / "b" / "checkpoint.pt").read_bytes() == (tmp_path / "c" / "checkpoint.pt").read_bytes()
+
+
 def test_built_in_best_epoch_zero_warns_and_stops_early(tmp_path, background):
     from bib.observers.bc import BCConfig
 

@@ -13,6 +13,7 @@ contiguous, so a plain first-80% cut would leave whole tasks out of training).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -275,8 +276,6 @@ def measure_pixel_statistics(observer: LearnedObserver, items: Sequence[Item], l
 
 def _resumed_pretrain(folder: Path) -> dict[str, Any] | None:
     """The pretraining record of the run resumed from (its log's ``pretrain``), None when it has none."""
-    import json
-
     path = log_path(folder / CHECKPOINT) if folder.is_dir() else log_path(folder.with_name(CHECKPOINT))
     try:
         record = json.loads(path.read_text(encoding="utf-8")).get("pretrain")
@@ -314,12 +313,16 @@ def _metrics(report: TrainReport, upto: int | None = None) -> dict[str, Any]:
         out["sets"] = report.sets
     if report.pretrain is not None:  # how the encoder was pretrained (a run without pretraining keeps its bytes)
         out["pretrain"] = report.pretrain
-    return out | {
+    out |= {
         "best_epoch": report.best_epoch,
         "best_val_loss": report.best_val_loss,
         "history": [{k: v for k, v in h.items() if k not in CLOCKED} for h in report.history
                     if upto is None or h["epoch"] <= upto],
     }
+    # Through JSON: pickle's memo follows the strings' identity, and a resumed run's history (and pretraining record)
+    # come from JSON while an uninterrupted run's are literals, so without this a resumed run's checkpoint differed in
+    # bytes (not values) from the uninterrupted one's when the best epoch was 0 (saved at the end, the whole history).
+    return json.loads(json.dumps(out))
 
 
 def log_path(checkpoint: str | Path) -> Path:
