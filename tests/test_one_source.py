@@ -94,8 +94,9 @@ def test_the_listing_detector_sees_lists_and_only_lists(source: str, n: int) -> 
 def test_table_order_is_the_published_tables_order() -> None:
     """The registry's order (with family averages) is the order of the papers' Table 1 (data/published)."""
     published = list(dict.fromkeys(row["condition"] for row in read_anchors()))
-    assert table_order() == published
-    assert list(conditions()) == [c for c in published if not c.endswith("-average")]
+    bib = bib_folders("evaluation")  # the conditions BIB has (AGENT's families, issue 43, have no BIB folder)
+    assert [r for r in table_order() if r in bib or r.endswith("-average")] == published
+    assert [c for c in conditions() if c in bib] == [c for c in published if not c.endswith("-average")]
 
 
 def test_families_are_the_averaged_ones() -> None:
@@ -107,8 +108,8 @@ def test_families_are_the_averaged_ones() -> None:
 
 def test_every_evaluation_condition_and_background_task_has_a_bib_folder_and_a_description() -> None:
     for kind in ("evaluation", "background"):
-        folders = bib_folders(kind)
-        assert set(folders) == set(task_ids(kind))
+        folders = bib_folders(kind)  # BIB's 9 conditions and 4 background tasks; AGENT's families have none
+        assert set(folders) <= set(task_ids(kind)) and len(folders) == {"evaluation": 9, "background": 4}[kind]
         assert len(set(folders.values())) == len(folders)  # one folder per id within a kind
     for t in REGISTRY.values():
         assert t.expected, t.id

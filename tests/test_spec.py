@@ -9,11 +9,11 @@ import pytest
 from bib.cli import main
 from bib.errors import BibInputError
 from bib.stimuli.spec import builtin_specs, load_spec, override, parse_spec, task_spec
-from bib.tasks import REGISTRY, conditions, task_ids
+from bib.tasks import REGISTRY, bib_folders, conditions, task_ids
 
 ROOT = Path(__file__).resolve().parents[1]
-EVAL_IDS = list(conditions())
-BACKGROUND_IDS = list(task_ids("background"))
+EVAL_IDS = [c for c in conditions() if c in bib_folders("evaluation")]  # BIB's (AGENT's families have no BIB folder)
+BACKGROUND_IDS = [t for t in task_ids("background") if t in bib_folders("background")]
 
 
 def _need(ids: list[str]) -> None:
