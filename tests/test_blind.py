@@ -27,7 +27,7 @@ os.environ["BIB_NO_PROGRESS"] = "1"
 
 @pytest.fixture(scope="module")
 def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Six pairs of every condition (bib-eval's generators), 108 episode files."""
+    """Six pairs of every condition (bib-eval's generators), 12 episode files a condition."""
     from bib.episode import save_episode
 
     root = tmp_path_factory.mktemp("blindset")
@@ -225,7 +225,7 @@ def test_kit_holds_only_blind_episodes_and_ids(small_set: Path, kit: tuple[Path,
     rows = (folder / "kit.csv").read_text().splitlines()
     assert rows[0] == "episode_id,condition" and rows[1:] == sorted(rows[1:])
     files = sorted((folder / "episodes").iterdir())
-    assert len(files) == len(rows) - 1 == 108
+    assert len(files) == len(rows) - 1 == 12 * len(conditions())
     assert {f.stem for f in files} == {r.split(",")[0] for r in rows[1:]}
     assert len({f.stat().st_size for f in files}) == 1  # padded: a size says nothing
     real = find_episodes(small_set)

@@ -9,14 +9,14 @@ pays for them, and predict a choice from that?
   cheapest time from the home to ``A`` minus that to ``B`` (mud and distance).
 - The agent is a utility maximiser: it goes to ``A`` when its value gap ``R(A) - R(B)`` exceeds the
   margin, else to ``B``, on a cheapest path (noise-free, ties broken at random).
-- Familiarization (8 trials, in a random order): the agent goes to ``A`` in 4 trials (through the
-  mud) and to ``B`` in 4. Two designs show the same counts:
-  *values A* (the pair's own familiarization): it pays for ``A`` at margins in :data:`PAY` and gives
-  ``A`` up only when ``A`` costs much more (:data:`GIVE_UP`, AGENT's "gives up when the obstacle
-  becomes too difficult"); *cost-sensitive* (the twin's): it takes ``A`` only when ``A`` is cheaper
-  (:data:`CHEAP`) and gives it up at the margins the other agent paid (:data:`PAY`).
-- Test (a new layout, margin in :data:`TEST`, AGENT's type 4.2: the object
-  the first agent likes more is the costlier one): the choice. After *values A*, expected = ``A``
+- Test (a new layout, margin ``T`` in :data:`TEST`, AGENT's type 4.2: the object the first agent
+  likes more is the costlier one): the choice, drawn first.
+- Familiarization (8 trials, in a random order, new layouts): the agent goes to ``A`` in 4 trials
+  (through the mud) and to ``B`` in 4. Two designs show the same counts: *values A*
+  (:data:`VALUES_A`, the pair's own): it pays for ``A`` at margins up to ``T + 1``, once at least
+  ``T``, and gives ``A`` up when it costs more (AGENT's "gives up when the obstacle becomes too
+  difficult"); *cost-sensitive* (:data:`COST_SENSITIVE`, the twin's, the mirror image about ``T``): it
+  takes ``A`` only when it costs at most ``T - 1.2`` more, and gives it up once at no more than ``T``. After *values A*, expected = ``A``
   (the agent paid at least this much for ``A`` before), unexpected = ``B``. The twin shows the SAME
   two test trials after the *cost-sensitive* familiarization, under which the labels swap (it gave
   ``A`` up at no more than this margin).
@@ -25,7 +25,12 @@ Controls (docs/tasks.md, "Cost-reward"): the twins make every test-only cue (clo
 length, mud on the path, novelty of the test) score exactly 50%; both familiarizations show 4 trips
 to each object (4 wades through the mud), the same ring of 8 mud cells around ``A`` in every trial and
 no inner walls, so goal frequency, mud and wall counts say nothing about the label. Only the margins
-paid and refused do. (The ring adds the same 2 to every margin, test included, so an observer that
+paid and refused do; the designs' margins mirror each other about ``T``, so neither is the one where
+``A`` is costlier on average. What a fixed goal count leaves (docs/tasks.md): the familiarization of
+*values A* has at least 5 trials with a margin of ``T`` or more (its 4 refusals, the paid witness), the
+cost-sensitive one at most 3: the margins, read against the test, decide, as the choices do. The
+same layouts for both designs (the other twins' way) would let goal frequency decide instead: the
+agent that values ``A`` more goes to ``A`` in more of any set of layouts. (The ring adds the same 2 to every margin, test included, so an observer that
 weighs distance but not mud orders the margins alike: the design asks for values inferred from costs,
 not for mud seen as a cost apart from distance.)
 
@@ -72,15 +77,20 @@ from bib.world.terrain import terrain_cost, terrain_path, time_cost
 VALUED = "A"
 """The object whose value the familiarization reveals (ringed by mud at test)."""
 OTHER = "B"
-PAY = (1.0, 3.5)
-"""Margins (cells of time, ``cost(A) - cost(B)``) at which the values-A agent still goes to ``A`` (the
-cost-sensitive agent gives ``A`` up there)."""
-GIVE_UP = (4.5, 9.0)
-"""Margins at which even the values-A agent gives ``A`` up (it goes to ``B``)."""
-CHEAP = (-9.0, -1.0)
-"""Margins (``A`` the cheaper) at which the cost-sensitive agent goes to ``A``."""
 TEST = (1.5, 3.0)
-"""The test's margin (``A`` the costlier, ringed by mud)."""
+"""The test's margin ``T`` (cells of time, ``cost(A) - cost(B)``: ``A`` the costlier)."""
+VALUES_A = (((0.0, 0.8), (-5.5, 1.0)), ((1.2, 2.0), (1.2, 2.0)))
+"""The values-A familiarization's margins, relative to ``T``: ``((witness, others) of the trips to A, (witness,
+others) of the trips to B)``. It pays for ``A`` up to ``T + 1`` (once at least ``T``: the *paid* witness) and
+gives ``A`` up from ``T + 1.2``. Each trial's margin is drawn uniformly in its band (:func:`sample_margin`), so
+the mean margin is ``T`` on average: the low trips to ``A`` balance the refusals just above ``T``."""
+COST_SENSITIVE = (((-2.0, -1.2), (-2.0, -1.2)), ((-0.8, 0.0), (-1.0, 5.5)))
+"""The cost-sensitive familiarization's margins, relative to ``T``: the mirror image of :data:`VALUES_A` about
+``T`` (it takes ``A`` only up to ``T - 1.2`` and gives it up from ``T - 1``, once at most at ``T``: the *refused*
+witness), so the two designs' margins have the same spread and mean, and neither is the one where ``A`` is the
+costlier on average."""
+WINDOW = 0.5
+"""Half-width (cells) of the window around a drawn target margin that a layout must fall in."""
 MAX_TRIES = 200
 """Layout draws per trial before the unit is rejected (and redrawn by the registry)."""
 N_PER_GOAL = N_FAMILIARIZATION // 2
@@ -137,6 +147,13 @@ def sample_trade(rng: np.random.Generator, agent: Agent, looks: list[Look], boun
     raise LayoutRejected(f"no layout with a margin in {list(bounds)} in {MAX_TRIES} draws")
 
 
+def sample_margin(rng: np.random.Generator, agent: Agent, looks: list[Look], bounds: tuple[float, float]) -> Layout:
+    """A layout whose margin is near a target drawn uniformly in ``bounds`` (within :data:`WINDOW`, inside
+    ``bounds``): margins spread over the band rather than piling up where layouts are many."""
+    target = float(rng.uniform(*bounds))
+    return sample_trade(rng, agent, looks, (max(bounds[0], target - WINDOW), min(bounds[1], target + WINDOW)))
+
+
 def walk(layout: Layout, goal: str, rng: np.random.Generator) -> list[Cell]:
     """A cheapest path (in time, the stays in the mud included) from the home to object ``goal``."""
     path = terrain_path(layout, layout.agent.home, layout.object(goal).cell, rng)
@@ -145,14 +162,16 @@ def walk(layout: Layout, goal: str, rng: np.random.Generator) -> list[Cell]:
     return path
 
 
-def familiarization(rng: np.random.Generator, agent: Agent, looks: list[Look], values_a: bool) -> list[Trial]:
-    """The 8 familiarization trials of one design, in a random order: 4 to ``A``, 4 to ``B``."""
-    to_a, to_b = (PAY, GIVE_UP) if values_a else (CHEAP, PAY)
-    plan = [(VALUED, to_a)] * N_PER_GOAL + [(OTHER, to_b)] * N_PER_GOAL
+def familiarization(rng: np.random.Generator, agent: Agent, looks: list[Look], design: tuple, test: float) -> list[Trial]:
+    """The 8 familiarization trials of one design (:data:`VALUES_A`, :data:`COST_SENSITIVE`) for a test margin
+    ``test``, in a random order: 4 to ``A``, 4 to ``B``, each goal's first trip at its witness margin."""
+    plan = []
+    for goal, (witness, others) in zip((VALUED, OTHER), design):
+        plan += [(goal, witness)] + [(goal, others)] * (N_PER_GOAL - 1)
     trials = []
     for k in rng.permutation(N_FAMILIARIZATION):
-        goal, bounds = plan[int(k)]
-        layout = sample_trade(rng, agent, looks, bounds)
+        goal, (lo, hi) = plan[int(k)]
+        layout = sample_margin(rng, agent, looks, (test + lo, test + hi))
         trials.append(make_trial(layout, walk(layout, goal, rng), goal))
     return trials
 
@@ -166,13 +185,17 @@ def _draft(rng: np.random.Generator) -> tuple[list[Trial], list[Trial], Trial, T
     """Both familiarizations (values-A, cost-sensitive) and the test trials to ``A`` and to ``B``, consistent."""
     agent, looks = _start(rng)
     test_layout = sample_trade(rng, agent, looks, TEST)
-    fam_a = familiarization(rng, agent, looks, values_a=True)
-    fam_c = familiarization(rng, agent, looks, values_a=False)
-    for fam, values_a in ((fam_a, True), (fam_c, False)):
-        if predicted_choice(fam, test_layout) != (VALUED if values_a else OTHER):
+    m = margin(test_layout)
+    fam_a = familiarization(rng, agent, looks, VALUES_A, m)
+    fam_c = familiarization(rng, agent, looks, COST_SENSITIVE, m)
+    for fam, want in ((fam_a, VALUED), (fam_c, OTHER)):
+        if predicted_choice(fam, test_layout) != want:
             raise LayoutRejected("the familiarization does not determine the test choice")
     to_a = make_trial(test_layout, walk(test_layout, VALUED, rng), VALUED, "test")
     to_b = make_trial(test_layout, walk(test_layout, OTHER, rng), OTHER, "test")
+    familiar = {t.path for t in (*fam_a, *fam_c)}
+    if to_a.path in familiar or to_b.path in familiar:
+        raise LayoutRejected("a test path repeats a familiarization path")
     return fam_a, fam_c, to_a, to_b
 
 
