@@ -45,18 +45,19 @@ def test_the_audit_rebuilds_a_public_set_whole_and_a_secret_set_not_at_all(tmp_p
     assert run_cli(capsys, "generate", "bib-ctrl", "--limit", "2", "--secret-seed", "--out", str(secret))[0] == 0
     monkeypatch.chdir(tmp_path)  # a folder named like the spec in the working directory is not the spec
     code, out, _ = run_cli(capsys, "audit", "bib-ctrl", "--out", str(tmp_path / "a-public"))
-    assert code == 1 and "- bib-ctrl (seed 20211207): 36 of 36 episodes found (100.0%), outcomes read from the copy " \
-                          "100.0% of 18 pairs; FAIL" in out
+    # 2 pairs of each of bib-ctrl's 10 conditions (cost-reward's a pair and its twin, issue 43)
+    assert code == 1 and "- bib-ctrl (seed 20211207): 40 of 40 episodes found (100.0%), outcomes read from the copy " \
+                          "100.0% of 20 pairs; FAIL" in out
     assert "rebuilt spec(s)" in out.splitlines()[-1]
     doc = json.loads((tmp_path / "a-public" / "audit.json").read_text())
-    assert doc["rebuild"] == [{"spec": "bib-ctrl", "seed": 20211207, "episodes": 36, "found": 36, "share": 1.0,
-                               "pairs": 18, "accuracy": 1.0, "status": "FAIL"}] and doc["passed"] is False
+    assert doc["rebuild"] == [{"spec": "bib-ctrl", "seed": 20211207, "episodes": 40, "found": 40, "share": 1.0,
+                               "pairs": 20, "accuracy": 1.0, "status": "FAIL"}] and doc["passed"] is False
     code, out, _ = run_cli(capsys, "audit", str(secret), "--out", str(tmp_path / "a-secret"))
     doc = json.loads((tmp_path / "a-secret" / "audit.json").read_text())
-    assert doc["rebuild"] == [{"spec": "bib-ctrl", "seed": 20211207, "episodes": 36, "found": 0, "share": 0.0,
-                               "pairs": 18, "accuracy": 0.5, "status": "ok"}]
+    assert doc["rebuild"] == [{"spec": "bib-ctrl", "seed": 20211207, "episodes": 40, "found": 0, "share": 0.0,
+                               "pairs": 20, "accuracy": 0.5, "status": "ok"}]
     assert "rebuilt spec(s)" not in out.splitlines()[-1]
-    assert "0 of 36 episodes found (0.0%)" in (tmp_path / "a-secret" / "audit.md").read_text()
+    assert "0 of 40 episodes found (0.0%)" in (tmp_path / "a-secret" / "audit.md").read_text()
 
 
 def test_path_familiarity_is_the_share_of_familiar_moves() -> None:
