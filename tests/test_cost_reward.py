@@ -237,3 +237,20 @@ def test_episode_json_of_the_family_reads_back_equal():
     for ep in _episodes(2):
         assert loads(dumps(ep)) == ep
         assert json.loads(dumps(ep))["trials"][0]["terrain"] == sorted([list(c) for c in ep.trials[0].layout.terrain])
+
+
+def test_the_two_designs_margins_balance_about_the_test():
+    """Mean familiarization margin minus the test's: near 0 in both designs (docs/tasks.md quotes these numbers);
+    the count of margins at or above the test's separates them, as the design must (equal goal counts)."""
+    eps = [ep for ep in _episodes(40, seed=7) if ep.outcome == "expected"]
+    rel = {"": [], "twin": []}
+    above = {"": [], "twin": []}
+    for ep in eps:
+        t = margin(ep.test.layout)
+        ms = [margin(f.layout) for f in ep.familiarization]
+        rel[ep.variant].append(np.mean(ms) - t)
+        above[ep.variant].append(sum(m >= t - 1e-9 for m in ms))
+    means = {k: float(np.mean(v)) for k, v in rel.items()}
+    assert len(rel[""]) == len(rel["twin"]) == 40
+    assert abs(means[""]) < 0.3 and abs(means["twin"]) < 0.3 and abs(means[""] - means["twin"]) < 0.4, means
+    assert min(above[""]) >= 5 and max(above["twin"]) <= 4
