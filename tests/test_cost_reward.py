@@ -20,7 +20,7 @@ from bib.stimuli.build import build
 from bib.stimuli.spec import load_spec
 from bib.tasks import REGISTRY, make_unit, validate_episode, validate_pair
 from bib.tasks.common import empty_layout, make_trial
-from bib.tasks.cost_reward import OTHER, VALUED, margin, predicted_choice, ring
+from bib.tasks.cost_reward import OTHER, VALUED, margin, muddy_both, predicted_choice, ring
 from bib.tasks.difficulty import excess_cost
 from bib.tasks.options import AgentModel, TaskOptions
 from bib.vocabulary import TERRAIN_COLOR
@@ -147,7 +147,11 @@ def test_every_episode_passes_its_rules_and_the_expected_choice_is_what_the_cost
         assert validate_episode(ep) == []
         fam = ep.familiarization
         assert sorted(t.goal for t in fam) == ["A"] * 4 + ["B"] * 4
-        assert all(t.layout.terrain == ring(t.layout.object(VALUED).cell) for t in ep.trials)
+        assert ep.test.layout.terrain == ring(ep.test.layout.object(VALUED).cell)
+        assert all(t.layout.terrain == ring(t.layout.object(VALUED).cell) | (ring(t.layout.object(OTHER).cell)
+                                                                               if muddy_both(t.layout) else frozenset())
+                   for t in fam)
+        assert sum(muddy_both(t.layout) for t in fam) == 4
         assert all(t.excess_cost == 0.0 and excess_cost(t) < 1e-9 for t in ep.trials)  # cheapest paths, in time
         want = predicted_choice(fam, ep.test.layout)
         assert (ep.test.goal == want) == (ep.outcome == "expected")
@@ -157,10 +161,10 @@ def test_every_episode_passes_its_rules_and_the_expected_choice_is_what_the_cost
         assert 1.5 - 1e-9 <= m <= 3.0 + 1e-9 and max(paid) < min(refused)
         # the values-A agent paid at least the test's margin for A; the cost-sensitive one gave A up at no more
         assert (max(paid) >= m) == ("twin" not in ep.variant) == (min(refused) > m)
-        # every A trip wades through the mud once (stays included), no B trip does
+        # every A trip wades through the mud once (stays included), a B trip only where B is ringed too
         for t in fam:
             waded = sum(1 for a, b in zip(t.path, t.path[1:]) if b in t.layout.terrain and a != b)
-            assert waded == (1 if t.goal == VALUED else 0)
+            assert waded == (1 if t.goal == VALUED or muddy_both(t.layout) else 0)
 
 
 def test_twins_flip_the_labels_so_test_only_cues_tie():
@@ -195,7 +199,7 @@ def test_the_rule_refuses_a_swapped_choice_and_a_familiarization_no_value_gap_ex
     assert "no value gap explains the familiarization" in str(validate_episode(broken))
     detour = list(e.trials)
     t = detour[0]
-    detour[0] = replace(t, path=(*t.path, t.path[-2], t.path[-1]))
+    detour[0] = replace(t, path=tuple(with_stays(t.layout, [*t.path, t.path[-2], t.path[-1]])))  # back and forth
     assert "is not a cheapest path (in time, mud included)" in str(validate_episode(replace(e, trials=tuple(detour))))
 
 
@@ -254,3 +258,14 @@ def test_the_two_designs_margins_balance_about_the_test():
     assert len(rel[""]) == len(rel["twin"]) == 40
     assert abs(means[""]) < 0.3 and abs(means["twin"]) < 0.3 and abs(means[""] - means["twin"]) < 0.4, means
     assert min(above[""]) >= 5 and max(above["twin"]) <= 4
+
+
+def test_an_observer_blind_to_the_mud_is_at_chance():
+    """Value inference from distances alone (the margins of the layouts with the mud taken away): the second ring
+    moves half the familiarization's margins by 2, so it gets one design right and the other wrong."""
+    eps = [ep for ep in _episodes(30, seed=5) if ep.outcome == "expected"]
+    blind = [predicted_choice([replace(t, layout=replace(t.layout, terrain=frozenset())) for t in ep.familiarization],
+                              replace(ep.test.layout, terrain=frozenset())) == ep.test.goal for ep in eps]
+    seeing = [predicted_choice(ep.familiarization, ep.test.layout) == ep.test.goal for ep in eps]
+    assert all(seeing) and len(eps) == 60
+    assert 0.4 <= np.mean(blind) <= 0.6, np.mean(blind)

@@ -5,8 +5,10 @@ pays for them, and predict a choice from that?
 
 - Costs: every trial shows two objects, ``A`` and ``B``, and a ring of mud (:mod:`bib.world.terrain`):
   the 8 cells around ``A``, so reaching ``A`` means wading through one mud cell (the agent stays
-  :data:`~bib.world.terrain.MUD_STAYS` steps there). A trial's *margin* is ``cost(A) - cost(B)``: the
-  cheapest time from the home to ``A`` minus that to ``B`` (mud and distance).
+  :data:`~bib.world.terrain.MUD_STAYS` steps there); in half of the familiarization trials (drawn apart
+  from the goal) a second ring lies around ``B``. A trial's *margin* is ``cost(A) - cost(B)``: the
+  cheapest time from the home to ``A`` minus that to ``B`` (mud and distance), so the mud moves a
+  trial's margin by 2 or not at all: an observer blind to it misreads half the familiarization.
 - The agent is a utility maximiser: it goes to ``A`` when its value gap ``R(A) - R(B)`` exceeds the
   margin, else to ``B``, on a cheapest path (noise-free, ties broken at random).
 - Test (a new layout, margin ``T`` in :data:`TEST`, AGENT's type 4.2: the object the first agent
@@ -23,16 +25,14 @@ pays for them, and predict a choice from that?
 
 Controls (docs/tasks.md, "Cost-reward"): the twins make every test-only cue (closest object, path
 length, mud on the path, novelty of the test) score exactly 50%; both familiarizations show 4 trips
-to each object (4 wades through the mud), the same ring of 8 mud cells around ``A`` in every trial and
-no inner walls, so goal frequency, mud and wall counts say nothing about the label. Only the margins
+to each object, the ring around ``A`` in every trial and the second ring around ``B`` in 4 (drawn apart
+from the goal) and no inner walls, so goal frequency, mud, wade and wall counts say nothing about the label. Only the margins
 paid and refused do; the designs' margins mirror each other about ``T``, so neither is the one where
 ``A`` is costlier on average. What a fixed goal count leaves (docs/tasks.md): the familiarization of
 *values A* has at least 5 trials with a margin of ``T`` or more (its 4 refusals, the paid witness), the
 cost-sensitive one at most 3: the margins, read against the test, decide, as the choices do. The
 same layouts for both designs (the other twins' way) would let goal frequency decide instead: the
-agent that values ``A`` more goes to ``A`` in more of any set of layouts. (The ring adds the same 2 to every margin, test included, so an observer that
-weighs distance but not mud orders the margins alike: the design asks for values inferred from costs,
-not for mud seen as a cost apart from distance.)
+agent that values ``A`` more goes to ``A`` in more of any set of layouts.
 
 Without controlled-set options (``bib generate --task cost-reward``) a unit is one pair: values-A
 on even pair indices, cost-sensitive (labels swapped) on odd ones. With options, a unit is a pair
@@ -95,6 +95,8 @@ MAX_TRIES = 200
 """Layout draws per trial before the unit is rejected (and redrawn by the registry)."""
 N_PER_GOAL = N_FAMILIARIZATION // 2
 """Familiarization trials that end on each object (4 and 4, in both designs)."""
+N_BOTH = N_FAMILIARIZATION // 2
+"""Familiarization trials with mud around ``B`` too (4, whatever the goal, in both designs)."""
 
 Look = tuple[str, tuple[int, int, int]]
 
@@ -110,10 +112,15 @@ def ring(cell: Cell) -> frozenset[Cell]:
     return frozenset((x + dx, y + dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1) if dx or dy)
 
 
-def trade_layout(agent: Agent, looks: list[Look], a: Cell, b: Cell) -> Layout:
-    """The border, ``A`` (look 0) at ``a`` in a ring of mud, ``B`` (look 1) at ``b``."""
+def trade_layout(agent: Agent, looks: list[Look], a: Cell, b: Cell, both: bool = False) -> Layout:
+    """The border, ``A`` (look 0) at ``a`` in a ring of mud, ``B`` (look 1) at ``b`` (in a ring too when ``both``)."""
     objects = (place(looks[0], VALUED, a), place(looks[1], OTHER, b))
-    return empty_layout(objects=objects, agents=(agent,), terrain=ring(a))
+    return empty_layout(objects=objects, agents=(agent,), terrain=ring(a) | (ring(b) if both else frozenset()))
+
+
+def muddy_both(layout: Layout) -> bool:
+    """Whether ``layout`` has mud around both objects (else around ``A`` only)."""
+    return layout.terrain == ring(layout.object(VALUED).cell) | ring(layout.object(OTHER).cell)
 
 
 def margin(layout: Layout) -> float:
@@ -127,8 +134,9 @@ def in_range(value: float, bounds: tuple[float, float]) -> bool:
     return bounds[0] - TOL <= value <= bounds[1] + TOL
 
 
-def sample_trade(rng: np.random.Generator, agent: Agent, looks: list[Look], bounds: tuple[float, float]) -> Layout:
-    """A layout whose margin lies in ``bounds``.
+def sample_trade(rng: np.random.Generator, agent: Agent, looks: list[Look], bounds: tuple[float, float],
+                 both: bool = False) -> Layout:
+    """A layout (mud around ``A``, and around ``B`` too when ``both``) whose margin lies in ``bounds``.
 
     Both objects sit in :func:`core`, two cells or more from the home and from each other (so neither the
     home nor the other object is on the mud).
@@ -141,17 +149,18 @@ def sample_trade(rng: np.random.Generator, agent: Agent, looks: list[Look], boun
         a, b = sample_cells(rng, core(), 2, exclude=[home])
         if min(chebyshev(home, a), chebyshev(home, b), chebyshev(a, b)) < 2:
             continue
-        layout = trade_layout(agent, looks, a, b)
+        layout = trade_layout(agent, looks, a, b, both)
         if in_range(margin(layout), bounds):
             return layout
     raise LayoutRejected(f"no layout with a margin in {list(bounds)} in {MAX_TRIES} draws")
 
 
-def sample_margin(rng: np.random.Generator, agent: Agent, looks: list[Look], bounds: tuple[float, float]) -> Layout:
+def sample_margin(rng: np.random.Generator, agent: Agent, looks: list[Look], bounds: tuple[float, float],
+                  both: bool = False) -> Layout:
     """A layout whose margin is near a target drawn uniformly in ``bounds`` (within :data:`WINDOW`, inside
     ``bounds``): margins spread over the band rather than piling up where layouts are many."""
     target = float(rng.uniform(*bounds))
-    return sample_trade(rng, agent, looks, (max(bounds[0], target - WINDOW), min(bounds[1], target + WINDOW)))
+    return sample_trade(rng, agent, looks, (max(bounds[0], target - WINDOW), min(bounds[1], target + WINDOW)), both)
 
 
 def walk(layout: Layout, goal: str, rng: np.random.Generator) -> list[Cell]:
@@ -164,14 +173,16 @@ def walk(layout: Layout, goal: str, rng: np.random.Generator) -> list[Cell]:
 
 def familiarization(rng: np.random.Generator, agent: Agent, looks: list[Look], design: tuple, test: float) -> list[Trial]:
     """The 8 familiarization trials of one design (:data:`VALUES_A`, :data:`COST_SENSITIVE`) for a test margin
-    ``test``, in a random order: 4 to ``A``, 4 to ``B``, each goal's first trip at its witness margin."""
+    ``test``, in a random order: 4 to ``A``, 4 to ``B``, each goal's first trip at its witness margin; mud
+    around ``B`` too in :data:`N_BOTH` of them, drawn apart from the goal."""
     plan = []
     for goal, (witness, others) in zip((VALUED, OTHER), design):
         plan += [(goal, witness)] + [(goal, others)] * (N_PER_GOAL - 1)
+    both = rng.permutation(N_FAMILIARIZATION) < N_BOTH
     trials = []
-    for k in rng.permutation(N_FAMILIARIZATION):
+    for i, k in enumerate(rng.permutation(N_FAMILIARIZATION)):
         goal, (lo, hi) = plan[int(k)]
-        layout = sample_margin(rng, agent, looks, (test + lo, test + hi))
+        layout = sample_margin(rng, agent, looks, (test + lo, test + hi), bool(both[i]))
         trials.append(make_trial(layout, walk(layout, goal, rng), goal))
     return trials
 
@@ -249,8 +260,10 @@ def _trial_problems(ep: Episode, i: int, trial: Trial, looks: dict[str, Look]) -
     if {o.id: (o.shape, o.color) for o in lay.objects} != looks:
         out.append(Problem(ep.id, "objects differ from trial 0's (ids A and B, shapes and colours must stay)", i))
         return out
-    if lay.terrain != ring(lay.object(VALUED).cell) or lay.walls != empty_layout(lay.width, lay.height).walls:
-        out.append(Problem(ep.id, "a trial shows the border, no inner walls and a ring of 8 mud cells around A", i))
+    mud_ok = lay.terrain == ring(lay.object(VALUED).cell) or (trial.phase == "familiarization" and muddy_both(lay))
+    if not mud_ok or lay.walls != empty_layout(lay.width, lay.height).walls:
+        out.append(Problem(ep.id, "a trial shows the border, no inner walls and a ring of mud around A (in familiarization "
+                                  "around B too, or not)", i))
     if trial.goal not in looks:
         out.append(Problem(ep.id, f"goal {trial.goal!r} is not A or B", i))
     elif abs(time_cost(trial.path) - terrain_cost(lay, lay.agent.home, lay.object(trial.goal).cell)) > TOL:
@@ -277,6 +290,9 @@ def cost_reward_problems(ep: Episode) -> list[Problem]:
     if len(paid) != N_PER_GOAL or len(refused) != N_PER_GOAL:
         out.append(Problem(ep.id, f"familiarization goes to A {len(paid)} times and to B {len(refused)} times, "
                                   f"expected {N_PER_GOAL} and {N_PER_GOAL}"))
+    elif sum(muddy_both(t.layout) for t in fam) != N_BOTH:
+        out.append(Problem(ep.id, f"{sum(muddy_both(t.layout) for t in fam)} familiarization trials with mud around both "
+                                  f"objects, expected {N_BOTH}"))
     elif max(paid) >= min(refused) - TOL:
         out.append(Problem(ep.id, f"no value gap explains the familiarization: it went to A at a margin of "
                                   f"{max(paid):.2f} and to B at {min(refused):.2f}"))
