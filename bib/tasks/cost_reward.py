@@ -18,16 +18,16 @@ pays for them, and predict a choice from that?
   (:data:`VALUES_A`, the pair's own): it pays for ``A`` at margins up to ``T + 1``, once at least
   ``T``, and gives ``A`` up when it costs more (AGENT's "gives up when the obstacle becomes too
   difficult"); *cost-sensitive* (:data:`COST_SENSITIVE`, the twin's, the mirror image about ``T``): it
-  takes ``A`` only when it costs at most ``T - 1.2`` more, and gives it up once at no more than ``T``. After *values A*, expected = ``A``
-  (the agent paid at least this much for ``A`` before), unexpected = ``B``. The twin shows the SAME
+  takes ``A`` only when it costs at most ``T - 1.2`` more, and gives it up once at no more than ``T``.
+  After *values A*, expected = ``A`` (the agent paid at least this much for ``A`` before), unexpected = ``B``. The twin shows the SAME
   two test trials after the *cost-sensitive* familiarization, under which the labels swap (it gave
   ``A`` up at no more than this margin).
 
 Controls (docs/tasks.md, "Cost-reward"): the twins make every test-only cue (closest object, path
 length, mud on the path, novelty of the test) score exactly 50%; both familiarizations show 4 trips
 to each object, the ring around ``A`` in every trial and the second ring around ``B`` in 4 (drawn apart
-from the goal) and no inner walls, so goal frequency, mud, wade and wall counts say nothing about the label. Only the margins
-paid and refused do; the designs' margins mirror each other about ``T``, so neither is the one where
+from the goal) and no inner walls, so goal frequency, mud, wade and wall counts say nothing about the
+label. Only the margins paid and refused do; the designs' margins mirror each other about ``T``, so neither is the one where
 ``A`` is costlier on average. What a fixed goal count leaves (docs/tasks.md): the familiarization of
 *values A* has at least 5 trials with a margin of ``T`` or more (its 4 refusals, the paid witness), the
 cost-sensitive one at most 3: the margins, read against the test, decide, as the choices do. The
