@@ -269,3 +269,18 @@ def test_an_observer_blind_to_the_mud_is_at_chance():
     seeing = [predicted_choice(ep.familiarization, ep.test.layout) == ep.test.goal for ep in eps]
     assert all(seeing) and len(eps) == 60
     assert 0.4 <= np.mean(blind) <= 0.6, np.mean(blind)
+
+
+def test_every_single_feature_of_the_audit_scores_exactly_half():
+    """The audit's single-feature candidates (the mud ones included) on the family: a feature of the test alone
+    is undone by the twin, one of the familiarization alone is the same for both episodes of a pair."""
+    from bib.evaluation import pair_score
+    from bib.observers.shortcuts import FEATURES, episode_features
+
+    by: dict[str, dict] = {}
+    for ep in _episodes(12, seed=11):
+        by.setdefault(ep.pair_id, {})[ep.outcome] = ep
+    feats = {pid: (episode_features(p["expected"]), episode_features(p["unexpected"])) for pid, p in by.items()}
+    for i, name in enumerate(FEATURES):
+        assert np.mean([pair_score(e[i], u[i]) for e, u in feats.values()]) == 0.5, name
+    assert {"mud-cells", "wades", "familiarization-mud"} <= set(FEATURES)
