@@ -26,6 +26,7 @@ from bib.tasks.options import AgentModel, TaskOptions
 from bib.vocabulary import TERRAIN_COLOR
 from bib.world.dynamics import ACTIONS, STAY, action_cost, move_legal
 from bib.world.grid import Agent, GridObject, Layout
+from bib.world.planning import shortest_cost
 from bib.world.terrain import MUD_STAYS, cost_field, stay_problems, terrain_cost, terrain_path, time_cost, with_stays
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,6 +160,8 @@ def test_every_episode_passes_its_rules_and_the_expected_choice_is_what_the_cost
         refused = [margin(t.layout) for t in fam if t.goal == OTHER]
         m = margin(ep.test.layout)
         assert 1.5 - 1e-9 <= m <= 3.0 + 1e-9 and max(paid) < min(refused)
+        lay, home = ep.test.layout, ep.test.layout.agent.home  # the nearer object by distance is never a tie
+        assert abs(shortest_cost(lay, home, lay.object(VALUED).cell) - shortest_cost(lay, home, lay.object(OTHER).cell)) > 1e-6
         # the values-A agent paid at least the test's margin for A; the cost-sensitive one gave A up at no more
         assert (max(paid) >= m) == ("twin" not in ep.variant) == (min(refused) > m)
         # every A trip wades through the mud once (stays included), a B trip only where B is ringed too

@@ -71,7 +71,7 @@ from bib.tasks.options import Controls
 from bib.tasks.preference import chebyshev, shared_familiarization_problems
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Agent, Cell, Layout
-from bib.world.planning import TOL
+from bib.world.planning import TOL, shortest_cost
 from bib.world.terrain import terrain_cost, terrain_path, time_cost
 
 VALUED = "A"
@@ -196,6 +196,12 @@ def _draft(rng: np.random.Generator) -> tuple[list[Trial], list[Trial], Trial, T
     """Both familiarizations (values-A, cost-sensitive) and the test trials to ``A`` and to ``B``, consistent."""
     agent, looks = _start(rng)
     test_layout = sample_trade(rng, agent, looks, TEST)
+    home = agent.home
+    if abs(shortest_cost(test_layout, home, test_layout.object(VALUED).cell)
+           - shortest_cost(test_layout, home, test_layout.object(OTHER).cell)) < TOL:
+        # the nearer object (by distance, mud aside) must be one of them: a tie would leave "goes to the nearest
+        # object" to the order the objects are listed in, which the blind view draws per episode
+        raise LayoutRejected("the test's objects are equally far from the home")
     m = margin(test_layout)
     fam_a = familiarization(rng, agent, looks, VALUES_A, m)
     fam_c = familiarization(rng, agent, looks, COST_SENSITIVE, m)
