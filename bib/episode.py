@@ -19,6 +19,7 @@ from bib.vocabulary import is_agent_shape, is_object_shape
 from bib.world.dynamics import ACTION_NAMES, AgentState, action_between, step
 from bib.world.grid import Agent, Cell, GridObject, Layout
 from bib.world.occluder import Occluder
+from bib.world.terrain import stay_problems
 
 SCHEMA = "bib.episode/1"
 PHASES = ("familiarization", "test")
@@ -183,6 +184,7 @@ def trial_to_dict(trial: Trial) -> dict[str, Any]:
         "phase": trial.phase,
         "walls": sorted(_cell(c) for c in lay.walls),
         "barriers": sorted(_cell(c) for c in lay.barriers),
+        **({"terrain": sorted(_cell(c) for c in lay.terrain)} if lay.terrain else {}),
         "lock": _cell(lay.lock),
         "key": _cell(lay.key),
         "objects": [
@@ -349,6 +351,7 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
         raise r.fail(f"{where}.phase", f"expected one of {', '.join(PHASES)}, got {phase!r}")
     walls = r.cells(r.get(d, "walls", where, list), f"{where}.walls")
     barriers = r.cells(r.get(d, "barriers", where, list, optional=True) or [], f"{where}.barriers")
+    terrain = r.cells(r.get(d, "terrain", where, list, optional=True) or [], f"{where}.terrain")
     lock_raw = r.get(d, "lock", where, list, optional=True)
     key_raw = r.get(d, "key", where, list, optional=True)
     lock = None if lock_raw is None else r.cell(lock_raw, f"{where}.lock")
@@ -390,7 +393,7 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
     recording = None if rec_raw is None else _recording_from_dict(rec_raw, r, f"{where}.recording")
     occ_raw = r.get(d, "occluder", where, list, optional=True)
     occluder = None if occ_raw is None else _occluder_from_list(occ_raw, width, height, r, f"{where}.occluder")
-    for name, cells in (("walls", walls), ("barriers", barriers), ("path", path)):
+    for name, cells in (("walls", walls), ("barriers", barriers), ("terrain", terrain), ("path", path)):
         if cells and not (min(cells)[0] >= 0 and max(cells)[0] < width  # x: the tuples' order; y: a C-level map
                           and min(map(_second, cells)) >= 0 and max(map(_second, cells)) < height):
             for i, c in enumerate(cells):  # name the first cell outside
@@ -406,6 +409,7 @@ def trial_from_dict(d: Any, width: int, height: int, moves: int, r: _Reader, whe
         objects=tuple(objects),
         agents=(agent,),
         moves=moves,
+        terrain=frozenset(terrain),
     )
     return Trial(phase=phase, layout=layout, path=tuple(path), events=tuple(events), goal=goal,
                  excess_cost=None if excess is None else float(excess), recording=recording, occluder=occluder)
@@ -656,6 +660,7 @@ def _trial_problems(trial: Trial) -> list[tuple[str, int | None, Cell | None]]:
         out.append(problem("the key sits on a wall, barrier or lock", cell=lay.key))
     if lay.lock is not None and lay.lock in lay.walls:
         out.append(problem("the lock sits on a wall", cell=lay.lock))
+    out += _terrain_placement(lay)
     home = lay.agent.home
     if not is_agent_shape(lay.agent.shape):
         out.append(problem(f"agent {lay.agent.id} has shape {lay.agent.shape!r}, not an agent shape of bib.vocabulary"))
@@ -679,6 +684,8 @@ def _trial_problems(trial: Trial) -> list[tuple[str, int | None, Cell | None]]:
             what = "a wall or barrier" if not lay.is_free(b, state.unlocked) else "the corner of a wall or barrier"
             return [problem(f"move {ACTION_NAMES[action]} from {list(a)} crosses {what}", i, b)]
         expected_events += [Event(i, e) for e in events]
+    if lay.terrain:
+        out += [problem(msg, i, c) for msg, i, c in stay_problems(lay, trial.path)]
     if tuple(expected_events) != trial.events:
         got = [(e.step, e.type) for e in trial.events]
         want = [(e.step, e.type) for e in expected_events]
@@ -703,6 +710,22 @@ def _occluded_problems(occ: Occluder, lay: Layout) -> list[tuple[str, int | None
     things += [(f"object {o.id}", o.cell) for o in lay.objects]
     return [(f"the occluder hides a {name}: an occluded cell must hold nothing in the file", None, c)
             for name, c in sorted(things, key=lambda t: (t[1], t[0])) if c in occ]
+
+
+def _terrain_placement(lay: Layout) -> list[tuple[str, int | None, Cell | None]]:
+    """Where mud may lie: on free cells, under no object and not on the home; never beside a key or lock
+    (terrain planning, :mod:`bib.world.terrain`, has no key/lock states)."""
+    if not lay.terrain:
+        return []
+    out: list[tuple[str, int | None, Cell | None]] = []
+    for c in sorted(lay.terrain):
+        if c in lay.walls or c in lay.barriers:
+            out.append(("mud (terrain) sits on a wall or barrier", None, c))
+        elif c in {o.cell for o in lay.objects} or c == lay.agent.home:
+            out.append(("mud (terrain) sits under an object or on the agent's home", None, c))
+    if lay.key is not None or lay.lock is not None:
+        out.append(("mud (terrain) with a key or lock: terrain layouts have neither", None, None))
+    return out
 
 
 def validate(ep: Episode) -> list[Problem]:

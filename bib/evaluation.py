@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from bib.agent_table import agent_board, read_agent_published
 from bib.errors import BibInputError
 from bib.guard import check_header, load_json, read_text, text_lines
 from bib.io import atomic_open, atomic_write_text, csv_cell, csv_dict_writer, csv_value
@@ -1019,20 +1020,27 @@ class Leaderboard(Result):
         header: ``condition``, the published models, then ours (``NAME (ours)``).
         rows: one row per condition (+ family averages and, with ours, a ``pairs`` row); ``-`` where absent.
         note: where the numbers come from (:func:`leaderboard_note`).
+        agent: AGENT's published numbers beside ours (:func:`bib.agent_table.agent_board`): ``{"header", "rows",
+            "note"}``, or empty.
     """
 
     name: ClassVar[str] = "leaderboard"
     header: list[str]
     rows: list[list[str]]
     note: str
+    agent: dict[str, object] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
-        """``{"header", "rows", "note"}`` (cells are strings, as printed)."""
-        return {"header": self.header, "rows": self.rows, "note": self.note}
+        """``{"header", "rows", "note"}`` (cells are strings, as printed), and ``agent`` (the same three) when set."""
+        return {"header": self.header, "rows": self.rows, "note": self.note, **({"agent": self.agent} if self.agent else {})}
 
     def to_markdown(self) -> str:
-        """The table (published columns, then ours) and the note under it."""
-        return markdown_table(self.header, self.rows) + "\n\n" + self.note
+        """The table (published columns, then ours) and the note under it; then AGENT's board and its note."""
+        text = markdown_table(self.header, self.rows) + "\n\n" + self.note
+        if self.agent:
+            text += ("\n\nAGENT (Shu et al. 2021, Table 1) beside ours, accuracy %:\n\n"
+                     + markdown_table(self.agent["header"], self.agent["rows"]) + "\n\n" + str(self.agent["note"]))  # type: ignore[arg-type]
+        return text
 
 
 def added_rows(add: Sequence[tuple[str, str | os.PathLike[str]]]) -> list[dict[str, str]]:
@@ -1090,4 +1098,6 @@ def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence
         upsert_table(path, new)
     published = read_anchors(anchors or ANCHORS, sources)
     header, rows = leaderboard(published, ours)
-    return Leaderboard(header, rows, leaderboard_note(ours, published))
+    a_header, a_rows, a_note = agent_board(read_agent_published(), ours)
+    return Leaderboard(header, rows, leaderboard_note(ours, published),
+                       {"header": a_header, "rows": a_rows, "note": a_note})

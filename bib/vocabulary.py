@@ -5,7 +5,7 @@ read it, and it needs no pygame):
 
 - the episode schema check (:func:`bib.episode.validate_trial` refuses a shape not listed here);
 - the renderer (:mod:`bib.render.sprites` draws exactly these shapes; the home pad is
-  :data:`HOME_COLOR`);
+  :data:`HOME_COLOR`, mud cells :data:`TERRAIN_COLOR`);
 - the task generators' palettes (:mod:`bib.tasks.common`);
 - the learned observers' symbolic encoders (:mod:`bib.observers.encoders`: one one-hot channel
   per shape, in the order given here), and their checkpoints, which store
@@ -94,6 +94,9 @@ SLOT_COLOR: tuple[int, int, int] = (28, 64, 20)
 OCCLUDER_COLOR: tuple[int, int, int] = (150, 150, 160)
 """Occluder colour (an opaque grey rectangle over the cells it hides, :mod:`bib.world.occluder`): unlike any
 wall (black), barrier (green), free cell (white) or sprite colour."""
+
+TERRAIN_COLOR: tuple[int, int, int] = (139, 94, 52)
+"""Costly terrain (mud) colour, brown: a whole cell, drawn under the sprites (:mod:`bib.world.terrain`)."""
 
 SHAPES: frozenset[str] = frozenset(OBJECT_SHAPES + AGENT_SHAPES + OTHER_SHAPES)
 """Every sprite name."""

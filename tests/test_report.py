@@ -117,6 +117,9 @@ def test_site_pages_and_every_link_resolves(inputs: dict[str, Path], tmp_path: P
     assert (cv2.imread(str(out / posters[0]))[:, :, ::-1] == first).all()
     evaluation = (out / "evaluation.html").read_text(encoding="utf-8")
     assert "oracle" in evaluation and "HBToM" in evaluation and "inverse-planner" in evaluation
+    # AGENT's Table 1 beside ours (issue 43): its scenarios and blocks, and the file the numbers come from
+    assert "AGENT (Shu et al. 2021, Table 1)" in evaluation and "BIPaCK (G2)" in evaluation
+    assert "data/published/agent_table1.csv" in evaluation
     # the tiny set has 1 pair per condition: each accuracy carries the few-pairs warning
     assert evaluation.count("Warning: ") >= 2 and "preference: only 1 pair (fewer than 10)" in evaluation
     assert (out / "figures" / "evaluation.svg").read_text(encoding="utf-8").startswith("<?xml")

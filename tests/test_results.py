@@ -169,9 +169,11 @@ def test_leaderboard_result(tmp_path: Path) -> None:
     models = list(dict.fromkeys(a["column"] for a in read_anchors(ANCHORS)))
     assert result.header == ["condition", *models]
     doc = json.loads(result.to_json_text())
-    assert set(doc) == {"header", "rows", "note"} and doc["rows"] == result.rows
+    assert set(doc) == {"header", "rows", "note", "agent"} and doc["rows"] == result.rows
+    assert set(doc["agent"]) == {"header", "rows", "note"}  # AGENT's Table 1 beside ours (issue 43)
     lines = result.to_markdown().splitlines()
-    assert lines[0] == "| " + " | ".join(result.header) + " |" and lines[-1] == result.note
+    assert lines[0] == "| " + " | ".join(result.header) + " |" and result.note in lines
+    assert lines[-1] == result.agent["note"]
     assert "Ours: none yet" in result.note
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -150,8 +151,27 @@ def test_features_by_hand() -> None:
     other = Agent("agent-1", "kite", (200, 40, 40), (2, 2))
     new_agent = episode(fam, make_trial(two_objects((2, 6), (7, 2), agent=other), line((2, 2), (2, 6)), "A", "test"))
     assert dict(zip(FEATURES, episode_features(new_agent)))["agent-changed"] == 1.0
+    assert f["mud-cells"] == f["wades"] == f["familiarization-mud"] == 0.0
     blind = {n for n, feat in FEATURES.items() if not feat.reads_familiarization}
-    assert blind == set(FEATURES) - {"repeats-familiar-path", "familiarization-inner-walls", "agent-changed"}
+    assert blind == set(FEATURES) - {"repeats-familiar-path", "familiarization-inner-walls", "agent-changed",
+                                     "familiarization-mud"}
+
+
+def test_mud_features_and_novelty_see_the_terrain() -> None:
+    """Issue 43: mud cells, wades and the familiarization's mud are features; novelty's pictures show mud."""
+    from bib.observers.shortcuts import MUD, _content
+    from bib.world.terrain import with_stays
+
+    mud = frozenset((4, y) for y in range(1, 9))
+    lay = replace(two_objects((7, 2), (7, 7)), terrain=mud)
+    path = with_stays(lay, line((2, 2), (7, 2)))  # along row 2: one step onto (4, 2), two stays
+    fam = [make_trial(lay, path, "A"), make_trial(two_objects((7, 2), (7, 7)), line((2, 2), (7, 2)), "A")]
+    ep = episode(fam, make_trial(lay, path, "A", "test"))
+    f = dict(zip(FEATURES, episode_features(ep)))
+    assert (f["mud-cells"], f["wades"], f["familiarization-mud"]) == (8.0, 1.0, 4.0)
+    assert f["n-steps"] == 7 and f["path-cost"] == 5.0  # the two stays are steps of no distance
+    picture = _content(lay, False, False, {})
+    assert sorted(zip(*np.nonzero(picture == MUD))) == sorted((y, x) for x, y in mud)
 
 
 def test_fit_stump_by_hand() -> None:

@@ -46,6 +46,7 @@ from bib.world.dynamics import AgentState, action_between
 from bib.world.grid import Layout, border_walls
 from bib.world.keylock import optimal_cost
 from bib.world.planning import distance_field, path_cost, reachable
+from bib.world.terrain import crosses_mud
 
 SHORTCUTS: tuple[str, ...] = ("closest-object", "test-only", "novelty", "familiarity", "path-familiarity", "path-length",
                                "single-feature")
@@ -64,7 +65,7 @@ CUES: dict[str, str] = {
 ``efficiency``: how efficient the test path is on its own; ``novelty``: how unlike the
 familiarization the test looks (layout, agent position and moves); ``perceptual``: a property of
 the picture (lengths, counts, what is where); ``reachability``: which test objects the agent can
-reach; ``familiarization-barrier``: whether the familiarization showed a barrier;
+reach; ``familiarization-barrier``: whether the familiarization showed a barrier (or mud);
 ``agent-identity``: whether the test agent is the familiar one.
 """
 
@@ -89,15 +90,20 @@ class TestOnlyObserver(BaseObserver):
 # ---------------------------------------------------------------- novelty / familiarity
 
 EMPTY, WALL, BARRIER, LOCK, KEY = 0, 1, 2, 3, 4
+MUD = -2
+"""Content code of a mud cell (costly terrain, issue 43); objects take the codes above :data:`KEY`."""
 START = -1
 """Move code of a trial's first state (no move made yet)."""
 
 
 def _content(layout: Layout, key_taken: bool, unlocked: bool, looks: dict[tuple, int]) -> np.ndarray:
-    """What each cell shows (``[H, W]`` codes): walls, barriers and lock until unlocked, the key until taken, objects by look."""
+    """What each cell shows (``[H, W]`` codes): walls, mud, barriers and lock until unlocked, the key until taken,
+    objects by look."""
     grid = np.zeros((layout.height, layout.width), dtype=np.int64)
     for x, y in layout.walls:
         grid[y, x] = WALL
+    for x, y in layout.terrain:
+        grid[y, x] = MUD
     if not unlocked:
         for x, y in layout.barriers:
             grid[y, x] = BARRIER
@@ -323,6 +329,13 @@ FEATURES: dict[str, Feature] = {
                 if ep.familiarization else 0.0, reads_familiarization=True),
         Feature("agent-changed", "agent-identity", "the test agent looks different from the last familiarization agent",
                 _familiar_agent_changed, reads_familiarization=True),
+        # costly terrain (issue 43), last so that the picks of sets without mud (every feature 0 there) stay as they were
+        Feature("mud-cells", "perceptual", "mud (costly terrain) cells in the test layout",
+                lambda ep: float(len(ep.test.layout.terrain))),
+        Feature("wades", "perceptual", "times the test path steps onto mud", lambda ep: float(crosses_mud(ep.test.layout, ep.test.path))),
+        Feature("familiarization-mud", "familiarization-barrier", "mean mud cells of the familiarization layouts",
+                lambda ep: float(np.mean([len(t.layout.terrain) for t in ep.familiarization])) if ep.familiarization else 0.0,
+                reads_familiarization=True),
     )
 }
 """Candidate features of ``single-feature``, in tie-break order."""

@@ -27,6 +27,7 @@ from bib.vocabulary import HOME_COLOR
 from bib.vocabulary import KEY_COLOR as KEY
 from bib.vocabulary import OCCLUDER_COLOR as OCCLUDER
 from bib.vocabulary import SLOT_COLOR as SLOT
+from bib.vocabulary import TERRAIN_COLOR as TERRAIN
 from bib.vocabulary import WALL_COLOR as WALL
 from bib.world.dynamics import STAY, action_between, action_cost
 
@@ -208,6 +209,7 @@ class _Painter:
         lay = trial.layout
         px = settings.cell_px
         base = _walled(lay.width, lay.height, frozenset(lay.walls), px, tuple(settings.background)).copy()
+        self._cell_fill(base, lay.terrain, TERRAIN)  # mud: static, under the home pad and the objects
         agent = lay.agent
         blend(base, "home_pad", HOME_COLOR, agent.home[0] * px, agent.home[1] * px, px)
         for obj in lay.objects:

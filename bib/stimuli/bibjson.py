@@ -52,7 +52,7 @@ from bib.render.frames import RenderSettings, trial_state_arrays
 from bib.stimuli.complete import mark_complete
 from bib.stimuli.sets import find_episodes
 from bib.stimuli.trajectory import STRAIGHT_TOL_PX, PathBuilder, distances_to_track, simplify
-from bib.tasks import bib_folders, unit_id
+from bib.tasks import REGISTRY, bib_folders, unit_id
 from bib.tasks.unobserved import OCCLUDED_TASKS
 from bib.vocabulary import (
     AGENT_RADIUS_PX,
@@ -117,6 +117,9 @@ def icon_name(icon: str) -> str:
 def folder_of(task: str) -> str:
     """BIB folder name of one of our task ids."""
     name = EVALUATION_FOLDERS.get(task) or BACKGROUND_FOLDERS.get(task)
+    if name is None and task in REGISTRY:
+        raise BibInputError(f"task {task!r} has no BIB JSON form (BIB has no such condition, and its format no costly "
+                            "terrain); export the other tasks' episodes from a set without it")
     if name is None:
         raise BibInputError(f"task {task!r} has no BIB folder name (known: {', '.join(sorted({**EVALUATION_FOLDERS, **BACKGROUND_FOLDERS}))})")
     return name
@@ -218,7 +221,13 @@ def episode_bib_names(ep: Episode) -> dict[str, str]:
 
 
 def episode_to_bib(ep: Episode, settings: RenderSettings = EXPORT_SETTINGS, naming: str = DEFAULT_NAMING) -> list[list[dict[str, Json]]]:
-    """An episode as BIB's list of trials of frame dicts."""
+    """An episode as BIB's list of trials of frame dicts.
+
+    Raises:
+        BibInputError: the episode shows costly terrain (mud), which BIB JSON cannot hold.
+    """
+    if any(t.layout.terrain for t in ep.trials):
+        raise BibInputError(f"episode {ep.id}: BIB JSON has no costly terrain (mud); it cannot be exported")
     names = episode_bib_names(ep)
     return [trial_to_bib(t, settings, naming, names) for t in ep.trials]
 

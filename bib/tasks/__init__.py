@@ -8,6 +8,7 @@ from __future__ import annotations
 from bib.tasks import (
     agent_grids,  # noqa: F401
     background,  # noqa: F401  (registers its tasks)
+    cost_reward,  # noqa: F401
     efficiency,  # noqa: F401
     inaccessible_goal,  # noqa: F401
     instrumental,  # noqa: F401

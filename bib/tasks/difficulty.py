@@ -66,6 +66,7 @@ from bib.world.dynamics import AgentState, action_between, adjacent_to_lock, leg
 from bib.world.grid import Layout
 from bib.world.keylock import move_costs, optimal_cost
 from bib.world.planning import path_cost
+from bib.world.terrain import excess_time
 
 DECIMALS = 4
 """Difficulties, evidence and excess costs are rounded to this many decimals where they are stored."""
@@ -79,8 +80,13 @@ Boltzmann agent of any ``beta``): their test moves are scored uniform over the l
 
 
 def excess_cost(trial: Trial) -> float:
-    """Cost of the trial's path minus that of an optimal key/lock-space path from home to its last cell (>= 0)."""
+    """Cost of the trial's path minus that of an optimal key/lock-space path from home to its last cell (>= 0).
+
+    With mud (:mod:`bib.world.terrain`) both are times: stays included, mud entered at its cost.
+    """
     path = trial.path
+    if trial.layout.terrain:
+        return excess_time(trial.layout, path)
     best = optimal_cost(trial.layout, tuple(path[-1]), AgentState(tuple(path[0])))
     return max(0.0, path_cost(path) - best)
 

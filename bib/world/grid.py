@@ -1,4 +1,4 @@
-"""Layout: the static content of one trial's grid (walls, barriers, lock, key, objects, agents)."""
+"""Layout: the static content of one trial's grid (walls, barriers, lock, key, objects, agents, costly terrain)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,9 @@ class Layout:
         objects: goal objects.
         agents: agents (BIB trials show one).
         moves: 8 (BIB: king moves, no corner cutting) or 4 (agent-evaluation grids).
+        terrain: costly cells (mud, drawn brown): walkable, but an agent that steps onto one stays
+            there :data:`bib.world.terrain.MUD_STAYS` more steps (:mod:`bib.world.terrain`); empty in
+            every BIB task.
     """
 
     width: int
@@ -70,6 +73,7 @@ class Layout:
     objects: tuple[GridObject, ...] = ()
     agents: tuple[Agent, ...] = ()
     moves: int = 8
+    terrain: frozenset[Cell] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
         if self.moves not in (4, 8):
