@@ -111,6 +111,9 @@ class InversePlanner(BaseObserver):
         epsilon: probability that a step is uniform noise (bounds the surprise of any move).
         hidden: where the familiarization shows an occluder and the test removes it, add to every test step the
             surprise of what it reveals under the hidden-obstacle posterior (:mod:`bib.observers.hidden_obstacles`).
+        costs: where the trials show costly terrain (mud), score the episode with the cost model
+            (:mod:`bib.observers.cost_model`: rewards per object, a Boltzmann choice of the goal given reward minus
+            the cost the mud adds); episodes without mud are scored as without it.
     """
 
     name = "inverse-planner"
@@ -124,8 +127,11 @@ class InversePlanner(BaseObserver):
         sequential: bool = False,
         via_key: float = VIA_KEY_PRIOR,
         hidden: bool = True,
+        costs: bool = True,
     ) -> None:
         self.hidden = bool(hidden)
+        self.costs = bool(costs)
+        self._cost_model = None
         self.betas = np.asarray(betas, dtype=np.float64)
         if self.betas.ndim != 1 or self.betas.size == 0 or not np.all(self.betas > 0) or not np.all(np.isfinite(self.betas)):
             raise BibInputError(f"inverse-planner: betas must be a non-empty list of positive numbers, got {list(betas)}")
@@ -150,6 +156,13 @@ class InversePlanner(BaseObserver):
 
     def surprise(self, episode: Episode) -> np.ndarray:
         """``-log`` posterior predictive probability of each test move, given the familiarization trials."""
+        if self.costs and any(t.layout.terrain for t in episode.trials):
+            from bib.observers.cost_model import CostModel, applies
+
+            if applies(episode):
+                if self._cost_model is None:
+                    self._cost_model = CostModel(self)
+                return self._cost_model.surprise(episode)
         values = layout_goal_values([t.layout for t in episode.trials])
         fam = episode.familiarization
         beliefs = self._familiarize_cached(fam, values[: len(fam)])
@@ -220,6 +233,28 @@ class InversePlanner(BaseObserver):
         Returns:
             The per-step surprise and the joint posterior over (feasible goal, beta).
         """
+        identities, log_lik, log_noise = self.move_log_likelihood(trial, values)
+        if not identities:
+            return TrialInference(-log_noise, -log_noise, (), np.zeros((0, self.betas.size)))
+        with np.errstate(divide="ignore"):
+            log_prior = np.log(self.goal_prior(belief, identities))[:, None] + belief.log_beta[None, :]
+        total = log_prior + log_lik.sum(axis=2)
+        posterior = total - logsumexp(total, axis=(0, 1))
+        if not surprise:
+            return TrialInference(np.zeros(0), np.zeros(0), identities, posterior)
+        marginal, sequential = step_surprises(log_prior, log_lik)
+        return TrialInference(marginal, sequential, identities, posterior)
+
+    def move_log_likelihood(
+        self, trial: Trial, values: dict | None = None
+    ) -> tuple[tuple[Identity, ...], np.ndarray, np.ndarray]:
+        """The likelihood of each move of ``trial`` under each feasible goal and beta.
+
+        Returns:
+            ``(goals, log_lik, log_noise)``: the identities of the trial's feasible goals (layout order), ``log p(move_t
+            | goal, beta)`` ``[G, B, T]`` (the Boltzmann policy mixed with the noise), and the noise alone ``[T]``
+            (``log_lik`` is ``[0, B, T]`` when no goal is feasible).
+        """
         moves = trial_moves(trial)
         layout = trial.layout
         if values is None:
@@ -239,7 +274,7 @@ class InversePlanner(BaseObserver):
         # noise: uniform over the legal moves and staying
         log_noise = np.log(self.epsilon) - np.log(moves.legal.sum(axis=1) + 1.0)  # [T]
         if not goals:
-            return TrialInference(-log_noise, -log_noise, (), np.zeros((0, self.betas.size)))
+            return (), np.zeros((0, self.betas.size, moves.n_steps)), log_noise
         stack = np.stack([stacks[g.identity] for g in goals])
         log_pi = boltzmann_log_policy(move_q_values(moves, stack), self.betas)  # [G, B, T, 8]
         t_idx = np.arange(moves.n_steps)
@@ -250,18 +285,7 @@ class InversePlanner(BaseObserver):
             log_term = np.log(termination(trial, goals, stack))
         log_obs = log_obs + np.log1p(-self.epsilon) + log_term[:, None, :]
         log_lik = np.logaddexp(log_obs, log_noise[None, None, :])  # [G, B, T]
-        identities = tuple(g.identity for g in goals)
-        with np.errstate(divide="ignore"):
-            log_prior = np.log(self.goal_prior(belief, identities))[:, None] + belief.log_beta[None, :]
-        total = log_prior + log_lik.sum(axis=2)
-        posterior = total - logsumexp(total, axis=(0, 1))
-        if not surprise:
-            return TrialInference(np.zeros(0), np.zeros(0), identities, posterior)
-        before = np.concatenate([np.zeros(log_lik.shape[:2] + (1,)), np.cumsum(log_lik, axis=2)], axis=2)
-        norm = logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
-        sequential = -(norm[1:] - norm[:-1])
-        marginal = -logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
-        return TrialInference(marginal, sequential, identities, posterior)
+        return tuple(g.identity for g in goals), log_lik, log_noise
 
     # ------------------------------------------------------------------ helpers
 
@@ -275,6 +299,19 @@ class InversePlanner(BaseObserver):
             while len(self._cache) > 16:
                 self._cache.popitem(last=False)
         return hit
+
+
+def step_surprises(log_prior: np.ndarray, log_lik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step surprises of a trial from a log prior ``[G, B]`` over (goal, beta) and the moves' ``log_lik [G, B, T]``.
+
+    Returns ``(marginal, sequential)``: ``-log p(move_t | prior)`` (each move against the prior predictive) and
+    ``-log p(move_t | prior, moves_<t)`` (the predictive Bayes-updated after every move), each ``[T]``.
+    """
+    before = np.concatenate([np.zeros(log_lik.shape[:2] + (1,)), np.cumsum(log_lik, axis=2)], axis=2)
+    norm = logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
+    sequential = -(norm[1:] - norm[:-1])
+    marginal = -logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
+    return marginal, sequential
 
 
 def termination(trial: Trial, goals: Sequence[Goal], values: np.ndarray) -> np.ndarray:
@@ -322,9 +359,10 @@ def make_inverse_planner(
     sequential: bool = False,
     via_key: float = VIA_KEY_PRIOR,
     hidden: bool = True,
+    costs: bool = True,
 ) -> InversePlanner:
     """Factory for ``inverse-planner`` (it learns from each episode's familiarization; no checkpoint)."""
     if checkpoint is not None:
         raise BibInputError(f"observer 'inverse-planner' takes no --checkpoint (got {checkpoint})")
     return InversePlanner(betas=betas, beta_prior=beta_prior, alpha=alpha, epsilon=epsilon, sequential=sequential,
-                          via_key=via_key, hidden=hidden)
+                          via_key=via_key, hidden=hidden, costs=costs)

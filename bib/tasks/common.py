@@ -230,8 +230,8 @@ def finish_group(unit: UnitInfo, drafts: Sequence[PairDraft], beta: float | None
         drafts = [replace(d, twin=None if d.twin is None else 1 - d.twin) for d in reversed(drafts)]
     measure = get_task(unit.task).difficulty
     measured: dict[int, float | None] = {}
-    for j, d in enumerate(drafts):  # a twin shows its base pair's two test trials: the base pair's difficulty
-        if not (is_twin(d.variant) and d.twin is not None):
+    for j, d in enumerate(drafts):  # a twin shows its base pair's two test trials: the base pair's difficulty,
+        if not (is_twin(d.variant) and d.twin is not None) or d.difficulty is not None:  # unless it has its own
             measured[j] = d.difficulty
     cache: dict[int, Trial] = {}
     out: list[Episode] = []

@@ -228,8 +228,8 @@ def _cost_reward(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
                 make_episode(unit, [*fam, unexpected], outcome="unexpected", paired=True)]
     draft = PairDraft(fam_a, to_a, fam_a, to_b)
     drafts = [draft]
-    if unit.options.twins:
-        drafts = [replace(draft, twin=1), twin_of(draft, fam_c, 0)]
+    if unit.options.twins:  # the twin's difficulty is its own familiarization's, not the base pair's
+        drafts = [replace(draft, twin=1), replace(twin_of(draft, fam_c, 0), difficulty=decisive_gap(fam_c, to_a.layout))]
     return finish_group(unit, drafts, None)
 
 
@@ -258,6 +258,30 @@ def predicted_choice(fam: list[Trial] | tuple[Trial, ...], test_layout: Layout) 
     if refused and m >= min(refused) - TOL:
         return OTHER
     return None
+
+
+def decisive_gap(fam: list[Trial] | tuple[Trial, ...], test_layout: Layout) -> float:
+    """How far inside the decided side the test margin lies (cells of time, >= 0; small is hard): after a
+    familiarization that predicts ``A``, the largest margin paid for ``A`` minus the test's; after one that predicts
+    ``B``, the test's margin minus the smallest at which ``A`` was given up. 0: the agent paid (or refused) exactly
+    this margin before; the designs put it in [0, 1] (the witness bands and the other trials' edges).
+
+    Raises:
+        ValueError: the familiarization does not decide the test.
+    """
+    m = margin(test_layout)
+    choice = predicted_choice(fam, test_layout)
+    if choice == VALUED:
+        return max(0.0, max(margin(t.layout) for t in fam if t.goal == VALUED) - m)
+    if choice == OTHER:
+        return max(0.0, m - min(margin(t.layout) for t in fam if t.goal == OTHER))
+    raise ValueError("the familiarization does not decide the test")
+
+
+def pair_gap(expected: Episode, unexpected: Episode) -> float:
+    """The pair's difficulty (:attr:`~bib.tasks.registry.TaskSpec.difficulty`): :func:`decisive_gap` of its
+    familiarization and test layout."""
+    return decisive_gap(expected.familiarization, expected.test.layout)
 
 
 def _trial_problems(ep: Episode, i: int, trial: Trial, looks: dict[str, Look]) -> list[Problem]:
@@ -328,7 +352,7 @@ register(TaskSpec("cost-reward", "cost-reward", "evaluation", _cost_reward,
                   rule=cost_reward_problems, pair_rule=_pair_rule,
                   controls=Controls(twins=True, boltzmann=True),
                   expected="the object the costs it paid and refused in familiarization say it values more",
-                  unexpected="the other object", order=100))
+                  unexpected="the other object", order=100, difficulty=pair_gap))
 register(TaskSpec("cost-reward-background", "cost-reward", "background", _cost_reward_background,
                   rule=cost_reward_problems,
                   expected="one of cost-reward's familiarizations, then the choice its costs predict", order=50))
