@@ -366,10 +366,12 @@ cells), the generator's grading: ``[0, 0.5), [0.5, 1), ..., [3, 5), [5, inf)``."
 
 MEASURES: dict[str, tuple[tuple[float, ...], str]] = {
     "evidence": (EVIDENCE_EDGES, "evidence of the pair under the generator's agent (nats; smaller is harder)"),
-    "excess": (EXCESS_EDGES, "excess path cost of the deviation (cells; smaller is harder)"),
+    "excess": (EXCESS_EDGES, "the generator's grading: the deviation's excess path cost, cost-reward's decisive margin "
+                             "gap (cells; smaller is harder)"),
 }
 """Difficulty measures a curve can bin on: ``{name: (edges, axis label)}``. ``evidence`` is the
-difficulty ``bib evaluate`` and ``bib audit`` report; ``excess`` (the deviation's size) stays available."""
+difficulty ``bib evaluate`` and ``bib audit`` report; ``excess`` (the manifest's ``difficulty`` column, the generator's
+grading) is ``bib evaluate --difficulty excess``'s."""
 
 DIFFICULTY_EDGES = EVIDENCE_EDGES
 """The edges of the difficulty curve ``bib evaluate`` reports (the evidence's)."""
@@ -641,6 +643,7 @@ class Evaluation(Result):
         episode_set: :func:`set_summary` of the set (``spec``, ``seed``, ``episodes``, ``pairs``).
         note: the note of a ``bib blind`` key evaluated against (``public: scores are not blind (why)``, a kit of
             a set anyone can rebuild: :mod:`bib.stimuli.origin`); first in the table and ``note`` in the JSON.
+        measure: what ``difficulty`` bins (:data:`MEASURES`; the evidence unless ``bib evaluate --difficulty``).
     """
 
     name: ClassVar[str] = "evaluation"
@@ -651,12 +654,13 @@ class Evaluation(Result):
     model: dict[str, object] = field(default_factory=dict)
     episode_set: dict[str, object] = field(default_factory=dict)
     note: str | None = None
+    measure: str = "evidence"
 
     def to_json(self) -> dict[str, object]:
         """The :func:`evaluation_json` object (``schema``, ``bib_version``, ``readout``, ``tie_rule``, ``conditions``,
         ``averages``, ``overall``, ``model``, ``set``, ``sets``, ``difficulty`` (:func:`difficulty_json`) when
         the pairs have one, and ``note`` when there is one)."""
-        extra: dict[str, object] = {"difficulty": difficulty_json(self.difficulty)} if self.difficulty else {}
+        extra: dict[str, object] = {"difficulty": difficulty_json(self.difficulty, self.measure)} if self.difficulty else {}
         if self.note:
             extra["note"] = self.note
         return evaluation_json(self.conditions, self.readout, model=self.model or {"name": None},
@@ -687,7 +691,7 @@ class Evaluation(Result):
         text = note + "\n\n" + markdown_table(["condition", "accuracy %", "95% CI", "pairs", "ties"], rows)
         text += "".join(f"\n\nWarning: {w}" for w in evaluation_warnings(self.conditions))
         if self.difficulty:
-            text += "\n\n" + DifficultyCurve(self.difficulty).to_markdown()
+            text += "\n\n" + DifficultyCurve(self.difficulty, measure=self.measure).to_markdown()
         return text
 
     def plot(self) -> Figure:

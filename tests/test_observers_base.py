@@ -94,15 +94,7 @@ def test_surprise_many_checks_lengths_and_values() -> None:
         surprise_many(Nan(), [ep])
 
 
-def _needs_a_cost_model(condition: str):
-    """cost-reward (issue 43): the inverse planner has no cost model (mud) or per-object rewards yet, so it cannot
-    decide the family; strict, so the test says so when it can."""
-    if condition != "cost-reward":
-        return condition
-    return pytest.param(condition, marks=pytest.mark.xfail(strict=True, reason="no cost model in the inverse planner yet"))
-
-
-@pytest.mark.parametrize("condition", [_needs_a_cost_model(c) for c in EVALUATION])
+@pytest.mark.parametrize("condition", EVALUATION)
 def test_inverse_planner_on_generated_pairs(condition: str) -> None:
     """Every registered evaluation condition: a few freshly generated pairs all ordered correctly."""
     obs = make_observer("inverse-planner")
@@ -112,7 +104,7 @@ def test_inverse_planner_on_generated_pairs(condition: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("condition", [_needs_a_cost_model(c) for c in EVALUATION])
+@pytest.mark.parametrize("condition", EVALUATION)
 def test_inverse_planner_reaches_99_percent(condition: str) -> None:
     """The issue's target on 200 fresh pairs per condition: >= 99% pairwise accuracy (ties 0.5)."""
     from bib.evaluation import pair_score

@@ -29,6 +29,11 @@ class Readout(str, Enum):
     mean = "mean"
 
 
+class Measure(str, Enum):
+    evidence = "evidence"
+    excess = "excess"
+
+
 class KitFormat(str, Enum):
     episodes = "episodes"
     bib_json = "bib-json"
@@ -132,6 +137,7 @@ def register(app: typer.Typer) -> None:
         episodes: Path = typer.Argument(..., help="The episode set the results are for (folder or manifest.csv), or the KEY.csv of a `bib blind` kit."),
         results: Path = typer.Argument(..., help="A `bib score` folder, or a CSV episode_id,surprise (e.g. from an outside model)."),
         readout: Readout = typer.Option(Readout.max, "--readout", help="Reduce per-step surprise by max (BIB) or mean (needs results.steps.parquet)."),
+        measure: Measure = typer.Option(Measure.evidence, "--difficulty", help="What the difficulty curve bins: the pair's evidence (nats), or the generator's grading, the manifest's difficulty column (cells: a deviation's excess cost, cost-reward's decisive margin gap)."),
         out: Path = optional_out("evaluation.json, evaluation.md, evaluation.{png,svg} and provenance.json"),
         as_json: bool = JSON,
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
@@ -186,8 +192,9 @@ def register(app: typer.Typer) -> None:
         model = read_model_card(results.parent) if results.name == RESULTS else {}
         if name and not model.get("name"):
             model = {**model, "name": name}
-        result = Evaluation(res, readout.value, found.sets, evaluate_difficulty(found.refs, surprise, seed=seed), model,
-                            set_summary(found.refs, found.sets), note=note)
+        result = Evaluation(res, readout.value, found.sets,
+                            evaluate_difficulty(found.refs, surprise, seed=seed, measure=measure.value), model,
+                            set_summary(found.refs, found.sets), note=note, measure=measure.value)
         if (tied := ties_warning(res)) is not None:  # also in the JSON's warnings and the table's last lines
             typer.echo(f"warning: {tied}", err=True)
         if folder is not None:
@@ -196,7 +203,7 @@ def register(app: typer.Typer) -> None:
                 if result.difficulty:
                     sets = "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
                     label = name or (results.parent.name if results.name == RESULTS else results.stem)
-                    DifficultyCurve(result.difficulty, f"{label} on {sets}").save(tmp)
+                    DifficultyCurve(result.difficulty, f"{label} on {sets}", measure.value).save(tmp)
         if table is not None:
             label = stimuli or "; ".join(f"{s['name']} seed {s['seed']}" for s in found.sets) or str(episodes)
             command = f"bib evaluate {episodes} {results.parent if results.name == RESULTS else results} --readout {readout.value}"
