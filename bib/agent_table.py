@@ -9,7 +9,8 @@ show AGENT's numbers only. AGENT's numbers are on its own 3D videos from ground-
 gridworld sets bib generates: the board puts them side by side, it does not say they measure the same data.
 
 ``bib leaderboard`` and ``bib report`` (``evaluation.html``) print the board under BIB's leaderboard
-(:func:`bib.evaluation.build_leaderboard`).
+(:func:`bib.evaluation.build_leaderboard`). Ours come from the table given, or, where it has no row on AGENT's
+scenarios (BIB's default table), from :data:`AGENT_TABLE`, the committed rows of both AGENT families.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from bib.tasks.registry import conditions
 
 AGENT_PUBLISHED = resource("published/agent_table1.csv")
 """AGENT's Table 1 as shipped with the package."""
+AGENT_TABLE = resource("baselines/agent_results.csv")
+"""Our observers' accuracies on the AGENT scenarios bib translates (``baselines/agent/results.csv`` in a checkout, a
+link to it; ``bib evaluate --table`` rows of the sets in ``baselines/agent/``): the board's "ours" when the table it
+is given has no row on those scenarios."""
 BLOCKS: dict[str, str] = {"all": "All", "g1": "G1", "g2": "G2"}
 """AGENT's training blocks (the ``block`` column) and their labels: all scenarios, leave one type out, leave one
 scenario out."""

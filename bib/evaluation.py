@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from bib.agent_table import agent_board, read_agent_published
+from bib.agent_table import AGENT_TABLE, agent_board, read_agent_published
 from bib.errors import BibInputError
 from bib.guard import check_header, load_json, read_text, text_lines
 from bib.io import atomic_open, atomic_write_text, csv_cell, csv_dict_writer, csv_value
@@ -366,8 +366,8 @@ cells), the generator's grading: ``[0, 0.5), [0.5, 1), ..., [3, 5), [5, inf)``."
 
 MEASURES: dict[str, tuple[tuple[float, ...], str]] = {
     "evidence": (EVIDENCE_EDGES, "evidence of the pair under the generator's agent (nats; smaller is harder)"),
-    "excess": (EXCESS_EDGES, "the generator's grading: the deviation's excess path cost, cost-reward's decisive margin "
-                             "gap (cells; smaller is harder)"),
+    "excess": (EXCESS_EDGES, "generator's grading: the deviation's excess path cost, cost-reward's decisive margin gap "
+                             "(cells; smaller is harder)"),
 }
 """Difficulty measures a curve can bin on: ``{name: (edges, axis label)}``. ``evidence`` is the
 difficulty ``bib evaluate`` and ``bib audit`` report; ``excess`` (the manifest's ``difficulty`` column, the generator's
@@ -1066,6 +1066,16 @@ def added_rows(add: Sequence[tuple[str, str | os.PathLike[str]]]) -> list[dict[s
     return rows
 
 
+def agent_rows(ours: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    """The rows of ``ours`` on an AGENT scenario bib translates, or, when there are none, those of
+    :data:`bib.agent_table.AGENT_TABLE` (the committed rows of both AGENT families): the AGENT board's "ours"."""
+    from bib.tasks.registry import conditions
+
+    scenarios = {r["scenario"] for r in read_agent_published()} & set(conditions())
+    mine = [dict(r) for r in ours if r["condition"] in scenarios]
+    return mine or read_table(AGENT_TABLE)
+
+
 def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence[tuple[str, str | os.PathLike[str]]] = (),
                       *, replace: bool = False, anchors: str | os.PathLike[str] | None = None,
                       sources: Sequence[str] | None = None, save: bool = False) -> Leaderboard:
@@ -1102,6 +1112,6 @@ def build_leaderboard(table: str | os.PathLike[str] | None = None, add: Sequence
         upsert_table(path, new)
     published = read_anchors(anchors or ANCHORS, sources)
     header, rows = leaderboard(published, ours)
-    a_header, a_rows, a_note = agent_board(read_agent_published(), ours)
+    a_header, a_rows, a_note = agent_board(read_agent_published(), agent_rows(ours))
     return Leaderboard(header, rows, leaderboard_note(ours, published),
                        {"header": a_header, "rows": a_rows, "note": a_note})

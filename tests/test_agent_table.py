@@ -63,10 +63,28 @@ def test_the_board_puts_ours_beside_agent_on_the_scenario_bib_has():
 
 
 def test_bib_leaderboard_prints_the_agent_board(tmp_path: Path):
-    result = build_leaderboard(tmp_path / "none.csv")
-    text = result.to_markdown()
-    assert "AGENT (Shu et al. 2021, Table 1) beside ours" in text and "| cost-reward | 87 | 89 | 95 | 48 | 94 | 75 | 92 |" in text
-    assert "none scored yet" in result.agent["note"]
+    """Without a row on AGENT's scenarios in its table (BIB's default table), the board reads the committed rows of
+    both AGENT families (baselines/agent/results.csv, packaged): the inverse planner decides both."""
+    from bib.agent_table import AGENT_TABLE
+    from bib.evaluation import read_table
+
+    assert AGENT_TABLE.resolve() == (Path(__file__).resolve().parents[1] / "baselines" / "agent" / "results.csv").resolve()
+    for table in (tmp_path / "none.csv", None):
+        result = build_leaderboard(table)
+        text = result.to_markdown()
+        assert "AGENT (Shu et al. 2021, Table 1) beside ours" in text
+        board = {r[0]: dict(zip(result.agent["header"][1:], r[1:])) for r in result.agent["rows"]}
+        assert board["cost-reward"]["BIPaCK (G2)"] == "92" and board["unobserved-constraints"]["ToMnet-G (G2)"] == "73"
+        committed = {(r["observer"], r["condition"]): f"{100 * float(r['accuracy']):.1f}" for r in read_table(AGENT_TABLE)}
+        for scenario in ("cost-reward", "unobserved-constraints"):
+            assert board[scenario]["inverse-planner (ours)"] == committed[("inverse-planner", scenario)] == "100.0"
+            assert board[scenario]["random (ours)"] == committed[("random", scenario)]
+        assert board["goal-preferences"]["inverse-planner (ours)"] == "-"
+        assert "agent-cost-reward-ctrl seed 20211207" in result.agent["note"]
+    mine = tmp_path / "mine.csv"  # a table with its own rows on a scenario: the board shows those only
+    mine.write_text("observer,condition,accuracy\nmine,cost-reward,0.5\n")
+    header = build_leaderboard(mine).agent["header"]
+    assert header[-1] == "mine (ours)" and "inverse-planner (ours)" not in header
 
 
 @pytest.mark.parametrize("row, message", [

@@ -37,6 +37,7 @@ import numpy as np
 
 from bib.episode import Episode, Trial
 from bib.meg.soft import log_softmax, logsumexp
+from bib.observers.goal_values import step_surprises
 from bib.world.grid import Cell, Layout
 from bib.world.terrain import MUD_COST, MUD_STAYS, cost_field, terrain_cost
 
@@ -150,8 +151,6 @@ class CostModel:
 
     def surprise(self, episode: Episode) -> np.ndarray:
         """Per test step: ``-log`` posterior predictive of the move (0 at the stays the mud forces)."""
-        from bib.observers.inverse_planning import step_surprises
-
         first = min((o.shape, o.color) for o in episode.trials[0].layout.objects)
         post = self.posterior(episode.familiarization, first)
         test = episode.test

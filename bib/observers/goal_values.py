@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bib.episode import Trial
-from bib.meg.soft import log_softmax
+from bib.meg.soft import log_softmax, logsumexp
 from bib.world.dynamics import ACTIONS, STAY, action_cost
 from bib.world.grid import Cell, Layout
 from bib.world.keylock import DIRECT, HAS_KEY, NO_KEY, UNLOCKED, key_lock_values
@@ -151,3 +151,16 @@ def boltzmann_log_policy(q: np.ndarray, betas: np.ndarray) -> np.ndarray:
     unreachable) get ``-inf`` everywhere.
     """
     return log_softmax(betas[None, :, None, None] * q[:, None, :, :], axis=-1)
+
+
+def step_surprises(log_prior: np.ndarray, log_lik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step surprises of a trial from a log prior ``[G, B]`` over (goal, beta) and the moves' ``log_lik [G, B, T]``.
+
+    Returns ``(marginal, sequential)``: ``-log p(move_t | prior)`` (each move against the prior predictive) and
+    ``-log p(move_t | prior, moves_<t)`` (the predictive Bayes-updated after every move), each ``[T]``.
+    """
+    before = np.concatenate([np.zeros(log_lik.shape[:2] + (1,)), np.cumsum(log_lik, axis=2)], axis=2)
+    norm = logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
+    sequential = -(norm[1:] - norm[:-1])
+    marginal = -logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
+    return marginal, sequential

@@ -37,6 +37,7 @@ from bib.observers.goal_values import (
     boltzmann_log_policy,
     layout_goal_values,
     move_q_values,
+    step_surprises,
     trial_moves,
     via_key_values,
 )
@@ -299,19 +300,6 @@ class InversePlanner(BaseObserver):
             while len(self._cache) > 16:
                 self._cache.popitem(last=False)
         return hit
-
-
-def step_surprises(log_prior: np.ndarray, log_lik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-step surprises of a trial from a log prior ``[G, B]`` over (goal, beta) and the moves' ``log_lik [G, B, T]``.
-
-    Returns ``(marginal, sequential)``: ``-log p(move_t | prior)`` (each move against the prior predictive) and
-    ``-log p(move_t | prior, moves_<t)`` (the predictive Bayes-updated after every move), each ``[T]``.
-    """
-    before = np.concatenate([np.zeros(log_lik.shape[:2] + (1,)), np.cumsum(log_lik, axis=2)], axis=2)
-    norm = logsumexp(log_prior[:, :, None] + before, axis=(0, 1))  # [T+1]
-    sequential = -(norm[1:] - norm[:-1])
-    marginal = -logsumexp(log_prior[:, :, None] + log_lik, axis=(0, 1))
-    return marginal, sequential
 
 
 def termination(trial: Trial, goals: Sequence[Goal], values: np.ndarray) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 - ``published/voe_anchors.csv``: published VOE accuracies (the leaderboard's anchors).
 - ``baselines/results.csv``: our observers' accuracies, the default table of ``bib leaderboard``.
+- ``baselines/agent_results.csv``: our observers' accuracies on AGENT's scenarios that bib translates (issue 43), the
+  "ours" of the AGENT board ``bib leaderboard`` prints when its table has none.
 - ``published/infant_pilot.csv``: the BIB infant pilot summaries (power analysis, example data).
 - ``published/meg_cliffworld.csv``: the MEG paper's CliffWorld tables (Appendix D.1), for ``bib meg cliffworld --paper``.
 - ``published/reflection_table1_environments.csv``: the extended-environments library's results behind Table 1
@@ -12,7 +14,7 @@
 - ``analysis/infant-pilot.toml``: the analysis spec of the infant pilot (the demo's).
 - ``stimuli/*.toml``: the built-in stimulus specs (``bib generate bib-eval``).
 
-In a checkout, ``baselines/results.csv``, ``data/published``, ``data/looking_times``, ``data/ratings``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
+In a checkout, ``baselines/results.csv``, ``baselines/agent/results.csv``, ``data/published``, ``data/looking_times``, ``data/ratings``, ``stimuli`` and ``analysis/infant-pilot.toml`` are
 links to these files, so the paths the docs use work there too.
 """
 
