@@ -31,6 +31,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.smoke:
         args.repeat = 1
+    if not args.dir.is_dir():
+        if args.smoke and args.dir == DEFAULT:  # a checkout without ../shared/data: nothing to time, not a failure
+            print(f"BIB JSON benchmark skipped: {args.dir} not found (the real BIB recordings, ../shared/data/bib-real)")
+            return
+        raise SystemExit(f"{args.dir}: not a folder of BIB recordings")
     files = sorted(f for f in args.dir.iterdir() if f.name.endswith((".json", ".json.gz")))[: 2 if args.smoke else None]
     if not files:
         raise SystemExit(f"{args.dir}: no BIB recordings")
