@@ -42,7 +42,13 @@ expected one when the surprise is computed by the generator's own agent model:
 - a move the policy gives probability 0 (it would make the goal unreachable) is scored
   :data:`MAX_SURPRISE` nats, so every pair gets a finite number.
 
-``evidence = max_t surprise(unexpected test move t) - max_t surprise(expected test move t)``.
+``evidence = max_t surprise(unexpected test move t) - max_t surprise(expected test move t)``, plus,
+where the condition registers one (:attr:`bib.tasks.registry.TaskSpec.evidence`), the evidence the
+familiarization itself carries. unobserved-constraints registers the familiarization walks' log-likelihood
+ratio of the two reveals, ``sum_trials log pi(walk | expected walls) - log pi(walk | unexpected walls)``
+(:func:`bib.tasks.unobserved.evidence`): what an observer with the generator's agent and ``beta`` adds to the
+unexpected reveal's surprise, ``-log P(reveal | walks)``, over the expected one's (equal priors); its
+``at-goal`` tests tie move for move, so this is all of their evidence.
 Every condition gets one (None only where the set's agent has no ``beta``: the noise-free planner
 of BIB-faithful sets, under which any deviation is infinitely surprising). It is the margin by which
 an observer that knows the agent's goal and rationality exactly would call the pair right:
@@ -216,8 +222,27 @@ def episode_surprise(episode: Episode) -> float | None:
 
 def pair_evidence(expected: Episode, unexpected: Episode) -> float | None:
     """The evidence (nats) of a pair: the unexpected test's largest move surprise minus the expected's,
-    under the generator's own agent (module docstring); rounded to :data:`DECIMALS`; None without ``beta``."""
+    under the generator's own agent (module docstring), plus the familiarization's own evidence where the
+    condition registers one (:attr:`bib.tasks.registry.TaskSpec.evidence`); rounded to :data:`DECIMALS`;
+    None without ``beta``."""
+    from bib.tasks.registry import REGISTRY
+
     e, u = episode_surprise(expected), episode_surprise(unexpected)
     if e is None or u is None:
         return None
-    return round(u - e, DECIMALS)
+    spec = REGISTRY.get(expected.condition)
+    extra = spec.evidence(expected, unexpected) if spec is not None and spec.evidence is not None else 0.0
+    return round(u - e + extra, DECIMALS)
+
+
+def walk_log_prob(trial: Trial, layout: Layout, goal: str, beta: float) -> float:
+    """``log pi(trial's walk)`` in ``layout`` under the Boltzmann agent after ``goal`` (each move's surprise capped
+    at :data:`MAX_SURPRISE`, as the evidence's moves are)."""
+    state = AgentState(tuple(trial.path[0]))  # type: ignore[arg-type]
+    total = 0.0
+    for here, there in zip(trial.path, trial.path[1:]):
+        action = action_between(tuple(here), tuple(there))  # type: ignore[arg-type]
+        assert action is not None
+        total -= _surprise(move_log_probs(layout, state, goal, beta).get(action, -math.inf))
+        state, _ = step(layout, state, action)
+    return total

@@ -86,6 +86,10 @@ class TaskSpec:
             difficulty; :class:`bib.tasks.options.Controls`).
         difficulty: ``difficulty(expected, unexpected) -> cells`` of a pair (see
             :mod:`bib.tasks.difficulty`), or None where pairs are not graded.
+        evidence: ``evidence(expected, unexpected) -> nats`` of a pair that the familiarization itself carries,
+            added to the test moves' evidence (:func:`bib.tasks.difficulty.pair_evidence`; unobserved-constraints:
+            the walks' log-likelihood ratio of the two reveals), or None where the familiarization enters only
+            through the goal it shows.
         shortcut_exempt: ``((cue, reason), ...)``: the kinds of cue (:data:`bib.observers.shortcuts.CUES`)
             that ``bib audit`` allows to decide this condition, because the condition tests that
             very thing (the efficiency principle) or it is the condition's own manipulation.
@@ -107,6 +111,7 @@ class TaskSpec:
     order: int = 0
     controls: Controls = Controls()
     difficulty: PairMeasure | None = None
+    evidence: PairMeasure | None = None
     shortcut_exempt: tuple[tuple[str, str], ...] = ()
     exempt_lapses: tuple[str, ...] = ()
 

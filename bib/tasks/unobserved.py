@@ -24,6 +24,12 @@ occluder reveals:
     explain the bend. The unexpected outcome shows more walls; half ``empty``, half ``larger`` puts "more walls
     revealed = expected" at chance.
 
+With a token ``bends-K`` (K of 1, 2 or 4; bib-ctrl mixes them with the default, all 8) only K familiarization
+trials, at positions drawn from the seed, are drawn across the obstacle (their route bends by :data:`MIN_BEND` or
+more, the trial the test shows among them); the other trials' home and object are drawn anywhere on their sides
+with a route the hidden obstacle does not lengthen (they still walk in the true layout). Fewer bends carry less
+evidence for the obstacle: the harder pairs of the family (:func:`evidence`).
+
 With the token ``at-goal`` (``at-goal``, ``empty+at-goal``, ``larger+at-goal``; bib-ctrl uses ``at-goal``) the
 test shows the agent already on its object (AGENT: the occluder falls after the agent reaches its goal): its
 home moved there, one stay step, no revealed wall next to it. There is then no walk to read, and only an
@@ -34,6 +40,11 @@ efficiency path control).
 Difficulty (cells): how much more the shown familiarization walk costs over optimal with the unexpected reveal
 in place than with the hidden obstacle, i.e. the part of the bend the hidden obstacle explains and the
 unexpected reveal does not.
+
+Evidence (nats, :func:`evidence`; the manifest's ``evidence`` column, on which ``bib evaluate`` bins): the log
+likelihood ratio of the eight familiarization walks, expected reveal against unexpected, under the generator's
+Boltzmann agent with the unit's ``beta``: how strongly the walks imply the hidden obstacle over the other reveal.
+It grows with the number of bends, their size and ``beta``.
 
 No twins: the unexpected reveal is chosen off every walk of the familiarization, so none can swap the labels;
 the controls are the equalized reveals (docs/tasks.md). The background task ``unobserved-constraints-background`` (expected outcomes only,
@@ -61,6 +72,7 @@ from bib.tasks.common import (
     sample_agent,
     sample_looks,
 )
+from bib.tasks.difficulty import walk_log_prob
 from bib.tasks.efficiency import grid_symmetry, inner_walls, legal_path, shape_of, walk_excess
 from bib.tasks.options import LEGACY, Controls, in_bin
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
@@ -77,7 +89,10 @@ AT_GOAL = "at-goal"
 """The variant token of a test that shows the agent already at its object (one stay step) while the occluder is
 gone: no walk to read, so the familiarization's walks are the only evidence (AGENT: the occluder falls after
 the agent reaches the goal)."""
-VARIANTS = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
+BENDS = (1, 2, 4)
+"""The numbers of bending familiarization trials a ``bends-K`` token may ask for (the default: all 8)."""
+_BASE = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
+VARIANTS = (*_BASE, *(f"{v}+bends-{k}" if v else f"bends-{k}" for v in _BASE for k in BENDS))
 OCCLUDED_TASKS = (CONDITION, BACKGROUND)
 """The tasks whose familiarization shows an occluder (BIB JSON cannot hold one: their export is refused)."""
 MIN_BEND = 0.4
@@ -121,6 +136,12 @@ class _Scene:
         obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.choice(reach)))
         return self.f(home), self.f(obj)
 
+    def sample_free(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
+        """A home left of the occluder and an object right of it, in any rows (after the symmetry)."""
+        home = (int(rng.integers(1, self.columns[0])), int(rng.integers(1, GRID - 1)))
+        obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.integers(1, GRID - 1)))
+        return self.f(home), self.f(obj)
+
     def segments(self, length: int) -> list[frozenset[Cell]]:
         """Every vertical segment of ``length`` cells under the occluder (after the symmetry)."""
         return [frozenset(self.f((x, y)) for y in range(y0, y0 + length))
@@ -140,20 +161,23 @@ def with_walls(layout: Layout, cells: frozenset[Cell]) -> Layout:
 # ---------------------------------------------------------------- generators
 
 
-def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hidden: frozenset[Cell]) -> list[Trial]:
+def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hidden: frozenset[Cell],
+                     bending: frozenset[int] | None = None) -> list[Trial]:
     """Eight trials: fresh (home, object) draws whose shortest route ``hidden`` lengthens by :data:`MIN_BEND` or
     more (any draw when nothing is hidden), the agent's walk in the true layout, shown with the occluder and
-    without what it hides."""
+    without what it hides. With ``bending``, only the trials of those indices are drawn so; the others anywhere on
+    their sides with a route ``hidden`` does not lengthen."""
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))
     trials = []
-    for _ in range(N_FAMILIARIZATION):
+    for i in range(N_FAMILIARIZATION):
+        bends = bending is None or i in bending
         for _ in range(TRIES):
-            home, obj = scene.sample(rng)
+            home, obj = scene.sample(rng) if bends else scene.sample_free(rng)
             seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
             true = with_walls(seen, hidden)
             bend = optimal_cost(true, obj) - optimal_cost(seen, obj)
-            if np.isfinite(bend) and (not hidden or bend >= MIN_BEND):
+            if np.isfinite(bend) and (not hidden or (bend >= MIN_BEND if bends else bend <= TOL)):
                 break
         else:
             raise LayoutRejected("the hidden obstacle does not force a bend")
@@ -164,7 +188,13 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
 def reveal_kind(variant: str) -> str:
     """What a variant's unexpected outcome reveals (:data:`REVEALS`)."""
     first = variant.split("+")[0]
-    return "" if first == AT_GOAL else first
+    return "" if first == AT_GOAL or first.startswith("bends-") else first
+
+
+def n_bends(variant: str) -> int:
+    """How many familiarization trials a variant draws across the hidden obstacle (its ``bends-K`` token, else all)."""
+    ks = [int(t.split("-")[1]) for t in variant.split("+") if t.startswith("bends-")]
+    return ks[0] if ks else N_FAMILIARIZATION
 
 
 def at_goal(variant: str) -> bool:
@@ -213,13 +243,18 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
     opts = unit.options
     variant = opts.variant(unit.design)
     bin_ = opts.bin(unit.design)
+    k_bends = n_bends(variant)
     for _ in range(TRIES):
         scene = _Scene(rng)
-        fam = _familiarization(rng, walker, scene, scene.hidden)
+        bending = None if k_bends == N_FAMILIARIZATION else frozenset(
+            int(i) for i in rng.choice(N_FAMILIARIZATION, k_bends, replace=False))
+        fam = _familiarization(rng, walker, scene, scene.hidden, bending)
         if not all(legal_path(with_walls(t.layout, scene.hidden), t.path) for t in fam):
             continue
         options = _alternatives(scene, variant, fam)
         for k in rng.permutation(N_FAMILIARIZATION):
+            if bending is not None and int(k) not in bending:
+                continue  # the test shows a trial that bends
             shown = fam[int(k)]
             obj = shown.layout.objects[0].cell
             if at_goal(variant) and (_near(obj, scene.hidden) or [t.layout.objects[0].cell for t in fam].count(obj) > 1):
@@ -274,6 +309,18 @@ def difficulty(e: Episode, u: Episode) -> float:
         return 0.0
     return (walk_excess(with_walls(shown.layout, inner_walls(u.test.layout)), shown.path)
             - walk_excess(with_walls(shown.layout, inner_walls(e.test.layout)), shown.path))
+
+
+def evidence(e: Episode, u: Episode) -> float:
+    """How strongly the familiarization walks imply the expected reveal over the unexpected one (nats): the sum over
+    the trials of ``log pi(walk | expected walls) - log pi(walk | unexpected walls)`` under the generator's Boltzmann
+    agent with the episode's ``beta`` (0 without one), after the trial's object
+    (:func:`bib.tasks.difficulty.walk_log_prob`). ``pair_evidence`` adds it to the test moves' evidence."""
+    if e.beta is None:
+        return 0.0
+    a, b = inner_walls(e.test.layout), inner_walls(u.test.layout)
+    return sum(walk_log_prob(t, with_walls(t.layout, a), "A", e.beta) - walk_log_prob(t, with_walls(t.layout, b), "A", e.beta)
+               for t in e.familiarization)
 
 
 def _rule(ep: Episode) -> list[Problem]:
@@ -359,7 +406,7 @@ register(TaskSpec(CONDITION, CONDITION, "evaluation", _unobserved, rule=_rule, p
                   order=100, shortcut_exempt=(("efficiency", "the revealed layout explains the walk or not: the "
                                                               "efficiency principle is the condition's test"),),
                   controls=Controls(variants=VARIANTS, graded=True, boltzmann=True),
-                  difficulty=difficulty))
+                  difficulty=difficulty, evidence=evidence))
 register(TaskSpec(BACKGROUND, CONDITION, "background", _background, rule=_background_rule,
                   expected="an occluder hides an obstacle (half the episodes) or nothing; the test reveals it",
                   order=100))
