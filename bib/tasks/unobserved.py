@@ -54,6 +54,7 @@ straight through the occluded columns), and its test reveals the truth.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -162,16 +163,25 @@ def with_walls(layout: Layout, cells: frozenset[Cell]) -> Layout:
 
 
 def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hidden: frozenset[Cell],
-                     bending: frozenset[int] | None = None) -> list[Trial]:
+                     bending: frozenset[int] | None = None,
+                     viable: Callable[[dict[int, Cell]], bool] | None = None) -> list[Trial] | None:
     """Eight trials: fresh (home, object) draws whose shortest route ``hidden`` lengthens by :data:`MIN_BEND` or
     more (any draw when nothing is hidden), the agent's walk in the true layout, shown with the occluder and
     without what it hides. With ``bending``, only the trials of those indices are drawn so; the others anywhere on
-    their sides with a route ``hidden`` does not lengthen."""
+    their sides with a route ``hidden`` does not lengthen; the bending trials' cells are then drawn first and None is
+    returned, drawing nothing more, when ``viable({index: object cell})`` is false (a cheap test that the draw can
+    give a pair), and the walks come after every trial's cells."""
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))
+    scenes: dict[int, tuple[Layout, Layout]] = {}
     trials = []
-    for i in range(N_FAMILIARIZATION):
+    order = range(N_FAMILIARIZATION) if bending is None else [*sorted(bending),
+                                                               *(i for i in range(N_FAMILIARIZATION) if i not in bending)]
+    for i in order:
         bends = bending is None or i in bending
+        if bending is not None and i not in bending and len(scenes) == len(bending) and viable is not None \
+                and not viable({k: seen.objects[0].cell for k, (seen, _) in scenes.items()}):
+            return None
         for _ in range(TRIES):
             home, obj = scene.sample(rng) if bends else scene.sample_free(rng)
             seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
@@ -181,8 +191,38 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
                 break
         else:
             raise LayoutRejected("the hidden obstacle does not force a bend")
-        trials.append(replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder))
-    return trials
+        if bending is None:  # the design of every set before bends-K: walk as each trial is drawn
+            trials.append(replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder))
+        else:
+            scenes[i] = (seen, true)
+    if bending is None:
+        return trials
+    if len(bending) == N_FAMILIARIZATION and viable is not None \
+            and not viable({k: seen.objects[0].cell for k, (seen, _) in scenes.items()}):
+        return None
+    return [replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder)
+            for seen, true in (scenes[i] for i in range(N_FAMILIARIZATION))]
+
+
+def _viable(scene: _Scene, variant: str, bending: frozenset[int]) -> Callable[[dict[int, Cell]], bool]:
+    """Whether some bending trial's object could be the test's (at the goal: one trial per object cell, no hidden wall
+    next to it) with some reveal of the variant sitting like the hidden segment: the conditions of :func:`_draft` that
+    need no walk."""
+    kind = reveal_kind(variant)
+    length = scene.length + (1 if kind == "larger" else 0)
+    segs = [] if kind == "empty" else [s for s in scene.segments(length) if not (s & scene.hidden)]
+
+    def viable(objs: dict[int, Cell]) -> bool:
+        for k in bending:
+            obj = objs[k]
+            if at_goal(variant) and (_near(obj, scene.hidden) or list(objs.values()).count(obj) > 1):
+                continue
+            if kind == "empty" or any(placement(s, obj) == placement(scene.hidden, obj)
+                                      and not (at_goal(variant) and _near(obj, s)) for s in segs):
+                return True
+        return False
+
+    return viable
 
 
 def reveal_kind(variant: str) -> str:
@@ -248,7 +288,10 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         scene = _Scene(rng)
         bending = None if k_bends == N_FAMILIARIZATION else frozenset(
             int(i) for i in rng.choice(N_FAMILIARIZATION, k_bends, replace=False))
-        fam = _familiarization(rng, walker, scene, scene.hidden, bending)
+        fam = _familiarization(rng, walker, scene, scene.hidden, bending,
+                               None if bending is None else _viable(scene, variant, bending))
+        if fam is None:
+            continue
         if not all(legal_path(with_walls(t.layout, scene.hidden), t.path) for t in fam):
             continue
         options = _alternatives(scene, variant, fam)
@@ -282,6 +325,7 @@ def _background(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:
     scene = _Scene(rng)
     hidden = scene.hidden if rng.random() < 0.5 else frozenset()
     fam = _familiarization(rng, walker, scene, hidden)
+    assert fam is not None
     shown = fam[int(rng.integers(N_FAMILIARIZATION))]
     test = make_trial(with_walls(shown.layout, hidden), shown.path, "A", "test")
     return [make_episode(unit, [*fam, test])]
