@@ -284,7 +284,7 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
     variant = opts.variant(unit.design)
     bin_ = opts.bin(unit.design)
     k_bends = n_bends(variant)
-    for _ in range(TRIES):
+    for _ in range(TRIES * N_FAMILIARIZATION // k_bends):  # as many candidate shown trials as the all-8 design
         scene = _Scene(rng)
         bending = None if k_bends == N_FAMILIARIZATION else frozenset(
             int(i) for i in rng.choice(N_FAMILIARIZATION, k_bends, replace=False))
