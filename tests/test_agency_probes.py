@@ -20,7 +20,6 @@ from bib.agency.policy_net import (
     encode,
     load,
     save,
-    torch_threads,
     train,
     training_states,
 )
@@ -39,6 +38,7 @@ from bib.agency.probes import (
 )
 from bib.cli import app
 from bib.errors import BibInputError
+from bib.observers.device import torch_threads
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,6 @@ JSON config and load with ``weights_only=True``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from importlib.resources import files
@@ -198,17 +196,6 @@ def checkpoint_meta(path: str | Path) -> dict:
     """The ``meta`` dict stored in a checkpoint (how it was trained)."""
     blob = torch.load(Path(path), map_location="cpu", weights_only=True)
     return json.loads(blob["config"]).get("meta", {})
-
-
-@contextmanager
-def torch_threads(n: int = 1) -> Iterator[None]:
-    """Run the block with ``n`` torch threads (small models: more threads only contend), then restore."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @lru_cache(maxsize=8)

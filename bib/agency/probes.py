@@ -29,7 +29,8 @@ import torch
 from torch import nn
 
 from bib.agency.env import MOVE_INDEX, MOVES, load_grid, run_rollouts
-from bib.agency.policy_net import PAD, READOUTS, PolicyNet, PolicyNetAgent, encode, torch_threads
+from bib.agency.policy_net import PAD, READOUTS, PolicyNet, PolicyNetAgent, encode
+from bib.observers.device import torch_threads
 from bib.world.dynamics import ACTIONS
 from bib.world.grid import Cell
 from bib.world.planning import move_counts

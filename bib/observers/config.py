@@ -1,37 +1,16 @@
-"""Configs of the learned observers and their training: the dataclasses, their checked reading, and the threads
-and loader processes a run uses (below :mod:`bib.observers.learned` and :mod:`bib.observers.training`, which
-both read them)."""
+"""Configs of the learned observers and their training: the dataclasses, their checked reading, and the loader
+processes a run uses (below :mod:`bib.observers.learned` and :mod:`bib.observers.training`, which both read
+them; a run's torch threads: :func:`bib.observers.device.torch_threads`)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from bib.episode import GRID_MAX
 from bib.errors import BibInputError
-
-
-@contextlib.contextmanager
-def torch_threads(n: int) -> Iterator[None]:
-    """Run the body with ``torch.set_num_threads(n)`` (restored afterwards; n <= 0 keeps the setting).
-
-    Small per-step tensors gain nothing from intra-op threads, and on a shared machine the
-    thread pool's spinning makes them several times slower (measured: 1 thread scored 156
-    episodes/s, 2 threads 28, on a loaded 2-core VM), so scoring and training default to 1.
-    """
-    old = torch.get_num_threads()
-    if n > 0:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 @dataclass

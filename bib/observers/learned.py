@@ -34,8 +34,8 @@ from bib.observers.config import (  # noqa: F401 - re-exported: learned observer
     check_sizes,
     config_from_dict,
     loader_workers,
-    torch_threads,
 )
+from bib.observers.device import torch_threads
 from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
 from bib.observers.registry import LEARNED, learned_class, register_learned  # noqa: F401 - re-exported
 from bib.observers.trainable import save_checkpoint

@@ -29,8 +29,9 @@ from bib.evaluation import find_episodes
 from bib.guard import load_toml
 from bib.io import ensure_dir
 from bib.observers.atc import check_pretrain, pretrain_atc, unclocked
-from bib.observers.config import TrainConfig, as_is, config_from_dict, loader_workers, torch_threads
+from bib.observers.config import TrainConfig, as_is, config_from_dict, loader_workers
 from bib.observers.context import LAST, TrainingContext, provenance, split
+from bib.observers.device import torch_threads
 from bib.observers.encoders import Batch, collate
 from bib.observers.registry import learned_class
 from bib.observers.spread import SPREAD_EPISODES, collapse_warning, embedding_spread

@@ -3,12 +3,10 @@ into a folder made or refused before ``fit`` (:mod:`bib.observers.trainable` sav
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from bib.observers.context import (
     split,
     takes_context,
 )
-from bib.observers.device import device_for, place
+from bib.observers.device import device_for, place, torch_threads
 from bib.observers.registry import OBSERVERS, make_observer
 from bib.observers.trainable import (
     BackgroundEpisodes,
@@ -153,7 +151,7 @@ def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *
         + (f"; {count_parameters(model)} parameters" if _is_module(model) else ""))
     cpu = time.process_time()
     try:
-        with _threads(threads):
+        with torch_threads(threads):
             returned = model.fit(episodes, context) if with_context else model.fit(episodes)
     except BibInputError:
         raise
@@ -178,18 +176,3 @@ def _train_into(target: str, background: str | os.PathLike[str], folder: Path, *
     context.fields = {"target": target, "provenance": record}
     context.write()
     return save_trained(target, trained, folder, card)
-
-
-@contextlib.contextmanager
-def _threads(n: int) -> Iterator[None]:
-    """``torch.set_num_threads(n)`` around the body when torch is imported (restored after; n <= 0 keeps it)."""
-    torch = sys.modules.get("torch")
-    if torch is None or n <= 0:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
