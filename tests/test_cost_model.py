@@ -11,14 +11,14 @@ import pytest
 
 from bib.evaluation import evaluate_difficulty, pair_score
 from bib.observers import make_observer
-from bib.observers.cost_model import REWARDS, CostModel, applies, choice_log_probs, forced_stays, terrain_values
+from bib.observers.cost_model import REWARDS, CostModel, applies, choice_log_probs, terrain_values
 from bib.stimuli.sets import EpisodeRef
 from bib.tasks import make_unit
 from bib.tasks.common import empty_layout
 from bib.tasks.cost_reward import OTHER, VALUED, decisive_gap, margin, pair_gap
 from bib.tasks.options import TaskOptions
 from bib.world.grid import Agent, GridObject
-from bib.world.terrain import MUD_STAYS, terrain_path
+from bib.world.terrain import MUD_STAYS, forced_stays, terrain_path
 
 AGENT = Agent("agent-0", "pentagon", (40, 90, 220), (1, 4))
 MUD = frozenset((4, y) for y in range(1, 9))

@@ -39,7 +39,7 @@ from bib.episode import Episode, Trial
 from bib.meg.soft import log_softmax, logsumexp
 from bib.observers.goal_values import step_surprises
 from bib.world.grid import Cell, Layout
-from bib.world.terrain import MUD_COST, MUD_STAYS, cost_field, terrain_cost
+from bib.world.terrain import MUD_COST, cost_field, forced_stays, terrain_cost
 
 if TYPE_CHECKING:
     from bib.observers.inverse_planning import Identity, InversePlanner
@@ -61,21 +61,6 @@ def applies(episode: Episode) -> bool:
     agents = {(t.agent.shape, t.agent.color) for t in trials}
     return len(looks) == 1 and len(next(iter(looks))) == 2 and len(agents) == 1 and all(
         len(t.layout.objects) == 2 for t in trials)
-
-
-def forced_stays(layout: Layout, path: Sequence[Cell]) -> np.ndarray:
-    """``[T]`` bool: which steps of ``path`` are stays the mud forces (the first :data:`MUD_STAYS` stays after a
-    step onto a mud cell)."""
-    out = np.zeros(max(len(path) - 1, 0), dtype=bool)
-    left = 0
-    for t in range(1, len(path)):
-        a, b = tuple(path[t - 1]), tuple(path[t])
-        if a == b and left > 0:
-            out[t - 1] = True
-            left -= 1
-        else:
-            left = MUD_STAYS if (b != a and b in layout.terrain) else 0
-    return out
 
 
 def without_forced_stays(trial: Trial) -> tuple[Trial, np.ndarray]:

@@ -153,6 +153,21 @@ def stay_problems(layout: Layout, path: Sequence[Cell]) -> list[tuple[str, int, 
     return []
 
 
+def forced_stays(layout: Layout, path: Sequence[Cell]) -> np.ndarray:
+    """``[T]`` bool: which steps of ``path`` are stays the mud forces (the first :data:`MUD_STAYS` stays after a
+    step onto a mud cell)."""
+    out = np.zeros(max(len(path) - 1, 0), dtype=bool)
+    left = 0
+    for t in range(1, len(path)):
+        a, b = tuple(path[t - 1]), tuple(path[t])
+        if a == b and left > 0:
+            out[t - 1] = True
+            left -= 1
+        else:
+            left = MUD_STAYS if (b != a and b in layout.terrain) else 0
+    return out
+
+
 def crosses_mud(layout: Layout, path: Sequence[Cell]) -> int:
     """How many times ``path`` steps onto a mud cell."""
     return sum(1 for a, b in zip(path, path[1:]) if tuple(b) in layout.terrain and tuple(a) != tuple(b))
