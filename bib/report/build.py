@@ -375,7 +375,7 @@ class ReportBuilder:
             for name in names:
                 mine = [r for r in mine_rows if r["observer"] == name]
                 acc = {r["condition"]: 100 * float(r["accuracy"]) for r in mine}
-                averages = [(fam, f"{sum(acc[c] for c in conds) / 3:.1f}") for fam, conds in families().items()
+                averages = [(fam, f"{sum(acc[c] for c in conds) / len(conds):.1f}") for fam, conds in families().items()
                             if all(c in acc for c in conds)]
                 difficulty = self._difficulty(name, (data.doc or {}).get("difficulty"))
                 observers.append({
