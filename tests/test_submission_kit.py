@@ -159,10 +159,26 @@ def test_a_bad_results_csv_is_one_line(kit: dict[str, Path], tmp_path: Path, cap
     assert re.search(message, err.rstrip()), err
 
 
+def _longest_rows(t: pa.Table) -> list[int]:
+    """The rows of the episode with the most steps (the set is drawn from a secret seed, so its first episode's test
+    trial may be as short as two steps: an edit that needs three steps takes the longest episode)."""
+    ids = t.column("episode_id").to_pylist()
+    longest = max(set(ids), key=lambda e: (ids.count(e), e))
+    return [i for i, e in enumerate(ids) if e == longest]
+
+
 def _drop_last_step(t: pa.Table) -> pa.Table:
-    first = t.column("episode_id")[0].as_py()
-    last = max(i for i, e in enumerate(t.column("episode_id").to_pylist()) if e == first)
+    last = _longest_rows(t)[-1]
     return t.take([i for i in range(t.num_rows) if i != last])
+
+
+def _repeat_first_step(t: pa.Table) -> pa.Table:
+    """The longest episode's steps 1, 2, 3, ... become 1, 1, 3, ..."""
+    rows = _longest_rows(t)
+    assert len(rows) >= 3, rows
+    step = t.column("step").to_numpy().copy()
+    step[rows[1]] = step[rows[0]]
+    return t.set_column(1, "step", pa.array(step.astype(np.int32)))
 
 
 def _set_value(t: pa.Table, value: float) -> pa.Table:
@@ -182,7 +198,7 @@ STEP_CASES = {
              r"column 'surprise' has 1 empty value\(s\)$"),
     "inf": (lambda t: _set_value(t, math.inf), r"row 1: surprise of 'e[0-9a-f]{16}' at step 1 is inf \(must be finite\)$"),
     "steps count": (_drop_last_step, r"episode 'e[0-9a-f]{16}' has \d+ steps; its test trial has \d+$"),
-    "steps repeat": (lambda t: t.set_column(1, "step", pa.array(np.r_[1, 1, t.column("step").to_numpy()[2:]].astype(np.int32))),
+    "steps repeat": (_repeat_first_step,
                      r"episode 'e[0-9a-f]{16}': steps must be 1\.\.\d+, each once \(got 1, 1, 3"),
     "foreign": (lambda t: pa.concat_tables([t, pa.table({"episode_id": ["e0000000000000000"], "step": pa.array([1], pa.int32()),
                                                           "surprise": [1.0]})]),
