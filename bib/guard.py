@@ -35,6 +35,9 @@ from bib.errors import BibInputError
 MiB = 1 << 20
 TEXT_MAX = 256 * MiB
 """Largest text file read whole (tables, specs); episode files have their own, smaller cap."""
+TOML_MAX = 4 * MiB
+"""Largest TOML file (specs, configs, analysis specs: written by hand, the largest shipped is 8 KB); a bigger one is
+refused before it is read, not parsed for minutes."""
 INFLATED_MAX = 64 * MiB
 """Largest inflated size of a gzip-compressed input (a BIB JSON file is a few MB)."""
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
@@ -288,7 +291,7 @@ def load_toml(path: str | os.PathLike[str], what: str = "file") -> dict[str, obj
     p = Path(path)
     if not os.path.lexists(p):
         raise BibInputError(f"{p}: no such {what}")
-    text = read_text(p)
+    text = read_text(p, TOML_MAX)
     _toml_depth(text, p)
     try:
         return tomllib.loads(text)

@@ -151,6 +151,14 @@ def test_toml(tmp_path):
     p.write_text("name = \n")
     with pytest.raises(BibInputError, match=r"s.toml: malformed TOML"):
         load_toml(p)
+    from bib.guard import TOML_MAX
+
+    p.write_bytes(b"# " + b"x" * (TOML_MAX - 3) + b"\n")  # exactly the limit: read
+    assert load_toml(p) == {}
+    with p.open("ab") as fh:  # one byte more: refused by its size, before anything is parsed
+        fh.write(b"a = 1\n" * 10 + b"[")
+    with pytest.raises(BibInputError, match=r"^.*s\.toml: file of 4\.0 MiB is larger than the 4 MiB bib reads$"):
+        load_toml(p)
 
 
 def test_duplicate_header_names_are_refused():
