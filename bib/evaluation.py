@@ -22,7 +22,7 @@ import numpy as np
 
 from bib.agent_table import AGENT_TABLE, agent_board, read_agent_published
 from bib.errors import BibInputError
-from bib.guard import check_header, load_json, read_text, text_lines
+from bib.guard import check_header, check_regular, load_json, read_text, text_lines
 from bib.io import atomic_open, atomic_write_text, csv_cell, csv_dict_writer, csv_value
 from bib.resources import resource
 from bib.results import Result, markdown_table
@@ -753,10 +753,11 @@ def results_file(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if p.is_dir():
         p = p / RESULTS
-        if not p.is_file():
+        if not os.path.lexists(p):
             raise BibInputError(f"{path}: no {RESULTS} inside (not a `bib score` folder)")
-    elif not p.is_file():
+    elif not os.path.lexists(p):
         raise BibInputError(f"{path}: no such file or folder")
+    check_regular(p)  # a FIFO, a device or a link to one: refused in one line, never read or waited on
     return p
 
 

@@ -132,6 +132,13 @@ def _open_regular(path: Path) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+def check_regular(path: str | os.PathLike[str]) -> None:
+    """Refuse, in one line, a path that is not a readable regular file (missing, a folder, a pipe, device or socket;
+    a link is followed), without reading it or waiting on it."""
+    fd, _ = _open_regular(Path(path))
+    os.close(fd)
+
+
 def check_size(path: str | os.PathLike[str], size: int, limit: int, what: str = "file") -> None:
     """BibInputError unless ``size`` bytes are at most ``limit``."""
     if size > limit:

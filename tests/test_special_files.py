@@ -45,3 +45,28 @@ def test_a_fifo_or_a_device_is_refused_in_under_2_s(command, kind, tmp_path):
     assert "regular" in run.stderr, run.stderr
     assert float(seconds) < 2.0, seconds
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero", "folder-with-fifo"])
+def test_evaluate_names_a_special_results_file_as_such(kind, tmp_path, capsys):
+    """`bib evaluate SET RESULTS` given a FIFO, a link to /dev/zero, or a score folder whose results.csv is a FIFO:
+    one line saying it is not a regular file (it said "no such file or folder" and "no results.csv inside")."""
+    from cli_run import run_cli
+
+    assert run_cli(capsys, "generate", "--task", "preference", "--n", "1", "--out", str(tmp_path / "set"))[0] == 0
+    if kind == "fifo":
+        results = tmp_path / "r.csv"
+        os.mkfifo(results)
+        named = results
+    elif kind == "link-to-dev-zero":
+        results = tmp_path / "r.csv"
+        results.symlink_to("/dev/zero")
+        named = results
+    else:
+        results = tmp_path / "run"
+        results.mkdir()
+        os.mkfifo(results / "results.csv")
+        named = results / "results.csv"
+    code, out, err = run_cli(capsys, "evaluate", str(tmp_path / "set"), str(results))
+    assert (code, out) == (2, "")
+    assert err == f"bib: error: {named}: is not a regular file (a pipe, device or socket); bib reads regular files only\n"

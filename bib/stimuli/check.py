@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bib.episode import EPISODE_MAX, Episode, load_episode, loads, validate
 from bib.errors import BibInputError
-from bib.guard import decode, inside, read_bytes
+from bib.guard import check_regular, decode, inside, read_bytes
 from bib.tasks import validate_episode, validate_pair
 
 MANIFEST = "manifest.csv"
@@ -85,7 +85,7 @@ def episode_files(path: str | os.PathLike[str]) -> list[Path]:
             if not f.name.startswith(".") and not (f.parent / MANIFEST).exists()
         )
     if p.exists():  # a pipe, device or socket: refused by bib.guard (only regular files are read), at once
-        read_bytes(p)
+        check_regular(p)
     raise BibInputError(f"{p}: no such file or folder")
 
 
