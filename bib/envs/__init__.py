@@ -114,7 +114,8 @@ class GridworldEnv(gym.Env):
             events.append(Event(0, "pickup-key"))
         if self._state.unlocked:
             events.append(Event(0, "unlock"))
-        return Trial(self._trial.phase, self._trial.layout, (self._state.cell,), tuple(events), self._trial.goal)
+        return Trial(self._trial.phase, self._trial.layout, (self._state.cell,), tuple(events), self._trial.goal,
+                     occluder=self._trial.occluder)
 
     def _frame(self) -> np.ndarray:
         """The renderer's picture of the current state, uint8 ``[H, W, 3]`` (the layout's own size)."""

@@ -10,8 +10,9 @@ step ``i + 1`` is the move ``a_i``).
 Two state sources:
 
 * ``symbolic`` (the fast default): a ``C x H x W`` float grid (:data:`SYMBOLIC_CHANNELS`) with
-  walls, barriers, lock, key, home pad, agent, key carried, and the identity features of objects
-  (sprite shape one-hot + RGB) and of the agent (shape one-hot + RGB) on their cells.
+  walls, barriers, lock, key, home pad, agent, key carried, the identity features of objects
+  (sprite shape one-hot + RGB) and of the agent (shape one-hot + RGB) on their cells, and the mud
+  and the occluder (the cells each covers, as the frames draw them).
 * ``frames``: the trial rendered by :mod:`bib.render.frames` at ``cell_px`` pixels per cell with
   the agent on ``p_i``, resized to ``image_size`` (BIB: 84 x 84), RGB in [0, 1].
 
@@ -109,7 +110,7 @@ def frame_statistics(frames: Sequence[np.ndarray]) -> tuple[list[float], list[fl
 
 _STATIC = ("wall", "barrier", "lock", "key", "home")
 _DYNAMIC = ("agent", "carrying")
-SYMBOLIC_CHANNELS: tuple[str, ...] = (
+LEGACY_SYMBOLIC_CHANNELS: tuple[str, ...] = (
     *_STATIC,
     *(f"object:{s}" for s in OBJECT_SHAPES),
     "object:r",
@@ -121,8 +122,41 @@ SYMBOLIC_CHANNELS: tuple[str, ...] = (
     "agent:g",
     "agent:b",
 )
-"""Channel names of a symbolic state, in order."""
+"""The channels of a symbolic state before ``mud`` and ``occluder`` were appended: what a checkpoint written before
+checkpoints recorded their channels was trained with (its model is fed these, the first
+``len(LEGACY_SYMBOLIC_CHANNELS)`` of :data:`SYMBOLIC_CHANNELS`)."""
+SYMBOLIC_CHANNELS: tuple[str, ...] = (*LEGACY_SYMBOLIC_CHANNELS, "mud", "occluder")
+"""Channel names of a symbolic state, in order. New channels are appended (never inserted), so a model trained on a
+shorter list is fed the first channels of a state (:attr:`InputSpec.channel_names`). ``mud``: 1 on every mud cell of
+the trial's layout (:attr:`bib.world.grid.Layout.terrain`, :mod:`bib.world.terrain`); ``occluder``: 1 on every cell the
+trial's occluder covers (:attr:`bib.world.occluder.Occluder.cells`)."""
+FRAME_CHANNELS: tuple[str, ...] = ("r", "g", "b")
+"""Channel names of a frame (RGB, in that order)."""
 _CH = {name: i for i, name in enumerate(SYMBOLIC_CHANNELS)}
+
+
+def channel_difference(kind: str, names: Sequence[str]) -> str:
+    """Why a model trained on the channels ``names`` cannot be fed by this bib for input ``kind`` (``symbolic`` or
+    ``frames``; '' when it can).
+
+    Symbolic: ``names`` must be the first channels of :data:`SYMBOLIC_CHANNELS`, at least the legacy ones
+    (:data:`LEGACY_SYMBOLIC_CHANNELS`); frames: exactly :data:`FRAME_CHANNELS`.
+    """
+    if isinstance(names, str | bytes) or not all(isinstance(n, str) for n in names):
+        return "unreadable"
+    names = list(names)
+    known = SYMBOLIC_CHANNELS if kind == "symbolic" else FRAME_CHANNELS
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        return f"unknown {', '.join(unknown)}"
+    required = LEGACY_SYMBOLIC_CHANNELS if kind == "symbolic" else FRAME_CHANNELS
+    missing = [n for n in required if n not in names]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if names != list(known[: len(names)]):
+        at = next(i for i, (a, b) in enumerate(zip(names, known)) if a != b)
+        return f"reordered: channel {at} is {names[at]}, here {known[at]}"
+    return ""
 
 ACTION_VECTORS = np.asarray(ACTIONS, dtype=np.float32)
 """Action index -> (dx, dy) as float32 (index 8, stay, is (0, 0))."""
@@ -140,6 +174,10 @@ class InputSpec:
         normalize: ``frames`` only: ``none``, ``imagenet`` or ``dataset`` (:data:`NORMALIZATIONS`).
         pixel_mean, pixel_std: the per-channel numbers of ``normalize`` (:func:`pixel_normalization`; empty for
             ``none`` and for a ``dataset`` not measured yet).
+        channel_names: the channels a model is fed, the one place that decides how many it gets (:attr:`channels`):
+            symbolic, the first ones of :data:`SYMBOLIC_CHANNELS` (all of them unless a checkpoint trained on fewer
+            says so: :func:`encode_episode` slices the states); frames, :data:`FRAME_CHANNELS`. Empty (the default):
+            the full list of ``input``.
     """
 
     input: str = "symbolic"
@@ -149,10 +187,15 @@ class InputSpec:
     normalize: str = "none"
     pixel_mean: tuple[float, ...] = ()
     pixel_std: tuple[float, ...] = ()
+    channel_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.input not in INPUTS:
             raise BibInputError(f"config field 'input': expected one of {', '.join(INPUTS)}, got {self.input!r}")
+        names = tuple(self.channel_names) or (SYMBOLIC_CHANNELS if self.input == "symbolic" else FRAME_CHANNELS)
+        if diff := channel_difference(self.input, names):
+            raise BibInputError(f"input channels {list(names)!r} cannot be fed here ({diff})"[:300])
+        object.__setattr__(self, "channel_names", names)
         if self.image_size < 8 or self.cell_px < 4:
             raise BibInputError(f"config fields 'image_size'/'cell_px' too small: {self.image_size}, {self.cell_px}")
         if self.input == "symbolic" and (self.normalize != "none" or self.pixel_mean or self.pixel_std):
@@ -164,15 +207,15 @@ class InputSpec:
 
     @property
     def channels(self) -> int:
-        """Channels of one state."""
-        return len(SYMBOLIC_CHANNELS) if self.input == "symbolic" else 3
+        """Channels of one state: ``len(channel_names)``."""
+        return len(self.channel_names)
 
     @property
     def shape(self) -> tuple[int, int, int]:
         """``(C, H, W)`` of one state."""
         if self.input == "symbolic":
             return (self.channels, self.grid[1], self.grid[0])
-        return (3, self.image_size, self.image_size)
+        return (self.channels, self.image_size, self.image_size)
 
 
 def trial_actions(trial: Trial) -> np.ndarray:
@@ -235,6 +278,9 @@ def symbolic_trial(trial: Trial) -> SymbolicTrial:
         x, y = obj.cell
         static[_CH[f"object:{obj.shape}"], y, x] = 1.0
         static[[_CH["object:r"], _CH["object:g"], _CH["object:b"]], y, x] = np.asarray(obj.color) / 255.0
+    put("mud", lay.terrain)
+    if trial.occluder is not None:
+        put("occluder", trial.occluder.cells)
     picked, opened = _status(trial)
     status = picked.astype(int) + 2 * opened.astype(int)
     kinds, variant = np.unique(status, return_inverse=True)
@@ -377,11 +423,14 @@ def encode_episode(ep: Episode, spec: InputSpec, cache: dict[Any, np.ndarray] | 
         )
     parts = [symbolic_trial(t) for t in ep.trials]
     offsets = np.cumsum([0] + [len(p.variants) for p in parts])
+    variants = np.concatenate([p.variants for p in parts])
+    if spec.channels < variants.shape[1]:  # a model trained on fewer channels: the first ones (new ones are appended)
+        variants = np.ascontiguousarray(variants[:, : spec.channels])
     return EncodedEpisode(
         ep.id,
         actions,
         lengths,
-        variants=np.concatenate([p.variants for p in parts]),
+        variants=variants,
         variant=np.concatenate([p.variant + o for p, o in zip(parts, offsets)]),
         cells=np.concatenate([p.cells for p in parts]),
         dynamic=np.concatenate([p.dynamic for p in parts]),

@@ -2,10 +2,13 @@
 
 A checkpoint is ``torch.save({"state_dict": ..., "config": {...}})`` where ``config`` holds only
 JSON types: ``format`` (``bib.checkpoint/1``), ``observer`` (registry name), ``model`` (the model
-config), ``train`` (the training config), ``metrics`` and ``vocabulary`` (the sprite shapes of
+config), ``train`` (the training config), ``metrics``, ``vocabulary`` (the sprite shapes of
 :mod:`bib.vocabulary` in channel order; a checkpoint trained with another vocabulary is refused,
 one written before checkpoints recorded it is taken to have
-:data:`bib.vocabulary.LEGACY_VOCABULARY`). It is read with
+:data:`bib.vocabulary.LEGACY_VOCABULARY`) and ``channels`` (the input channels the model was fed,
+:attr:`~bib.observers.encoders.InputSpec.channel_names`; one written before checkpoints recorded them was fed
+:data:`~bib.observers.encoders.LEGACY_SYMBOLIC_CHANNELS` and is fed them still, the first channels of today's
+states; a list that is not the first channels of today's is refused). It is read with
 ``torch.load(..., weights_only=True)``, so a file holding any pickled object is refused instead of
 executing code.
 """
@@ -36,7 +39,16 @@ from bib.observers.config import (  # noqa: F401 - re-exported: learned observer
     loader_workers,
 )
 from bib.observers.device import torch_threads
-from bib.observers.encoders import Batch, EncodedEpisode, InputSpec, collate, encode_episode
+from bib.observers.encoders import (
+    FRAME_CHANNELS,
+    LEGACY_SYMBOLIC_CHANNELS,
+    Batch,
+    EncodedEpisode,
+    InputSpec,
+    channel_difference,
+    collate,
+    encode_episode,
+)
 from bib.observers.registry import LEARNED, learned_class, register_learned  # noqa: F401 - re-exported
 from bib.observers.trainable import save_checkpoint
 from bib.observers.training import fit_episodes
@@ -78,14 +90,16 @@ class LearnedObserver(BaseObserver):
     """Loader processes that encode episodes while scoring (:meth:`score_batches`); 0: inline. On CUDA at
     least :data:`GPU_LOADER_WORKERS`."""
 
-    def __init__(self, config: Any | None = None, **overrides: Any) -> None:
-        """Build an untrained observer from ``config`` (a ``Config``) and/or field overrides."""
+    def __init__(self, config: Any | None = None, *, channels: Sequence[str] = (), **overrides: Any) -> None:
+        """Build an untrained observer from ``config`` (a ``Config``) and/or field overrides. ``channels``: the input
+        channels it is fed (:attr:`~bib.observers.encoders.InputSpec.channel_names`; empty, the default: all of
+        today's; a checkpoint's record when it is loaded)."""
         if config is None:
             config = config_from_dict(self.Config, overrides, f"observer {self.name}")
         elif overrides:
             config = dataclasses.replace(config, **overrides)
         self.spec = InputSpec(config.input, config.image_size, config.cell_px, tuple(config.grid), config.normalize,
-                              tuple(config.pixel_mean), tuple(config.pixel_std))
+                              tuple(config.pixel_mean), tuple(config.pixel_std), tuple(channels))
         # the numbers normalize resolved to (ImageNet's, or a dataset's measured ones) are the config's record
         self.config = dataclasses.replace(config, pixel_mean=list(self.spec.pixel_mean),
                                           pixel_std=list(self.spec.pixel_std))
@@ -198,6 +212,7 @@ class LearnedObserver(BaseObserver):
                 "train": dataclasses.asdict(train) if train is not None else None,
                 "metrics": metrics or {},
                 "vocabulary": checkpoint_vocabulary(),
+                "channels": list(self.spec.channel_names),
             },
         }
 
@@ -245,7 +260,7 @@ def load_observer(path: str | Path, expected: str | None = None) -> LearnedObser
         raise BibInputError(f"{path}: checkpoint is for observer {name!r}, not {expected!r}")
     cls = learned_class(str(name))
     model = config_from_dict(cls.Config, cfg.get("model") or {}, f"{path}: config.model")
-    obs = cls(model)
+    obs = cls(model, channels=checkpoint_channels(cfg, model.input, path))
     try:
         obs.net.load_state_dict(ckpt["state_dict"])
     except RuntimeError as exc:
@@ -254,3 +269,18 @@ def load_observer(path: str | Path, expected: str | None = None) -> LearnedObser
     obs.metrics = dict(cfg.get("metrics") or {})
     obs.train_config = dict(cfg.get("train") or {})
     return obs
+
+
+def checkpoint_channels(config: dict[str, Any], kind: str, path: str | Path) -> tuple[str, ...]:
+    """The input channels a checkpoint's model was trained on (its ``config["channels"]``; one written before
+    checkpoints recorded them: :data:`~bib.observers.encoders.LEGACY_SYMBOLIC_CHANNELS`, or the frames' RGB).
+
+    Raises:
+        BibInputError: a record this bib cannot feed (an unknown, missing or reordered channel:
+            :func:`~bib.observers.encoders.channel_difference`), in one line naming the difference.
+    """
+    stored = config.get("channels", LEGACY_SYMBOLIC_CHANNELS if kind == "symbolic" else FRAME_CHANNELS)
+    diff = channel_difference(kind, stored) if isinstance(stored, list | tuple) else "unreadable"
+    if diff:
+        raise BibInputError(f"{path}: checkpoint was trained with other input channels ({diff}); retrain it")
+    return tuple(stored)

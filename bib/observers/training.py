@@ -295,10 +295,12 @@ def _sync(report: TrainReport, ctx: TrainingContext) -> None:
 
 
 def _options(observer: LearnedObserver, cfg: TrainConfig) -> dict[str, Any]:
-    """The resolved options of a learned observer's run: its model config and its training config, defaults in."""
+    """The resolved options of a learned observer's run: its model config and its training config, defaults in, and
+    the input channels it is fed (:attr:`~bib.observers.encoders.InputSpec.channel_names`)."""
     import dataclasses
 
-    return {"model": dataclasses.asdict(observer.config), "train": dataclasses.asdict(cfg)}
+    return {"model": dataclasses.asdict(observer.config), "train": dataclasses.asdict(cfg),
+            "channels": list(observer.spec.channel_names)}
 
 
 CLOCKED = ("seconds", "cpu_seconds")
