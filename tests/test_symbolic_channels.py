@@ -161,10 +161,10 @@ def test_training_records_the_channels_in_the_checkpoint_and_its_log(tmp_path, a
 
 def test_bib_data_and_the_gym_env_hand_out_the_full_list(agent_episodes):
     gym = pytest.importorskip("gymnasium")
-    from bib.data import CHANNELS, Encoding
+    from bib.data import CHANNELS, LEGACY_CHANNELS, Encoding
     from bib.envs import GridworldEnv, env_id
 
-    assert CHANNELS == SYMBOLIC_CHANNELS and len(CHANNELS) == 33
+    assert CHANNELS == SYMBOLIC_CHANNELS and len(CHANNELS) == 33 and CHANNELS[: len(LEGACY_CHANNELS)] == LEGACY_CHANNELS
     item = Encoding(phases=("familiarization",)).encode(agent_episodes[2])
     states = item["familiarization_states"]
     assert states.shape[1] == 33 and states[:, CHANNELS.index("occluder")].amax() == 1
@@ -191,3 +191,31 @@ def test_bib_data_and_the_gym_env_hand_out_the_full_list(agent_episodes):
     obs, _ = frames.reset(seed=seed)
     assert frames._trial.occluder == o
     assert np.array_equal(obs, frame_floats(frame_states(frames._trial, 40))[0])
+
+
+@pytest.mark.parametrize("name", ["bc-mlp", "bc-rnn"])
+def test_on_a_set_without_mud_or_occluder_training_gives_the_weights_and_scores_of_before(name, agent_episodes):
+    """The appended channels' first-layer weights start at zero and the others are drawn as before: a 33-channel model
+    trained on BIB's tasks (dropout on) is the 31-channel model of before, its two extra weight blocks zero."""
+    cls, sizes = MODELS[name]
+    sizes = {**sizes, "dropout": 0.2}
+    background = [make_unit("single-object", i, 5)[0] for i in range(12)]
+    evaluation = make_unit("preference", 0, 2) + make_unit("instrumental-no-barrier", 0, 2)
+    cfg = TrainConfig(epochs=2, batch_size=4, loader_workers=0)
+    old, new = cls(**sizes, channels=LEGACY_SYMBOLIC_CHANNELS), cls(**sizes)
+    legacy = 31 * 100
+    assert torch.equal(new.net.encoder.first.weight[:, :legacy], old.net.encoder.first.weight)
+    for obs in (old, new):
+        run_training(obs, background[:9], background[9:], cfg, log=lambda _: None)
+    a, b = old.net.state_dict(), new.net.state_dict()
+    first = "encoder.first.weight"
+    assert b[first].shape == (32, 33 * 100) and b[first][:, legacy:].abs().max() == 0
+    assert torch.equal(b[first][:, :legacy], a[first])
+    assert all(torch.equal(a[k], b[k]) for k in a if k != first)
+    assert all(np.array_equal(x, y) for x, y in zip(old.surprise_many(evaluation), new.surprise_many(evaluation)))
+    # where mud and an occluder are shown, their weights get gradients (they learn)
+    new.net.train()
+    new.net.zero_grad()
+    new.step_errors(collate([new.encode(ep) for ep in agent_episodes])).mean().backward()
+    grad = new.net.encoder.first.weight.grad
+    assert grad[:, legacy : legacy + 100].abs().max() > 0 and grad[:, legacy + 100 :].abs().max() > 0

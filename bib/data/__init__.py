@@ -63,6 +63,7 @@ from bib.evaluation import EpisodeRef, EpisodeSet, find_episodes
 from bib.observers.encoders import (
     FRAME_CELL_PX,
     FRAME_SIZE,
+    LEGACY_SYMBOLIC_CHANNELS,
     SYMBOLIC_CHANNELS,
     frame_floats,
     frame_states,
@@ -82,7 +83,11 @@ CACHE_ENV = "BIB_DATA_CACHE"
 INPUTS: tuple[str, ...] = ("symbolic", "frames")
 CHANNELS: tuple[str, ...] = SYMBOLIC_CHANNELS
 """Channel names of a symbolic state, in order (walls, barriers, lock, key, home, object shapes and
-colours, agent, key carried, agent shape and colour)."""
+colours, agent, key carried, agent shape and colour, mud, occluder): the learned observers' list
+(:data:`bib.observers.encoders.SYMBOLIC_CHANNELS`)."""
+LEGACY_CHANNELS: tuple[str, ...] = LEGACY_SYMBOLIC_CHANNELS
+"""The channels before ``mud`` and ``occluder`` were appended: the first ``len(LEGACY_CHANNELS)`` of
+:data:`CHANNELS` (a model trained on them reads ``states[:, :len(LEGACY_CHANNELS)]``)."""
 
 
 @dataclass(frozen=True)
@@ -384,5 +389,5 @@ def _build_into(spec: Any, folder: Path, limit: int | None, workers: int) -> Non
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["CACHE_ENV", "CHANNELS", "FRAME_CELL_PX", "FRAME_SIZE", "INPUTS", "PHASES", "SPLITS", "Encoding", "EpisodeDataset", "EpisodeStream",
+__all__ = ["CACHE_ENV", "CHANNELS", "FRAME_CELL_PX", "FRAME_SIZE", "INPUTS", "LEGACY_CHANNELS", "PHASES", "SPLITS", "Encoding", "EpisodeDataset", "EpisodeStream",
            "blind_id", "cache_dir", "load", "order", "pad_collate"]

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bib.observers.encoders import ACTION_VECTORS, DYNAMIC_CHANNELS, Batch, InputSpec
+from bib.observers.encoders import ACTION_VECTORS, DYNAMIC_CHANNELS, LEGACY_SYMBOLIC_CHANNELS, Batch, InputSpec
 
 FRAME_CHUNK = 128
 """Frames encoded at once by :class:`StateEncoder` (bounds the conv activations' memory)."""
@@ -29,7 +29,10 @@ class StateEncoder(nn.Module):
     """Each state of a batch -> an ``embed``-d vector (``forward(batch, index=None)``).
 
     Symbolic grids: an MLP over the flattened ``C x H x W`` grid (``hidden`` units, ReLU, then
-    ``embed``, ReLU). Its first layer is computed in factored form, exactly: the layout variants
+    ``embed``, ReLU). The first layer's weights of the channels appended after
+    :data:`~bib.observers.encoders.LEGACY_SYMBOLIC_CHANNELS` (mud, occluder) start at zero, and the others are drawn
+    as they were before those existed, so on sets without mud or occluder training gives the weights (and scores) of
+    before, the extra columns staying zero. Its first layer is computed in factored form, exactly: the layout variants
     of a batch go through it once and the agent's channels add a column lookup at its cell, so
     a state costs ``hidden x 8`` multiply-adds instead of ``hidden x C x H x W``.
     Frames: the ATC conv stack of BIB's baselines (32 channels, kernel 3, strides 2, 2, 2, 1),
@@ -45,7 +48,14 @@ class StateEncoder(nn.Module):
         c, h, w = spec.shape
         self.symbolic = spec.input == "symbolic"
         if self.symbolic:
-            self.first = nn.Linear(c * h * w, hidden)
+            # the channels of before mud and occluder get the random initial weights they had (the same draws); the
+            # appended ones start at zero, so a set that never shows them trains to exactly the weights of before
+            drawn = min(c, len(LEGACY_SYMBOLIC_CHANNELS))
+            self.first = nn.Linear(drawn * h * w, hidden)
+            if c > drawn:
+                grown = torch.cat([self.first.weight.detach(), self.first.weight.new_zeros(hidden, (c - drawn) * h * w)], 1)
+                self.first.weight = nn.Parameter(grown)
+                self.first.in_features = c * h * w
             self.register_buffer("dyn", torch.tensor(DYNAMIC_CHANNELS), persistent=False)
             self.head = nn.Sequential(nn.ReLU(), nn.Linear(hidden, embed), nn.ReLU())
             return
