@@ -30,7 +30,7 @@ from bib.episode import save_episode
 from bib.errors import BibInputError
 from bib.observers.bc import BCMLPObserver, BCRNNObserver
 from bib.observers.device import check_device, device_for, resolve_device
-from bib.observers.encoders import collate
+from bib.observers.encoders import SYMBOLIC_CHANNELS, collate
 from bib.observers.learned import GPU_LOADER_WORKERS, loader_workers, torch_threads
 from bib.observers.video_rnn import VideoRNNObserver
 from bib.tasks import make_unit
@@ -50,10 +50,20 @@ TODAY = {  # content() of checkpoint.pt, results.csv, results.steps.parquet: the
     # (frames that learn): config.model gained "normalize": "none", "pixel_mean": [], "pixel_std": [] and config.train
     # "pretrain": "none" and the ATC fields (pretrain_epochs, pretrain_batches, pretrain_batch_size, pretrain_lr, atc_k,
     # atc_tau, atc_pad); with those keys removed the content gives the previous pins exactly (3a97eeee..., 6a59d616...,
-    # 008cbd86...): the weights, results.csv and the per-step surprise are unchanged
+    # 008cbd86...): the weights, results.csv and the per-step surprise are unchanged. Re-pinned when the symbolic
+    # states gained the mud and occluder channels (33, from 31): the checkpoint's config gained "channels" and the
+    # encoder's first layer 200 input columns (zeros: nothing here shows mud or an occluder). For bc-mlp and bc-rnn,
+    # with that key removed and the layer cut to its first 3,100 columns, the content gives the previous pins
+    # (BEFORE_CHANNELS) exactly, and that cut checkpoint scored through the legacy route (no record: 31 channels)
+    # gives the previous results.csv and per-step surprise: checked below. video-rnn's U-Net predicts 33 channels now
+    # (its loss is a mean over them), so its training and scores changed.
+    "bc-mlp": "5bb0d2017289aa894765826bee1e5590514e1916df2f3c81d9db9a81b00faecf",
+    "bc-rnn": "90972a220d029fbdc066d60c6c74a79bc3bd0f627591e8fe2f9d392c6b038826",
+    "video-rnn": "ba600f3e712c979033b8c278e3e9e98f6b97d33fcec4981933d319a7c512d8e7",
+}
+BEFORE_CHANNELS = {  # TODAY's pins before the mud and occluder channels (31 channels, no "channels" record)
     "bc-mlp": "f94d7c77b34106edcdcce8b5169a582858db109b06ae78f5d7d75c6c9d4760f1",
     "bc-rnn": "5d5747abfd7a05896f6e9b4dc77990935c38aece9813dbdbc28b449b1d9fbf08",
-    "video-rnn": "b69339785ae82971423b6dc17ce4773133e28d206c44e1e53399a56b385d2adc",
 }
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 
@@ -123,6 +133,17 @@ def test_cpu_checkpoints_and_scores_are_those_of_bib_before_devices(sets, tmp_pa
     if why := pinned_versions_differ():
         pytest.skip(f"values pinned for other library versions: {why}")
     assert got[0] == TODAY[name], got[0]
+    if name in BEFORE_CHANNELS:  # the checkpoint of before the two channels, and its scores through the legacy route
+        raw = torch.load(tmp_path / "ck0" / "checkpoint.pt", weights_only=True)
+        assert raw["config"].pop("channels") == list(SYMBOLIC_CHANNELS)
+        first = raw["state_dict"]["encoder.first.weight"]
+        assert first[:, 3100:].abs().max() == 0
+        raw["state_dict"]["encoder.first.weight"] = first[:, :3100].clone()
+        (tmp_path / "legacy").mkdir()
+        torch.save(raw, tmp_path / "legacy" / "checkpoint.pt")
+        assert run("score", name, str(sets / "ev"), "--checkpoint", str(tmp_path / "legacy"),
+                   "--out", str(tmp_path / "legacy-run")) == 0
+        assert content(tmp_path / "legacy", tmp_path / "legacy-run") == BEFORE_CHANNELS[name]
 
 
 def test_content_sees_a_changed_weight_and_not_the_file_framing(tmp_path):
