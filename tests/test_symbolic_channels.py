@@ -142,6 +142,9 @@ def test_a_new_checkpoint_records_its_channels_and_a_list_it_cannot_feed_is_refu
         with pytest.raises(BibInputError, match=rf"other\.pt: checkpoint was trained with other input channels "
                                                 rf"\({diff}\); retrain it$"):
             make_observer("bc-mlp", tmp_path / "other.pt")
+    with pytest.raises(BibInputError, match=r"^input channels: reordered: channel 0 is barrier, here wall \(a model is "
+                                            r"fed the first channels of today's symbolic states\)$"):
+        InputSpec(channel_names=("barrier", "wall", *LEGACY_SYMBOLIC_CHANNELS[2:]))
     frames = BCMLPObserver(**TINY, input="frames", image_size=32, cell_px=4).checkpoint()
     assert frames["config"]["channels"] == ["r", "g", "b"]
     del frames["config"]["channels"]  # a frames checkpoint of before: RGB

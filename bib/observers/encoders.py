@@ -194,7 +194,8 @@ class InputSpec:
             raise BibInputError(f"config field 'input': expected one of {', '.join(INPUTS)}, got {self.input!r}")
         names = tuple(self.channel_names) or (SYMBOLIC_CHANNELS if self.input == "symbolic" else FRAME_CHANNELS)
         if diff := channel_difference(self.input, names):
-            raise BibInputError(f"input channels {list(names)!r} cannot be fed here ({diff})"[:300])
+            raise BibInputError(f"input channels: {diff} (a model is fed the first channels of today's {self.input} "
+                                "states)")
         object.__setattr__(self, "channel_names", names)
         if self.image_size < 8 or self.cell_px < 4:
             raise BibInputError(f"config fields 'image_size'/'cell_px' too small: {self.image_size}, {self.cell_px}")
