@@ -47,6 +47,12 @@ def sample_cells(rng: np.random.Generator, candidates: Sequence[Cell], n: int, e
     return [pool[int(i)] for i in idx]
 
 
+def pick(rng: np.random.Generator, options: range) -> int:
+    """A uniform element of ``options``: the draw ``rng.choice(options)`` makes (one ``rng.integers``), without
+    building an array."""
+    return options[int(rng.integers(len(options)))]
+
+
 def sample_agent(rng: np.random.Generator, agent_id: str, home: Cell, avoid_shape: str | None = None) -> Agent:
     """An agent with a random shape (different from ``avoid_shape``) and colour."""
     shapes = [s for s in AGENT_SHAPES if s != avoid_shape]

@@ -43,6 +43,7 @@ from bib.tasks.common import (
     finish_group,
     make_episode,
     make_trial,
+    pick,
     place,
     sample_agent,
     sample_looks,
@@ -84,11 +85,6 @@ def grid_symmetry(rng: np.random.Generator, size: int = GRID) -> Callable[[Cell]
     return f
 
 
-def _pick(rng: np.random.Generator, options: range) -> int:
-    """A uniform element of ``options`` (the draw ``rng.choice`` makes, without building an array)."""
-    return options[int(rng.integers(len(options)))]
-
-
 class _Scene:
     """One episode's barrier and how to draw a (home, object) pair on its two sides."""
 
@@ -105,8 +101,8 @@ class _Scene:
 
     def sample(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
         """A home left of the barrier and an object right of it, both within its rows."""
-        home = (_pick(rng, self.left), _pick(rng, self.rows))
-        obj = (_pick(rng, self.right), _pick(rng, self.rows))
+        home = (pick(rng, self.left), pick(rng, self.rows))
+        obj = (pick(rng, self.right), pick(rng, self.rows))
         return self.f(home), self.f(obj)
 
 

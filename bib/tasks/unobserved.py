@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -69,6 +70,7 @@ from bib.tasks.common import (
     finish_group,
     make_episode,
     make_trial,
+    pick,
     place,
     sample_agent,
     sample_looks,
@@ -78,9 +80,8 @@ from bib.tasks.efficiency import grid_symmetry, inner_walls, legal_path, shape_o
 from bib.tasks.options import LEGACY, Controls, in_bin
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
 from bib.world.grid import Cell, Layout, border_walls
-from bib.world.keylock import optimal_cost
 from bib.world.occluder import Occluder
-from bib.world.planning import TOL
+from bib.world.planning import TOL, cost_between, distance_list, path_cost
 
 CONDITION = "unobserved-constraints"
 BACKGROUND = "unobserved-constraints-background"
@@ -99,6 +100,9 @@ OCCLUDED_TASKS = (CONDITION, BACKGROUND)
 MIN_BEND = 0.4
 """The hidden obstacle lengthens every familiarization walk's shortest route by at least this much (cells):
 the bend is evident (the walk costs this much over optimal in the layout as seen)."""
+BENT, STRAIGHT = 1, 2
+"""Classes of a route in :meth:`_Geometry.bends`: the hidden obstacle lengthens it by :data:`MIN_BEND` or more / not
+at all."""
 MARGIN = 0.05
 """The walk costs at least this much more over optimal in the unexpected test layout than in the expected one."""
 MAX_EXPLAINED = 3.0
@@ -117,7 +121,9 @@ TRIES = 30
 class _Scene:
     """Before the symmetry: the occluder is columns ``x0..x1`` of every interior row, the hidden obstacle a
     vertical segment of ``length`` cells in one of those columns, homes left of the occluder and objects right
-    of it, both within the obstacle's rows."""
+    of it, both within the obstacle's rows. The cells a scene's draws decide (occluder, hidden segment, the
+    segments under the occluder and how they sit to each object) are those of its :class:`_Geometry`, shared by
+    every scene of the same draws."""
 
     def __init__(self, rng: np.random.Generator) -> None:
         x0 = int(rng.integers(3, 5))
@@ -127,14 +133,18 @@ class _Scene:
         column = int(rng.integers(x0, x1 + 1))
         y0 = int(rng.integers(1, GRID - self.length))
         self.rows = range(y0, y0 + self.length)
+        self.reach = range(max(1, y0 - SPREAD), min(GRID - 2, self.rows[-1] + SPREAD) + 1)
         self.f = grid_symmetry(rng)
-        self.occluder = _box(frozenset(self.f((x, y)) for x in self.columns for y in range(1, GRID - 1)))
-        self.hidden = frozenset(self.f((column, y)) for y in self.rows)
+        key = (x0, x1, self.length, column, y0, self.f((0, 0)), self.f((1, 0)))  # two cells fix the symmetry
+        geometry = _GEOMETRIES.get(key)
+        if geometry is None:
+            geometry = _GEOMETRIES[key] = _Geometry(self, column)
+        self.geometry = geometry
+        self.occluder, self.hidden = geometry.occluder, geometry.hidden
 
     def sample(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
-        home = (int(rng.integers(1, self.columns[0])), int(rng.choice(self.rows)))
-        reach = range(max(1, self.rows[0] - SPREAD), min(GRID - 2, self.rows[-1] + SPREAD) + 1)
-        obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.choice(reach)))
+        home = (int(rng.integers(1, self.columns[0])), pick(rng, self.rows))
+        obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), pick(rng, self.reach))
         return self.f(home), self.f(obj)
 
     def sample_free(self, rng: np.random.Generator) -> tuple[Cell, Cell]:
@@ -145,8 +155,71 @@ class _Scene:
 
     def segments(self, length: int) -> list[frozenset[Cell]]:
         """Every vertical segment of ``length`` cells under the occluder (after the symmetry)."""
-        return [frozenset(self.f((x, y)) for y in range(y0, y0 + length))
-                for x in self.columns for y0 in range(1, GRID - length)]
+        return self.geometry.segments(length)
+
+
+class _Geometry:
+    """What a scene's draws decide, computed once per distinct draw (a few hundred exist) and kept in
+    :data:`_GEOMETRIES`: the occluder, the hidden segment, the segments under the occluder (in the order the
+    unexpected reveal is drawn from) and, per object cell, whether a reveal can sit like the hidden segment."""
+
+    def __init__(self, scene: _Scene, column: int) -> None:
+        f = scene.f
+        self.f, self.columns, self.length = f, scene.columns, scene.length
+        self.occluder = _box(frozenset(f((x, y)) for x in scene.columns for y in range(1, GRID - 1)))
+        self.hidden = frozenset(f((column, y)) for y in scene.rows)
+        self._segments: dict[int, list[frozenset[Cell]]] = {}
+        self._apart: dict[int, list[frozenset[Cell]]] = {}
+        self._fits: dict[tuple[str, bool, Cell], bool] = {}
+
+    def segments(self, length: int) -> list[frozenset[Cell]]:
+        """Every vertical segment of ``length`` cells under the occluder (after the symmetry)."""
+        segs = self._segments.get(length)
+        if segs is None:
+            f = self.f
+            segs = self._segments[length] = [frozenset(f((x, y)) for y in range(y0, y0 + length))
+                                             for x in self.columns for y0 in range(1, GRID - length)]
+        return segs
+
+    def apart(self, length: int) -> list[frozenset[Cell]]:
+        """The segments of ``length`` cells under the occluder that share no cell with the hidden one, in order."""
+        segs = self._apart.get(length)
+        if segs is None:
+            segs = self._apart[length] = [s for s in self.segments(length) if s != self.hidden and not (s & self.hidden)]
+        return segs
+
+    def fits(self, kind: str, goal: bool, obj: Cell) -> bool:
+        """Whether a reveal of ``kind`` can sit like the hidden segment relative to ``obj`` (:func:`placement`; at
+        the goal (``goal``), not next to it): the test of :func:`_viable` for one object cell."""
+        key = (kind, goal, obj)
+        found = self._fits.get(key)
+        if found is None:
+            if kind == "empty":
+                found = True
+            else:
+                here = placement(self.hidden, obj)
+                found = any(placement(s, obj) == here and not (goal and _near(obj, s))
+                            for s in self.apart(self.length + (1 if kind == "larger" else 0)))
+            self._fits[key] = found
+        return found
+
+
+@lru_cache(maxsize=32768)
+def _bends(hidden: frozenset[Cell], obj: Cell) -> bytes:
+    """Per home cell (flat, ``y * GRID + x``): :data:`BENT` when ``hidden`` lengthens the shortest route from there to
+    ``obj`` by :data:`MIN_BEND` or more, :data:`STRAIGHT` when it does not lengthen it (within
+    :data:`bib.world.planning.TOL`), else 0 (less, or a cost is infinite): the difference of the two cached cost
+    fields (``optimal_cost`` of the true layout minus that of the layout as seen) for every home at once, kept as
+    bytes (a few hundred hidden segments, 64 objects: about 2 MB at most)."""
+    border = border_walls(GRID, GRID)
+    with np.errstate(invalid="ignore"):
+        bend = np.array(distance_list(GRID, GRID, 8, border | hidden, obj)) - np.array(distance_list(GRID, GRID, 8, border, obj))
+        ok = np.isfinite(bend)
+        return np.where(ok & (bend >= MIN_BEND), BENT, np.where(ok & (bend <= TOL), STRAIGHT, 0)).astype(np.uint8).tobytes()
+
+
+_GEOMETRIES: dict[tuple, _Geometry] = {}
+"""The :class:`_Geometry` of every scene drawn so far in this process, by its draws (bounded: a few hundred)."""
 
 
 def _box(cells: frozenset[Cell]) -> Occluder:
@@ -173,6 +246,7 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
     give a pair), and the walks come after every trial's cells."""
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))
+    border = border_walls(GRID, GRID)
     scenes: dict[int, tuple[Layout, Layout]] = {}
     trials = []
     order = range(N_FAMILIARIZATION) if bending is None else [*sorted(bending),
@@ -184,13 +258,15 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
             return None
         for _ in range(TRIES):
             home, obj = scene.sample(rng) if bends else scene.sample_free(rng)
-            seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
-            true = with_walls(seen, hidden)
-            bend = optimal_cost(true, obj) - optimal_cost(seen, obj)
-            if np.isfinite(bend) and (not hidden or (bend >= MIN_BEND if bends else bend <= TOL)):
+            if hidden:  # the route's bend, once per (hidden segment, object) for every home
+                if _bends(hidden, obj)[home[1] * GRID + home[0]] == (BENT if bends else STRAIGHT):
+                    break
+            elif np.isfinite(cost_between(GRID, GRID, 8, border, home, obj)):
                 break
         else:
             raise LayoutRejected("the hidden obstacle does not force a bend")
+        seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
+        true = with_walls(seen, hidden)
         if bending is None:  # the design of every set before bends-K: walk as each trial is drawn
             trials.append(replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder))
         else:
@@ -207,18 +283,16 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
 def _viable(scene: _Scene, variant: str, bending: frozenset[int]) -> Callable[[dict[int, Cell]], bool]:
     """Whether some bending trial's object could be the test's (at the goal: one trial per object cell, no hidden wall
     next to it) with some reveal of the variant sitting like the hidden segment: the conditions of :func:`_draft` that
-    need no walk."""
-    kind = reveal_kind(variant)
-    length = scene.length + (1 if kind == "larger" else 0)
-    segs = [] if kind == "empty" else [s for s in scene.segments(length) if not (s & scene.hidden)]
+    need no walk (:meth:`_Geometry.fits`)."""
+    kind, goal = reveal_kind(variant), at_goal(variant)
 
     def viable(objs: dict[int, Cell]) -> bool:
+        cells = list(objs.values())
         for k in bending:
             obj = objs[k]
-            if at_goal(variant) and (_near(obj, scene.hidden) or list(objs.values()).count(obj) > 1):
+            if goal and (_near(obj, scene.hidden) or cells.count(obj) > 1):
                 continue
-            if kind == "empty" or any(placement(s, obj) == placement(scene.hidden, obj)
-                                      and not (at_goal(variant) and _near(obj, s)) for s in segs):
+            if scene.geometry.fits(kind, goal, obj):
                 return True
         return False
 
@@ -242,11 +316,13 @@ def at_goal(variant: str) -> bool:
     return AT_GOAL in variant.split("+")
 
 
+@lru_cache(maxsize=65536)
 def placement(walls: frozenset[Cell], obj: Cell) -> tuple[bool, int]:
     """How a revealed segment sits relative to the object, as a picture shows it: whether its span along its own
     axis covers the object's row (or column), and its king-move distance to the object. Both reveals of a pair
     sit alike (:func:`_draft`), so neither "the wall in line with the object" nor "the wall nearer the object"
-    tells the expected one (the hidden segment always spans the rows of the homes and objects it stood between)."""
+    tells the expected one (the hidden segment always spans the rows of the homes and objects it stood between).
+    Cached: the generator asks it of the same few hundred segments over and over."""
     if not walls:
         return (False, 0)
     xs, ys = {c[0] for c in walls}, {c[1] for c in walls}
@@ -274,9 +350,25 @@ def _alternatives(scene: _Scene, variant: str, fam: list[Trial]) -> list[frozens
     kind = reveal_kind(variant)
     if kind == "empty":
         return [frozenset()]
-    length = scene.length + (1 if kind == "larger" else 0)
-    return [s for s in scene.segments(length) if s != scene.hidden and not (s & scene.hidden)
-            and all(legal_path(with_walls(t.layout, s), t.path) for t in fam)]
+    crossed = _crossed(fam)
+    if crossed is None:
+        return []
+    return [s for s in scene.geometry.apart(scene.length + (1 if kind == "larger" else 0)) if crossed.isdisjoint(s)]
+
+
+def _crossed(fam: list[Trial]) -> frozenset[Cell] | None:
+    """The cells the walks of ``fam`` step onto or pass diagonally beside: added walls keep every walk legal
+    (:func:`bib.tasks.efficiency.legal_path`) exactly when they avoid these cells, provided every walk is legal
+    with the trial's own walls (None when one is not)."""
+    if not all(legal_path(with_walls(t.layout, frozenset()), t.path) for t in fam):
+        return None
+    cells: set[Cell] = set()
+    for t in fam:
+        for (x, y), (u, v) in zip(t.path, t.path[1:]):
+            cells.add((u, v))
+            if x != u and y != v:
+                cells.update(((u, y), (x, v)))
+    return frozenset(cells)
 
 
 def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraft:
@@ -292,8 +384,9 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
                                None if bending is None else _viable(scene, variant, bending))
         if fam is None:
             continue
-        if not all(legal_path(with_walls(t.layout, scene.hidden), t.path) for t in fam):
-            continue
+        crossed = _crossed(fam)
+        if crossed is None or not crossed.isdisjoint(scene.hidden):
+            continue  # some walk is illegal with the hidden obstacle in place
         options = _alternatives(scene, variant, fam)
         for k in rng.permutation(N_FAMILIARIZATION):
             if bending is not None and int(k) not in bending:
@@ -302,17 +395,27 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
             obj = shown.layout.objects[0].cell
             if at_goal(variant) and (_near(obj, scene.hidden) or [t.layout.objects[0].cell for t in fam].count(obj) > 1):
                 continue  # at goal: no revealed wall next to the agent (its legal moves tie) and one trial per object cell
-            e_excess = walk_excess(with_walls(shown.layout, scene.hidden), shown.path)
+            cost = path_cost(shown.path)
+            e_excess = cost - _optimal(shown, scene.hidden)  # walk_excess(with_walls(shown.layout, hidden), path)
             for j in rng.permutation(len(options)):
                 if at_goal(variant) and _near(obj, options[int(j)]):
                     continue
                 if options[int(j)] and placement(options[int(j)], obj) != placement(scene.hidden, obj):
                     continue
-                d = walk_excess(with_walls(shown.layout, options[int(j)]), shown.path) - e_excess
+                d = cost - _optimal(shown, options[int(j)]) - e_excess
                 if d >= MARGIN and in_bin(d, bin_):
                     return PairDraft(fam, _test(shown, scene.hidden, variant), fam, _test(shown, options[int(j)], variant),
                                      variant, difficulty=d)
     raise LayoutRejected(f"no {variant or 'same-shape'} reveal in the difficulty bin {bin_}")
+
+
+def _optimal(trial: Trial, walls: frozenset[Cell]) -> float:
+    """The optimal cost of ``trial``'s route (its walk's ends) with ``walls`` as its inner walls: what
+    :func:`bib.tasks.efficiency.walk_excess` subtracts for ``with_walls(trial.layout, walls)``, from the cached field
+    without building that layout (a familiarization layout has no key, lock or barrier)."""
+    lay = trial.layout
+    return cost_between(lay.width, lay.height, lay.moves, border_walls(lay.width, lay.height) | walls,
+                        trial.path[0], trial.path[-1])
 
 
 def _unobserved(rng: np.random.Generator, unit: UnitInfo) -> list[Episode]:

@@ -202,6 +202,17 @@ def shortest_cost(layout: Layout, start: Cell, goal: Cell, unlocked: bool = Fals
     return INF if i is None else _distances(layout, goal, unlocked)[i]
 
 
+def cost_between(width: int, height: int, moves: int, blocked: frozenset[Cell], start: Cell, goal: Cell) -> float:
+    """Cost of a shortest path from ``start`` to ``goal`` on a grid with ``blocked`` cells (``inf`` when unreachable
+    or ``start`` is off the grid), read from the cached field of (grid, blocked cells, goal): the value
+    :func:`shortest_cost` and :func:`bib.world.keylock.optimal_cost` give a layout without key whose blocked cells
+    are ``blocked``, for callers that vary the walls in a hot loop and need no :class:`Layout` for it."""
+    x, y = start
+    if not (0 <= x < width and 0 <= y < height):
+        return INF
+    return distance_list(width, height, moves, blocked, goal)[y * width + x]
+
+
 def optimal_actions(layout: Layout, goal: Cell, unlocked: bool = False) -> np.ndarray:
     """Boolean ``[height, width, 9]``: which actions lie on some shortest path to ``goal``.
 
