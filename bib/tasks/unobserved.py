@@ -79,6 +79,7 @@ from bib.tasks.difficulty import walk_log_prob
 from bib.tasks.efficiency import grid_symmetry, inner_walls, legal_path, shape_of, walk_excess
 from bib.tasks.options import LEGACY, Controls, in_bin
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
+from bib.world.dynamics import action_between, cells_needed
 from bib.world.grid import Cell, Layout, border_walls
 from bib.world.occluder import Occluder
 from bib.world.planning import TOL, cost_between, distance_list, path_cost
@@ -344,15 +345,13 @@ def _test(shown: Trial, walls: frozenset[Cell], variant: str) -> Trial:
     return make_trial(lay, [obj, obj], "A", "test")
 
 
-def _alternatives(scene: _Scene, variant: str, fam: list[Trial]) -> list[frozenset[Cell]]:
+def _alternatives(scene: _Scene, variant: str, crossed: frozenset[Cell]) -> list[frozenset[Cell]]:
     """What the unexpected outcome may reveal: nothing (``empty``), or segments of the hidden obstacle's length
-    (``""``) or one cell longer (``larger``) under the occluder, off the hidden obstacle and legal for every walk."""
+    (``""``) or one cell longer (``larger``) under the occluder, off the hidden obstacle and legal for every walk
+    (clear of ``crossed``, :func:`_crossed` of the familiarization)."""
     kind = reveal_kind(variant)
     if kind == "empty":
         return [frozenset()]
-    crossed = _crossed(fam)
-    if crossed is None:
-        return []
     return [s for s in scene.geometry.apart(scene.length + (1 if kind == "larger" else 0)) if crossed.isdisjoint(s)]
 
 
@@ -360,14 +359,13 @@ def _crossed(fam: list[Trial]) -> frozenset[Cell] | None:
     """The cells the walks of ``fam`` step onto or pass diagonally beside: added walls keep every walk legal
     (:func:`bib.tasks.efficiency.legal_path`) exactly when they avoid these cells, provided every walk is legal
     with the trial's own walls (None when one is not)."""
-    if not all(legal_path(with_walls(t.layout, frozenset()), t.path) for t in fam):
+    if not all(legal_path(t.layout if t.layout.walls == border_walls(t.layout.width, t.layout.height)
+                          else with_walls(t.layout, frozenset()), t.path) for t in fam):
         return None
     cells: set[Cell] = set()
     for t in fam:
-        for (x, y), (u, v) in zip(t.path, t.path[1:]):
-            cells.add((u, v))
-            if x != u and y != v:
-                cells.update(((u, y), (x, v)))
+        for a, b in zip(t.path, t.path[1:]):
+            cells.update(cells_needed(a, action_between(a, b)))  # type: ignore[arg-type]
     return frozenset(cells)
 
 
@@ -387,7 +385,7 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         crossed = _crossed(fam)
         if crossed is None or not crossed.isdisjoint(scene.hidden):
             continue  # some walk is illegal with the hidden obstacle in place
-        options = _alternatives(scene, variant, fam)
+        options = _alternatives(scene, variant, crossed)
         for k in rng.permutation(N_FAMILIARIZATION):
             if bending is not None and int(k) not in bending:
                 continue  # the test shows a trial that bends

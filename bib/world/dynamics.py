@@ -43,23 +43,30 @@ def move_legal(layout: Layout, cell: Cell, action: int, unlocked: bool = False) 
     """True when ``action`` from ``cell`` is allowed.
 
     The target must be free; a diagonal move also needs both orthogonal neighbours it passes
-    free (no cutting the corner of a wall or barrier). With ``layout.moves == 4`` diagonals are
-    illegal. Stay is always legal.
+    free (no cutting the corner of a wall or barrier): the cells of :func:`cells_needed`. With
+    ``layout.moves == 4`` diagonals are illegal. Stay is always legal.
     """
-    dx, dy = ACTIONS[action]
-    if dx == 0 and dy == 0:
+    needed = cells_needed(cell, action)
+    if not needed:
         return True
-    x, y = cell
-    blocked = layout.blocked(unlocked)
-    target = (x + dx, y + dy)
-    if not layout.in_bounds(target) or target in blocked:
+    if not layout.in_bounds(needed[0]) or (len(needed) > 1 and layout.moves == 4):
         return False
-    if dx and dy:
-        if layout.moves == 4:
-            return False
-        if (x + dx, y) in blocked or (x, y + dy) in blocked:
+    blocked = layout.blocked(unlocked)
+    for c in needed:
+        if c in blocked:
             return False
     return True
+
+
+def cells_needed(cell: Cell, action: int) -> tuple[Cell, ...]:
+    """The cells that must be free for ``action`` from ``cell`` (:func:`move_legal`): its target first and, for a
+    diagonal, both orthogonal neighbours it passes; none for stay. A path stays legal with more walls exactly when
+    they avoid these cells of its every move."""
+    dx, dy = ACTIONS[action]
+    x, y = cell
+    if dx and dy:
+        return ((x + dx, y + dy), (x + dx, y), (x, y + dy))
+    return ((x + dx, y + dy),) if dx or dy else ()
 
 
 def legal_actions(layout: Layout, cell: Cell, unlocked: bool = False, include_stay: bool = True) -> list[int]:
