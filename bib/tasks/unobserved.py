@@ -248,14 +248,19 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
     look = sample_looks(rng, 1)[0]
     agent = sample_agent(rng, "agent-0", (0, 0))
     border = border_walls(GRID, GRID)
-    scenes: dict[int, tuple[Layout, Layout]] = {}
+
+    def trial(home: Cell, obj: Cell) -> Trial:
+        seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
+        return replace(make_trial(seen, walker.walk(with_walls(seen, hidden), "A"), "A"), occluder=scene.occluder)
+
+    drawn: dict[int, tuple[Cell, Cell]] = {}
     trials = []
     order = range(N_FAMILIARIZATION) if bending is None else [*sorted(bending),
                                                                *(i for i in range(N_FAMILIARIZATION) if i not in bending)]
     for i in order:
         bends = bending is None or i in bending
-        if bending is not None and i not in bending and len(scenes) == len(bending) and viable is not None \
-                and not viable({k: seen.objects[0].cell for k, (seen, _) in scenes.items()}):
+        if bending is not None and i not in bending and len(drawn) == len(bending) and viable is not None \
+                and not viable({k: obj for k, (_, obj) in drawn.items()}):
             return None
         for _ in range(TRIES):
             home, obj = scene.sample(rng) if bends else scene.sample_free(rng)
@@ -266,19 +271,16 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
                 break
         else:
             raise LayoutRejected("the hidden obstacle does not force a bend")
-        seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
-        true = with_walls(seen, hidden)
         if bending is None:  # the design of every set before bends-K: walk as each trial is drawn
-            trials.append(replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder))
+            trials.append(trial(home, obj))
         else:
-            scenes[i] = (seen, true)
+            drawn[i] = (home, obj)
     if bending is None:
         return trials
     if len(bending) == N_FAMILIARIZATION and viable is not None \
-            and not viable({k: seen.objects[0].cell for k, (seen, _) in scenes.items()}):
+            and not viable({k: obj for k, (_, obj) in drawn.items()}):
         return None
-    return [replace(make_trial(seen, walker.walk(true, "A"), "A"), occluder=scene.occluder)
-            for seen, true in (scenes[i] for i in range(N_FAMILIARIZATION))]
+    return [trial(*drawn[i]) for i in range(N_FAMILIARIZATION)]
 
 
 def _viable(scene: _Scene, variant: str, bending: frozenset[int]) -> Callable[[dict[int, Cell]], bool]:

@@ -223,6 +223,22 @@ def boltzmann_path(layout: Layout, goal: Cell, beta: float, rng: np.random.Gener
     cell = v.locked.cell
     path = [home]
     exp = math.exp
+    if not (v.has_key or has_key or unlocked):  # no key: one mode, the loop below with its value() and after() inlined
+        free, steps = v.free, v.locked.steps
+        for _ in range(max_steps):
+            if i == target:
+                break
+            here = free[i]
+            cells, weights = [], []
+            for _a, off, w in steps[i]:  # type: ignore[index]
+                n = i + off  # type: ignore[operator]
+                there = free[n]
+                if there < INF:
+                    cells.append(n)
+                    weights.append(exp(-beta * (w + there - here)))
+            i = cells[boltzmann_choice(weights, rng)]
+            path.append(cell(i))
+        return path
     for _ in range(max_steps):  # the loop of bib.tasks.agents.BoltzmannAgent.act, on flat cells
         if i == target:
             break
