@@ -40,7 +40,7 @@ def interior(width: int = GRID, height: int = GRID) -> list[Cell]:
 def sample_cells(rng: np.random.Generator, candidates: Sequence[Cell], n: int, exclude: Iterable[Cell] = ()) -> list[Cell]:
     """``n`` distinct cells drawn uniformly from ``candidates`` minus ``exclude``."""
     ex = set(exclude)
-    pool = [c for c in candidates if c not in ex]
+    pool = [c for c in candidates if c not in ex] if ex else candidates
     if len(pool) < n:
         raise LayoutRejected(f"need {n} free cells, have {len(pool)}")
     idx = rng.choice(len(pool), size=n, replace=False)

@@ -49,6 +49,7 @@ given up.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,9 +71,9 @@ from bib.tasks.common import (
 from bib.tasks.options import Controls
 from bib.tasks.preference import chebyshev, shared_familiarization_problems
 from bib.tasks.registry import LayoutRejected, TaskSpec, UnitInfo, register
-from bib.world.grid import Agent, Cell, Layout
+from bib.world.grid import Agent, Cell, Layout, border_walls
 from bib.world.planning import TOL, shortest_cost
-from bib.world.terrain import terrain_cost, terrain_path, time_cost
+from bib.world.terrain import terrain_cost, terrain_cost_between, terrain_path, time_cost
 
 VALUED = "A"
 """The object whose value the familiarization reveals (ringed by mud at test)."""
@@ -106,6 +107,7 @@ def core() -> list[Cell]:
     return [(x, y) for y in range(2, GRID - 2) for x in range(2, GRID - 2)]
 
 
+@lru_cache(maxsize=256)
 def ring(cell: Cell) -> frozenset[Cell]:
     """The 8 cells around ``cell``."""
     x, y = cell
@@ -115,7 +117,7 @@ def ring(cell: Cell) -> frozenset[Cell]:
 def trade_layout(agent: Agent, looks: list[Look], a: Cell, b: Cell, both: bool = False) -> Layout:
     """The border, ``A`` (look 0) at ``a`` in a ring of mud, ``B`` (look 1) at ``b`` (in a ring too when ``both``)."""
     objects = (place(looks[0], VALUED, a), place(looks[1], OTHER, b))
-    return empty_layout(objects=objects, agents=(agent,), terrain=ring(a) | (ring(b) if both else frozenset()))
+    return empty_layout(objects=objects, agents=(agent,), terrain=_mud(a, b, both))
 
 
 def muddy_both(layout: Layout) -> bool:
@@ -127,6 +129,20 @@ def margin(layout: Layout) -> float:
     """``cost(A) - cost(B)``: the cheapest time from the home to ``A`` minus that to ``B`` (mud included)."""
     home = layout.agent.home
     return terrain_cost(layout, home, layout.object(VALUED).cell) - terrain_cost(layout, home, layout.object(OTHER).cell)
+
+
+@lru_cache(maxsize=4096)
+def _mud(a: Cell, b: Cell, both: bool) -> frozenset[Cell]:
+    """The terrain of :func:`trade_layout`: mud around ``a``, and around ``b`` too when ``both``."""
+    return ring(a) | (ring(b) if both else frozenset())
+
+
+def _margin(home: Cell, a: Cell, b: Cell, both: bool) -> float:
+    """:func:`margin` of ``trade_layout(agent at home, looks, a, b, both)``, from the cached cost fields without
+    building the layout (it has only the border for walls)."""
+    mud, border = _mud(a, b, both), border_walls(GRID, GRID)
+    return (terrain_cost_between(GRID, GRID, 8, border, mud, home, a)
+            - terrain_cost_between(GRID, GRID, 8, border, mud, home, b))
 
 
 def in_range(value: float, bounds: tuple[float, float]) -> bool:
@@ -145,13 +161,13 @@ def sample_trade(rng: np.random.Generator, agent: Agent, looks: list[Look], boun
         LayoutRejected: after :data:`MAX_TRIES` draws.
     """
     home = agent.home
+    cells = [c for c in core() if c != home]  # the pool sample_cells(rng, core(), 2, exclude=[home]) draws from
     for _ in range(MAX_TRIES):
-        a, b = sample_cells(rng, core(), 2, exclude=[home])
+        a, b = sample_cells(rng, cells, 2)
         if min(chebyshev(home, a), chebyshev(home, b), chebyshev(a, b)) < 2:
             continue
-        layout = trade_layout(agent, looks, a, b, both)
-        if in_range(margin(layout), bounds):
-            return layout
+        if in_range(_margin(home, a, b, both), bounds):
+            return trade_layout(agent, looks, a, b, both)
     raise LayoutRejected(f"no layout with a margin in {list(bounds)} in {MAX_TRIES} draws")
 
 

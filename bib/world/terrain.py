@@ -103,6 +103,18 @@ def terrain_cost(layout: Layout, start: Cell, goal: Cell) -> float:
     return INF if i is None else _distances(layout, goal)[i]
 
 
+def terrain_cost_between(width: int, height: int, moves: int, blocked: frozenset[Cell], terrain: frozenset[Cell],
+                         start: Cell, goal: Cell) -> float:
+    """Cheapest time from ``start`` to ``goal`` on a grid with ``blocked`` cells and mud ``terrain`` (``inf`` when
+    unreachable or ``start`` is off the grid), read from the cached field: the value :func:`terrain_cost` gives a
+    layout whose blocked cells and terrain these are, for callers that vary the mud in a hot loop and need no
+    :class:`Layout` for it."""
+    x, y = start
+    if not (0 <= x < width and 0 <= y < height):
+        return INF
+    return _field(width, height, moves, blocked, terrain, goal)[y * width + x]
+
+
 def with_stays(layout: Layout, cells: Sequence[Cell]) -> list[Cell]:
     """``cells`` (a path of moves) with :data:`MUD_STAYS` stays added after every step onto a mud cell."""
     out = [tuple(cells[0])]
