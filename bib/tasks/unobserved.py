@@ -131,15 +131,15 @@ class _Scene:
         x1 = x0 + int(rng.integers(1, 3))
         self.columns = range(x0, x1 + 1)
         self.length = int(rng.integers(3, 6))
-        column = int(rng.integers(x0, x1 + 1))
+        self.column = int(rng.integers(x0, x1 + 1))
         y0 = int(rng.integers(1, GRID - self.length))
         self.rows = range(y0, y0 + self.length)
         self.reach = range(max(1, y0 - SPREAD), min(GRID - 2, self.rows[-1] + SPREAD) + 1)
         self.f = grid_symmetry(rng)
-        key = (x0, x1, self.length, column, y0, self.f((0, 0)), self.f((1, 0)))  # two cells fix the symmetry
+        key = (x0, x1, self.length, self.column, y0, self.f((0, 0)), self.f((1, 0)))  # two cells fix the symmetry
         geometry = _GEOMETRIES.get(key)
         if geometry is None:
-            geometry = _GEOMETRIES[key] = _Geometry(self, column)
+            geometry = _GEOMETRIES[key] = _Geometry(self)
         self.geometry = geometry
         self.occluder, self.hidden = geometry.occluder, geometry.hidden
 
@@ -154,21 +154,17 @@ class _Scene:
         obj = (int(rng.integers(self.columns[-1] + 1, GRID - 1)), int(rng.integers(1, GRID - 1)))
         return self.f(home), self.f(obj)
 
-    def segments(self, length: int) -> list[frozenset[Cell]]:
-        """Every vertical segment of ``length`` cells under the occluder (after the symmetry)."""
-        return self.geometry.segments(length)
-
 
 class _Geometry:
-    """What a scene's draws decide, computed once per distinct draw (a few hundred exist) and kept in
+    """What a scene's draws decide, computed once per distinct draw (1,200 exist) and kept in
     :data:`_GEOMETRIES`: the occluder, the hidden segment, the segments under the occluder (in the order the
     unexpected reveal is drawn from) and, per object cell, whether a reveal can sit like the hidden segment."""
 
-    def __init__(self, scene: _Scene, column: int) -> None:
+    def __init__(self, scene: _Scene) -> None:
         f = scene.f
         self.f, self.columns, self.length = f, scene.columns, scene.length
         self.occluder = _box(frozenset(f((x, y)) for x in scene.columns for y in range(1, GRID - 1)))
-        self.hidden = frozenset(f((column, y)) for y in scene.rows)
+        self.hidden = frozenset(f((scene.column, y)) for y in scene.rows)
         self._segments: dict[int, list[frozenset[Cell]]] = {}
         self._apart: dict[int, list[frozenset[Cell]]] = {}
         self._fits: dict[tuple[str, bool, Cell], bool] = {}
@@ -205,13 +201,13 @@ class _Geometry:
         return found
 
 
-@lru_cache(maxsize=32768)
+@lru_cache(maxsize=8192)
 def _bends(hidden: frozenset[Cell], obj: Cell) -> bytes:
     """Per home cell (flat, ``y * GRID + x``): :data:`BENT` when ``hidden`` lengthens the shortest route from there to
     ``obj`` by :data:`MIN_BEND` or more, :data:`STRAIGHT` when it does not lengthen it (within
     :data:`bib.world.planning.TOL`), else 0 (less, or a cost is infinite): the difference of the two cached cost
     fields (``optimal_cost`` of the true layout minus that of the layout as seen) for every home at once, kept as
-    bytes (a few hundred hidden segments, 64 objects: about 2 MB at most)."""
+    bytes (120 hidden segments exist, 64 objects: under 2 MB however long the run)."""
     border = border_walls(GRID, GRID)
     with np.errstate(invalid="ignore"):
         bend = np.array(distance_list(GRID, GRID, 8, border | hidden, obj)) - np.array(distance_list(GRID, GRID, 8, border, obj))
@@ -220,7 +216,7 @@ def _bends(hidden: frozenset[Cell], obj: Cell) -> bytes:
 
 
 _GEOMETRIES: dict[tuple, _Geometry] = {}
-"""The :class:`_Geometry` of every scene drawn so far in this process, by its draws (bounded: a few hundred)."""
+"""The :class:`_Geometry` of every scene drawn so far in this process, by its draws (at most 1,200)."""
 
 
 def _box(cells: frozenset[Cell]) -> Occluder:
