@@ -170,7 +170,6 @@ def test_crossed_cells_decide_which_added_walls_keep_every_walk_legal():
     for i in range(3):
         fam = make_unit("unobserved-constraints", i, CTRL.seed, WALK)[0].familiarization
         crossed = uc._crossed(list(fam))
-        assert crossed is not None
         hits = 0
         for _ in range(300):
             cells = frozenset(interior[int(k)] for k in rng.choice(len(interior), int(rng.integers(1, 4)), replace=False))
@@ -178,3 +177,23 @@ def test_crossed_cells_decide_which_added_walls_keep_every_walk_legal():
             assert legal == crossed.isdisjoint(cells)
             hits += not legal
         assert 0 < hits < 300
+
+
+def test_a_key_less_replay_checks_every_move_as_the_dynamics_do():
+    """events_of skips the key/lock bookkeeping of a layout without key, not the checks: a move into a wall or
+    across a corner raises the dynamics' own error, a jump is rejected, a legal walk has no events."""
+    from bib.tasks.common import events_of
+    from bib.tasks.registry import LayoutRejected
+    from bib.world.dynamics import AgentState, action_between, step
+
+    lay = uc.with_walls(empty_layout(agents=(Agent("a", "circle", (1, 2, 3), (2, 2)),)), frozenset({(3, 3), (4, 2)}))
+    assert events_of(lay, [(2, 2), (2, 3), (2, 4), (3, 4)]) == ()
+    # into a wall; a diagonal past two walls; a diagonal past one (each second move is the illegal one)
+    for path in ([(2, 2), (3, 2), (4, 2)], [(2, 2), (3, 2), (4, 3)], [(2, 4), (2, 3), (3, 2)]):
+        with pytest.raises(ValueError) as got:
+            events_of(lay, path)
+        with pytest.raises(ValueError) as want:
+            step(lay, AgentState(path[1]), action_between(path[1], path[2]))
+        assert str(got.value) == str(want.value) and "illegal move" in str(got.value)
+    with pytest.raises(LayoutRejected, match="path jumps"):
+        events_of(lay, [(2, 2), (4, 4)])

@@ -13,6 +13,7 @@ from bib.tasks.registry import LayoutRejected, UnitInfo
 from bib.vocabulary import AGENT_SHAPES, ITEM_SHAPES
 from bib.world.dynamics import AgentState, action_between, move_legal, step
 from bib.world.grid import Agent, Cell, GridObject, Layout, border_walls
+from bib.world.occluder import Occluder
 
 GRID = 10
 """BIB grid size: 10 x 10 cells with a border ring of walls."""
@@ -94,10 +95,12 @@ def events_of(layout: Layout, path: Sequence[Cell]) -> tuple[Event, ...]:
     return tuple(events)
 
 
-def make_trial(layout: Layout, path: Sequence[Cell], goal: str | None, phase: str = "familiarization") -> Trial:
-    """A trial whose events are derived from the path."""
+def make_trial(layout: Layout, path: Sequence[Cell], goal: str | None, phase: str = "familiarization",
+               occluder: Occluder | None = None) -> Trial:
+    """A trial whose events are derived from the path (which must be legal in ``layout``: an illegal move raises)."""
     cells = tuple(tuple(c) for c in path)
-    return Trial(phase=phase, layout=layout, path=cells, events=events_of(layout, cells), goal=goal)  # type: ignore[arg-type]
+    return Trial(phase=phase, layout=layout, path=cells, events=events_of(layout, cells), goal=goal,  # type: ignore[arg-type]
+                 occluder=occluder)
 
 
 def make_episode(

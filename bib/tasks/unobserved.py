@@ -247,7 +247,7 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
 
     def trial(home: Cell, obj: Cell) -> Trial:
         seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
-        return replace(make_trial(seen, walker.walk(with_walls(seen, hidden), "A"), "A"), occluder=scene.occluder)
+        return make_trial(seen, walker.walk(with_walls(seen, hidden), "A"), "A", occluder=scene.occluder)
 
     drawn: dict[int, tuple[Cell, Cell]] = {}
     trials = []
@@ -353,13 +353,10 @@ def _alternatives(scene: _Scene, variant: str, crossed: frozenset[Cell]) -> list
     return [s for s in scene.geometry.apart(scene.length + (1 if kind == "larger" else 0)) if crossed.isdisjoint(s)]
 
 
-def _crossed(fam: list[Trial]) -> frozenset[Cell] | None:
-    """The cells the walks of ``fam`` step onto or pass diagonally beside: added walls keep every walk legal
-    (:func:`bib.tasks.efficiency.legal_path`) exactly when they avoid these cells, provided every walk is legal
-    with the trial's own walls (None when one is not)."""
-    if not all(legal_path(t.layout if t.layout.walls == border_walls(t.layout.width, t.layout.height)
-                          else with_walls(t.layout, frozenset()), t.path) for t in fam):
-        return None
+def _crossed(fam: list[Trial]) -> frozenset[Cell]:
+    """The cells the walks of ``fam`` step onto or pass diagonally beside: walls added to a familiarization layout
+    (border only) keep every walk legal (:func:`bib.tasks.efficiency.legal_path`) exactly when they avoid these
+    cells, since each walk is legal in its own layout (:func:`bib.tasks.common.make_trial` refuses it otherwise)."""
     cells: set[Cell] = set()
     for t in fam:
         for a, b in zip(t.path, t.path[1:]):
@@ -381,7 +378,7 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         if fam is None:
             continue
         crossed = _crossed(fam)
-        if crossed is None or not crossed.isdisjoint(scene.hidden):
+        if not crossed.isdisjoint(scene.hidden):
             continue  # some walk is illegal with the hidden obstacle in place
         options = _alternatives(scene, variant, crossed)
         for k in rng.permutation(N_FAMILIARIZATION):
