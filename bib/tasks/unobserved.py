@@ -136,7 +136,8 @@ class _Scene:
         self.rows = range(y0, y0 + self.length)
         self.reach = range(max(1, y0 - SPREAD), min(GRID - 2, self.rows[-1] + SPREAD) + 1)
         self.f = grid_symmetry(rng)
-        key = (x0, x1, self.length, self.column, y0, self.f((0, 0)), self.f((1, 0)))  # two cells fix the symmetry
+        self.symmetry = (self.f((0, 0)), self.f((1, 0)))  # the images of two cells fix the symmetry
+        key = (x0, x1, self.length, self.column, y0, self.symmetry)
         geometry = _GEOMETRIES.get(key)
         if geometry is None:
             geometry = _GEOMETRIES[key] = _Geometry(self)
@@ -162,20 +163,21 @@ class _Geometry:
 
     def __init__(self, scene: _Scene) -> None:
         f = scene.f
-        self.f, self.columns, self.length = f, scene.columns, scene.length
+        self.f, self.columns, self.length, self.symmetry = f, scene.columns, scene.length, scene.symmetry
         self.occluder = _box(frozenset(f((x, y)) for x in scene.columns for y in range(1, GRID - 1)))
         self.hidden = frozenset(f((scene.column, y)) for y in scene.rows)
-        self._segments: dict[int, list[frozenset[Cell]]] = {}
         self._apart: dict[int, list[frozenset[Cell]]] = {}
         self._fits: dict[tuple[str, bool, Cell], bool] = {}
 
     def segments(self, length: int) -> list[frozenset[Cell]]:
-        """Every vertical segment of ``length`` cells under the occluder (after the symmetry)."""
-        segs = self._segments.get(length)
+        """Every vertical segment of ``length`` cells under the occluder (after the symmetry); shared by the
+        geometries of one occluder and symmetry (:data:`_SEGMENTS`)."""
+        key = (self.columns, self.symmetry, length)
+        segs = _SEGMENTS.get(key)
         if segs is None:
             f = self.f
-            segs = self._segments[length] = [frozenset(f((x, y)) for y in range(y0, y0 + length))
-                                             for x in self.columns for y0 in range(1, GRID - length)]
+            segs = _SEGMENTS[key] = [frozenset(f((x, y)) for y in range(y0, y0 + length))
+                                     for x in self.columns for y0 in range(1, GRID - length)]
         return segs
 
     def apart(self, length: int) -> list[frozenset[Cell]]:
@@ -210,13 +212,22 @@ def _bends(hidden: frozenset[Cell], obj: Cell) -> bytes:
     bytes (120 hidden segments exist, 64 objects: under 2 MB however long the run)."""
     border = border_walls(GRID, GRID)
     with np.errstate(invalid="ignore"):
-        bend = np.array(distance_list(GRID, GRID, 8, border | hidden, obj)) - np.array(distance_list(GRID, GRID, 8, border, obj))
+        bend = np.array(distance_list(GRID, GRID, 8, _walled(hidden), obj)) - np.array(distance_list(GRID, GRID, 8, border, obj))
         ok = np.isfinite(bend)
         return np.where(ok & (bend >= MIN_BEND), BENT, np.where(ok & (bend <= TOL), STRAIGHT, 0)).astype(np.uint8).tobytes()
 
 
+@lru_cache(maxsize=256)
+def _walled(hidden: frozenset[Cell]) -> frozenset[Cell]:
+    """The border and ``hidden``: one set object per hidden segment (120 exist), so that the cached fields keyed on it
+    share their key instead of each holding a copy (a 41-cell set is about 2 kB)."""
+    return border_walls(GRID, GRID) | hidden
+
+
 _GEOMETRIES: dict[tuple, _Geometry] = {}
 """The :class:`_Geometry` of every scene drawn so far in this process, by its draws (at most 1,200)."""
+_SEGMENTS: dict[tuple, list[frozenset[Cell]]] = {}
+"""The segments under an occluder, by (its columns before the symmetry, the symmetry, length): at most 128 lists."""
 
 
 def _box(cells: frozenset[Cell]) -> Occluder:
@@ -247,7 +258,8 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
 
     def trial(home: Cell, obj: Cell) -> Trial:
         seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
-        return make_trial(seen, walker.walk(with_walls(seen, hidden), "A"), "A", occluder=scene.occluder)
+        true = replace(seen, walls=_walled(hidden))  # with_walls(seen, hidden), its walls one shared set
+        return make_trial(seen, walker.walk(true, "A"), "A", occluder=scene.occluder)
 
     drawn: dict[int, tuple[Cell, Cell]] = {}
     trials = []
