@@ -20,7 +20,7 @@ import pytest
 
 from bib.episode import dumps
 from bib.stimuli.spec import load_spec
-from bib.tasks import make_unit
+from bib.tasks import make_unit, task_ids
 from bib.tasks import unobserved as uc
 from bib.tasks.common import empty_layout, place
 from bib.tasks.cost_reward import _margin, margin, trade_layout
@@ -33,7 +33,7 @@ from bib.world.terrain import terrain_cost, terrain_cost_between
 
 CTRL = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
 OPTIONS = CTRL.options()
-WALK = dataclasses.replace(OPTIONS["unobserved-constraints"], variants=("", "empty", "larger", "larger+bends-2"))
+WALK = dataclasses.replace(OPTIONS[uc.CONDITION], variants=("", "empty", "larger", "larger+bends-2"))
 """The walk design's three reveals and one bends-K variant (bib-ctrl shows the test at the goal)."""
 
 PINS = {
@@ -75,12 +75,16 @@ def _digest(ep) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+(CR,) = task_ids("evaluation", "cost-reward")
+(CR_BG,) = task_ids("background", "cost-reward")
+
+
 @pytest.mark.parametrize("task, design, options, units", [
-    ("unobserved-constraints", "", OPTIONS["unobserved-constraints"], range(4)),
-    ("unobserved-constraints", "walk", WALK, range(4)),
-    ("cost-reward", "", OPTIONS["cost-reward"], range(0, 4, OPTIONS["cost-reward"].group_size)),
-    ("unobserved-constraints-background", "", LEGACY, range(3)),
-    ("cost-reward-background", "", LEGACY, range(3)),
+    (uc.CONDITION, "", OPTIONS[uc.CONDITION], range(4)),
+    (uc.CONDITION, "walk", WALK, range(4)),
+    (CR, "", OPTIONS[CR], range(0, 4, OPTIONS[CR].group_size)),
+    (uc.BACKGROUND, "", LEGACY, range(3)),
+    (CR_BG, "", LEGACY, range(3)),
 ])
 def test_episodes_are_byte_identical_to_the_pinned_build(task, design, options, units):
     got = {f"{task}/{design}/{i}/{ep.id}": _digest(ep) for i in units for ep in make_unit(task, i, CTRL.seed, options)}
@@ -168,7 +172,7 @@ def test_crossed_cells_decide_which_added_walls_keep_every_walk_legal():
     rng = np.random.default_rng(3)
     interior = [(x, y) for x in range(1, 9) for y in range(1, 9)]
     for i in range(3):
-        fam = make_unit("unobserved-constraints", i, CTRL.seed, WALK)[0].familiarization
+        fam = make_unit(uc.CONDITION, i, CTRL.seed, WALK)[0].familiarization
         crossed = uc._crossed(list(fam))
         hits = 0
         for _ in range(300):
