@@ -341,6 +341,7 @@ def placement(walls: frozenset[Cell], obj: Cell) -> tuple[bool, int]:
     return spans, min(max(abs(c[0] - obj[0]), abs(c[1] - obj[1])) for c in walls)
 
 
+@lru_cache(maxsize=65536)
 def _near(cell: Cell, cells: frozenset[Cell]) -> bool:
     return any(max(abs(c[0] - cell[0]), abs(c[1] - cell[1])) <= 1 for c in cells)
 

@@ -115,6 +115,8 @@ class KeyLockValues:
 
 
 def _locked_blocked(walls: frozenset[Cell], barriers: frozenset[Cell], lock: Cell | None) -> frozenset[Cell]:
+    if not barriers and lock is None:
+        return walls  # the same set: no copy, and the caches keyed on it find its hash already computed
     return walls | barriers | (frozenset({lock}) if lock is not None else frozenset())
 
 
