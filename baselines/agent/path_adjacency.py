@@ -6,7 +6,8 @@ wall the test reveals.
 SET is a set (folder or manifest.csv) holding unobserved-constraints pairs (e.g. `bib generate
 baselines/agent/unobserved-ctrl.toml --out SET`). For each episode the revealed wall is the test layout's walls less
 the familiarization's (the familiarization shows only the border: what the occluder hid is in no file), and the cue
-is the number of distinct cells of the familiarization paths within one king move of it. The reader calls the
+is the number of distinct cells of the familiarization paths within one king move of it
+(:func:`bib.tasks.unobserved.path_adjacency`; the ``touch`` token ties it on every pair). The reader calls the
 episode with the larger count expected (a tie counts 0.5), as a shortcut of `bib audit` would; it needs no model of
 the agent, only the picture. Printed: the reader's pairwise accuracy, per variant, and the two outcomes' counts.
 """
@@ -18,15 +19,9 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bib.episode import Episode, load_episode
+from bib.episode import load_episode
 from bib.stimuli.sets import EpisodeRef, find_episodes
-
-
-def path_adjacency(ep: Episode) -> int:
-    """Distinct familiarization path cells within one king move of a wall the test reveals (0 when none)."""
-    revealed = set(ep.test.layout.walls) - set(ep.trials[0].layout.walls)
-    cells = {tuple(c) for t in ep.trials[:-1] for c in t.path}
-    return sum(1 for c in cells if any(max(abs(c[0] - w[0]), abs(c[1] - w[1])) <= 1 for w in revealed))
+from bib.tasks.unobserved import path_adjacency
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:

@@ -30,6 +30,12 @@ more, the trial the test shows among them); the other trials' home and object ar
 with a route the hidden obstacle does not lengthen (they still walk in the true layout). Fewer bends carry less
 evidence for the obstacle: the harder pairs of the family (:func:`evidence`).
 
+With the token ``touch`` (opt-in, with ``bends-K`` and a revealed obstacle: ``at-goal+bends-2+touch``) the
+unexpected reveal touches as many familiarization path cells as the hidden obstacle (:func:`path_adjacency`: cells
+within one king move), so "the wall the walks hug is the expected one" ties on every pair; the non-bending trials
+are drawn anew (:data:`REDRAWS`) until some reveal does. With all 8 walks bending no reveal can (the walks hug the
+hidden obstacle on 2-8 cells more than any other), so the token needs ``bends-K``.
+
 With the token ``at-goal`` (``at-goal``, ``empty+at-goal``, ``larger+at-goal``; bib-ctrl uses ``at-goal``) the
 test shows the agent already on its object (AGENT: the occluder falls after the agent reaches its goal): its
 home moved there, one stay step, no revealed wall next to it. There is then no walk to read, and only an
@@ -94,8 +100,17 @@ gone: no walk to read, so the familiarization's walks are the only evidence (AGE
 the agent reaches the goal)."""
 BENDS = (1, 2, 4)
 """The numbers of bending familiarization trials a ``bends-K`` token may ask for (the default: all 8)."""
+TOUCH = "touch"
+"""The variant token of the path-adjacency control (opt-in, with ``bends-K`` only): the unexpected reveal touches as
+many familiarization path cells as the hidden obstacle (:func:`path_adjacency`), so "the revealed wall the walks hug
+is the expected one" ties on every pair. The non-bending trials are drawn anew (up to :data:`REDRAWS` times) until
+some reveal does. Not with ``empty`` (nothing revealed touches no cell) nor with all 8 walks bending (no trial to
+redraw: the hidden obstacle's walks hug it on 2-8 cells more than any other reveal)."""
 _BASE = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
-VARIANTS = (*_BASE, *(f"{v}+bends-{k}" if v else f"bends-{k}" for v in _BASE for k in BENDS))
+_PLAIN = (*_BASE, *(f"{v}+bends-{k}" if v else f"bends-{k}" for v in _BASE for k in BENDS))
+VARIANTS = (*_PLAIN, *(f"{v}+{TOUCH}" for v in _PLAIN if "bends-" in v and not v.startswith("empty")))
+REDRAWS = 20
+"""Under :data:`TOUCH`: how many times a scene's non-bending trials are drawn anew before the scene is given up."""
 OCCLUDED_TASKS = (CONDITION, BACKGROUND)
 """The tasks whose familiarization shows an occluder (BIB JSON cannot hold one: their export is refused)."""
 MIN_BEND = 0.4
@@ -258,8 +273,7 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
 
     def trial(home: Cell, obj: Cell) -> Trial:
         seen = empty_layout(objects=(place(look, "A", obj),), agents=(replace(agent, home=home),))
-        true = replace(seen, walls=_walled(hidden))  # with_walls(seen, hidden), its walls one shared set
-        return make_trial(seen, walker.walk(true, "A"), "A", occluder=scene.occluder)
+        return _walked(walker, scene, hidden, seen)
 
     drawn: dict[int, tuple[Cell, Cell]] = {}
     trials = []
@@ -270,15 +284,10 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
         if bending is not None and i not in bending and len(drawn) == len(bending) and viable is not None \
                 and not viable({k: obj for k, (_, obj) in drawn.items()}):
             return None
-        for _ in range(TRIES):
-            home, obj = scene.sample(rng) if bends else scene.sample_free(rng)
-            if hidden:  # the route's bend, once per (hidden segment, object) for every home
-                if _bends(hidden, obj)[home[1] * GRID + home[0]] == (BENT if bends else STRAIGHT):
-                    break
-            elif np.isfinite(cost_between(GRID, GRID, 8, border, home, obj)):
-                break
-        else:
+        cells = _route(rng, scene, hidden, bends, border)
+        if cells is None:
             raise LayoutRejected("the hidden obstacle does not force a bend")
+        home, obj = cells
         if bending is None:  # the design of every set before bends-K: walk as each trial is drawn
             trials.append(trial(home, obj))
         else:
@@ -289,6 +298,64 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
             and not viable({k: obj for k, (_, obj) in drawn.items()}):
         return None
     return [trial(*drawn[i]) for i in range(N_FAMILIARIZATION)]
+
+
+def _walked(walker: Walker, scene: _Scene, hidden: frozenset[Cell], seen: Layout) -> Trial:
+    """A familiarization trial: the agent's walk in ``seen`` with ``hidden`` in place, shown with the occluder."""
+    true = replace(seen, walls=_walled(hidden))  # with_walls(seen, hidden), its walls one shared set
+    return make_trial(seen, walker.walk(true, "A"), "A", occluder=scene.occluder)
+
+
+def _route(rng: np.random.Generator, scene: _Scene, hidden: frozenset[Cell], bends: bool,
+           border: frozenset[Cell]) -> tuple[Cell, Cell] | None:
+    """A trial's (home, object), up to :data:`TRIES` draws: one whose shortest route ``hidden`` lengthens by
+    :data:`MIN_BEND` or more (``bends``) or not at all (any reachable one when nothing is hidden); None when none."""
+    for _ in range(TRIES):
+        home, obj = scene.sample(rng) if bends else scene.sample_free(rng)
+        if hidden:  # the route's bend, once per (hidden segment, object) for every home
+            if _bends(hidden, obj)[home[1] * GRID + home[0]] == (BENT if bends else STRAIGHT):
+                return home, obj
+        elif np.isfinite(cost_between(GRID, GRID, 8, border, home, obj)):
+            return home, obj
+    return None
+
+
+def _redraw_free(rng: np.random.Generator, walker: Walker, scene: _Scene, fam: list[Trial],
+                 bending: frozenset[int]) -> list[Trial] | None:
+    """``fam`` with its non-bending trials drawn anew (:func:`_route`, the same look and agent), for :data:`TOUCH`;
+    None when a route cannot be drawn."""
+    out = list(fam)
+    border = border_walls(GRID, GRID)
+    for i in range(N_FAMILIARIZATION):
+        if i in bending:
+            continue
+        cells = _route(rng, scene, scene.hidden, False, border)
+        if cells is None:
+            return None
+        lay = fam[i].layout
+        seen = replace(lay, objects=(replace(lay.objects[0], cell=cells[1]),), agents=(replace(lay.agent, home=cells[0]),))
+        out[i] = _walked(walker, scene, scene.hidden, seen)
+    return out
+
+
+def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, variant: str, fam: list[Trial],
+                      bending: frozenset[int]) -> tuple[list[Trial], list[frozenset[Cell]]]:
+    """Under :data:`TOUCH`: the familiarization and the reveals of the variant (:func:`_alternatives`) that touch as
+    many of its path cells as the hidden obstacle, the non-bending trials drawn anew up to :data:`REDRAWS` times
+    until some does (no reveal when none does)."""
+    for _ in range(REDRAWS):
+        crossed = _crossed(fam)
+        if crossed.isdisjoint(scene.hidden):
+            cells = path_cells(fam)
+            hugged = touching(cells, scene.hidden)
+            equal = [o for o in _alternatives(scene, variant, crossed) if touching(cells, o) == hugged]
+            if equal:
+                return fam, equal
+        redrawn = _redraw_free(rng, walker, scene, fam, bending)
+        if redrawn is None:
+            break
+        fam = redrawn
+    return fam, []
 
 
 def _viable(scene: _Scene, variant: str, bending: frozenset[int]) -> Callable[[dict[int, Cell]], bool]:
@@ -313,13 +380,37 @@ def _viable(scene: _Scene, variant: str, bending: frozenset[int]) -> Callable[[d
 def reveal_kind(variant: str) -> str:
     """What a variant's unexpected outcome reveals (:data:`REVEALS`)."""
     first = variant.split("+")[0]
-    return "" if first == AT_GOAL or first.startswith("bends-") else first
+    return first if first in REVEALS else ""  # at-goal, bends-K or touch first: the default reveal
 
 
 def n_bends(variant: str) -> int:
     """How many familiarization trials a variant draws across the hidden obstacle (its ``bends-K`` token, else all)."""
     ks = [int(t.split("-")[1]) for t in variant.split("+") if t.startswith("bends-")]
     return ks[0] if ks else N_FAMILIARIZATION
+
+
+def touch(variant: str) -> bool:
+    """Whether a variant asks the unexpected reveal to touch as many path cells as the hidden obstacle (:data:`TOUCH`)."""
+    return TOUCH in variant.split("+")
+
+
+def touching(cells: frozenset[Cell], walls: frozenset[Cell]) -> int:
+    """How many of ``cells`` (familiarization path cells) lie within one king move of a cell of ``walls``."""
+    return sum(1 for c in cells if any(max(abs(w[0] - c[0]), abs(w[1] - c[1])) <= 1 for w in walls))
+
+
+def path_cells(fam: list[Trial] | tuple[Trial, ...]) -> frozenset[Cell]:
+    """The distinct cells of the familiarization walks ``fam``."""
+    return frozenset(tuple(c) for t in fam for c in t.path)  # type: ignore[misc]
+
+
+def path_adjacency(ep: Episode) -> int:
+    """The path-adjacency cue of an episode: how many distinct familiarization path cells lie within one king move of
+    a wall its test reveals (the test's walls less the familiarization's; 0 when none). The hidden obstacle is where the
+    walks bend, so they hug it; :data:`TOUCH` makes the unexpected reveal touch as many. Read by
+    ``baselines/agent/path_adjacency.py`` and the pair rule."""
+    revealed = frozenset(ep.test.layout.walls) - frozenset(ep.trials[0].layout.walls)
+    return touching(path_cells(ep.trials[:-1]), revealed)
 
 
 def at_goal(variant: str) -> bool:
@@ -394,6 +485,8 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         if not crossed.isdisjoint(scene.hidden):
             continue  # some walk is illegal with the hidden obstacle in place
         options = _alternatives(scene, variant, crossed)
+        if touch(variant) and bending is not None:  # only reveals the walks hug as much as the hidden obstacle
+            fam, options = _touching_options(rng, walker, scene, variant, fam, bending)
         for k in rng.permutation(N_FAMILIARIZATION):
             if bending is not None and int(k) not in bending:
                 continue  # the test shows a trial that bends
@@ -528,7 +621,7 @@ def _rule(ep: Episode) -> list[Problem]:
 def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
     """Shared familiarization and test walk; the unexpected reveal leaves at least :data:`MARGIN` cell of the bend
     unexplained; by variant: an obstacle of the expected one's shape elsewhere (``""``), nothing (``empty``), more
-    wall cells than the expected one (``larger``)."""
+    wall cells than the expected one (``larger``); with :data:`TOUCH`, as many path cells touching each reveal."""
     if e.familiarization != u.familiarization:
         return [Problem(u.id, "familiarization differs from the expected episode's")]
     if e.test.path != u.test.path or (e.test.layout.agent != u.test.layout.agent):
@@ -544,6 +637,9 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
     if variant == "larger" and (len(b) <= len(a) or b & a):
         return [Problem(u.id, "the unexpected outcome of a 'larger' pair must reveal a larger obstacle elsewhere")]
+    if touch(e.variant) and path_adjacency(e) != path_adjacency(u):
+        return [Problem(u.id, f"the unexpected reveal touches {path_adjacency(u)} familiarization path cells, the "
+                              f"expected one {path_adjacency(e)} (a '{TOUCH}' pair must tie)")]
     if difficulty(e, u) < MARGIN - TOL:
         return [Problem(u.id, f"the unexpected reveal explains the bend as well as the hidden obstacle (within {MARGIN} cell)")]
     return []
