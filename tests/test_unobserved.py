@@ -563,6 +563,7 @@ def test_touch_ties_the_path_adjacency_cue_on_every_pair(touch_pairs, graded_pai
     for e, u in touch_pairs:
         assert validate_episode(e) == validate_episode(u) == validate_pair(e, u) == []
         assert path_adjacency(e) == _touched(e) == _touched(u) == path_adjacency(u) > 0, e.variant
+        assert _walks_llr(e, u) > 0  # the redrawn walks still favour the hidden obstacle
     plain = [_touched(e) > _touched(u) for e, u in graded_pairs]
     assert sum(plain) >= 14, plain  # 15 of 16 pairs of the same design without the token
 
@@ -585,7 +586,7 @@ def test_the_pair_rule_refuses_a_touch_pair_whose_cue_differs(graded_pairs) -> N
     assert problems and f"touches {_touched(u)} familiarization path cells, the expected one {_touched(e)}" in problems[0]
 
 
-@pytest.mark.parametrize("variant", ["at-goal+touch", "touch", "empty+at-goal+bends-1+touch"])
+@pytest.mark.parametrize("variant", ["at-goal+touch", "touch", "empty+at-goal+bends-1+touch", "larger+bends-2+touch"])
 def test_touch_needs_a_bends_token_and_a_revealed_obstacle(variant: str) -> None:
     from bib.stimuli.spec import parse_spec
 

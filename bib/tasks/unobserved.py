@@ -30,10 +30,11 @@ more, the trial the test shows among them); the other trials' home and object ar
 with a route the hidden obstacle does not lengthen (they still walk in the true layout). Fewer bends carry less
 evidence for the obstacle: the harder pairs of the family (:func:`evidence`).
 
-With the token ``touch`` (opt-in, with ``bends-K`` and a revealed obstacle: ``at-goal+bends-2+touch``) the
+With the token ``touch`` (opt-in, with ``bends-K`` and the same-shape reveal: ``at-goal+bends-2+touch``) the
 unexpected reveal touches as many familiarization path cells as the hidden obstacle (:func:`path_adjacency`: cells
 within one king move), so "the wall the walks hug is the expected one" ties on every pair; the non-bending trials
-are drawn anew (:data:`REDRAWS`) until some reveal does. With all 8 walks bending no reveal can (the walks hug the
+are drawn anew (:data:`REDRAWS`) until some reveal does, and the walks must favour the hidden obstacle
+(:func:`evidence` above 0 under the Boltzmann agent). With all 8 walks bending no reveal can (the walks hug the
 hidden obstacle on 2-8 cells more than any other), so the token needs ``bends-K``.
 
 With the token ``at-goal`` (``at-goal``, ``empty+at-goal``, ``larger+at-goal``; bib-ctrl uses ``at-goal``) the
@@ -104,11 +105,12 @@ TOUCH = "touch"
 """The variant token of the path-adjacency control (opt-in, with ``bends-K`` only): the unexpected reveal touches as
 many familiarization path cells as the hidden obstacle (:func:`path_adjacency`), so "the revealed wall the walks hug
 is the expected one" ties on every pair. The non-bending trials are drawn anew (up to :data:`REDRAWS` times) until
-some reveal does. Not with ``empty`` (nothing revealed touches no cell) nor with all 8 walks bending (no trial to
-redraw: the hidden obstacle's walks hug it on 2-8 cells more than any other reveal)."""
+some reveal does. With the same-shape reveal only: not with ``empty`` (nothing revealed touches no cell) nor
+``larger`` (3 of 4 units found no pair), nor with all 8 walks bending (no trial to redraw: the hidden obstacle's
+walks hug it on 2-8 cells more than any other reveal)."""
 _BASE = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
 _PLAIN = (*_BASE, *(f"{v}+bends-{k}" if v else f"bends-{k}" for v in _BASE for k in BENDS))
-VARIANTS = (*_PLAIN, *(f"{v}+{TOUCH}" for v in _PLAIN if "bends-" in v and not v.startswith("empty")))
+VARIANTS = (*_PLAIN, *(f"{v}+{TOUCH}" for v in _PLAIN if "bends-" in v and v.split("+")[0] not in REVEALS[1:]))
 REDRAWS = 20
 """Under :data:`TOUCH`: how many times a scene's non-bending trials are drawn anew before the scene is given up."""
 OCCLUDED_TASKS = (CONDITION, BACKGROUND)
@@ -502,6 +504,9 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
                 if options[int(j)] and placement(options[int(j)], obj) != placement(scene.hidden, obj):
                     continue
                 d = cost - _optimal(shown, options[int(j)]) - e_excess
+                if d >= MARGIN and in_bin(d, bin_) and touch(variant) and walker.beta is not None \
+                        and walks_evidence(fam, scene.hidden, options[int(j)], walker.beta) <= 0:
+                    continue  # touch: redrawn walks that favour the other reveal (the cue tied, the evidence must not turn)
                 if d >= MARGIN and in_bin(d, bin_):
                     return PairDraft(fam, _test(shown, scene.hidden, variant), fam, _test(shown, options[int(j)], variant),
                                      variant, difficulty=d)
@@ -564,9 +569,13 @@ def evidence(e: Episode, u: Episode) -> float:
     (:func:`bib.tasks.difficulty.walk_log_prob`). ``pair_evidence`` adds it to the test moves' evidence."""
     if e.beta is None:
         return 0.0
-    a, b = inner_walls(e.test.layout), inner_walls(u.test.layout)
-    return sum(walk_log_prob(t, with_walls(t.layout, a), "A", e.beta) - walk_log_prob(t, with_walls(t.layout, b), "A", e.beta)
-               for t in e.familiarization)
+    return walks_evidence(e.familiarization, inner_walls(e.test.layout), inner_walls(u.test.layout), e.beta)
+
+
+def walks_evidence(fam: list[Trial] | tuple[Trial, ...], a: frozenset[Cell], b: frozenset[Cell], beta: float) -> float:
+    """``sum_t log pi(walk t | walls a) - log pi(walk t | walls b)`` over the familiarization ``fam`` (nats)."""
+    return sum(walk_log_prob(t, with_walls(t.layout, a), "A", beta) - walk_log_prob(t, with_walls(t.layout, b), "A", beta)
+               for t in fam)
 
 
 def _rule(ep: Episode) -> list[Problem]:
