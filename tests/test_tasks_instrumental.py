@@ -174,3 +174,21 @@ def test_nearer_target_is_stratified_so_the_closest_target_rule_is_at_chance(con
 def test_closest_target_rule_near_chance_on_200_pairs(condition):
     rule, _, _ = closest_rule(condition, 200)
     assert 0.4 <= rule <= 0.6
+
+
+def test_key_nearer_of_a_walled_in_home_is_a_tie_without_a_warning():
+    """Neither the key nor the object reachable (both distances inf): a tie (None), computed without inf - inf (a
+    RuntimeWarning the audit's rebuild test met on a secret-seed set)."""
+    import warnings
+
+    from bib.tasks.common import empty_layout, place, sample_agent
+    from bib.tasks.instrumental import key_nearer
+
+    rng = np.random.default_rng(0)
+    home = (1, 1)
+    lay = empty_layout(objects=(place(("circle", (255, 0, 0)), "A", (8, 8)),), agents=(sample_agent(rng, "agent-0", home),))
+    lay = replace(lay, walls=lay.walls | {(2, 1), (1, 2), (2, 2)}, key=(6, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert key_nearer(lay) is None
+    assert key_nearer(replace(lay, walls=lay.walls - {(2, 1)})) is True  # opened: (6, 6) is nearer than (8, 8)

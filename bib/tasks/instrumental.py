@@ -193,7 +193,7 @@ def key_nearer(layout: Layout, key: Cell | None = None) -> bool | None:
     dist = distance_field(layout, layout.agent.home)
     k, o = key if key is not None else layout.key, layout.object("A").cell
     dk, do = dist[k[1], k[0]], dist[o[1], o[0]]  # type: ignore[index]
-    if abs(dk - do) < TOL or (np.isinf(dk) and np.isinf(do)):
+    if (np.isinf(dk) and np.isinf(do)) or abs(dk - do) < TOL:  # neither reachable first: inf - inf is nan (a warning)
         return None
     return bool(dk < do)
 
