@@ -398,7 +398,7 @@ def touch(variant: str) -> bool:
 
 def touching(cells: frozenset[Cell], walls: frozenset[Cell]) -> int:
     """How many of ``cells`` (familiarization path cells) lie within one king move of a cell of ``walls``."""
-    return sum(1 for c in cells if any(max(abs(w[0] - c[0]), abs(w[1] - c[1])) <= 1 for w in walls))
+    return sum(1 for c in cells if _near(c, walls))
 
 
 def path_cells(fam: list[Trial] | tuple[Trial, ...]) -> frozenset[Cell]:
@@ -486,9 +486,10 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         crossed = _crossed(fam)
         if not crossed.isdisjoint(scene.hidden):
             continue  # some walk is illegal with the hidden obstacle in place
-        options = _alternatives(scene, variant, crossed)
         if touch(variant) and bending is not None:  # only reveals the walks hug as much as the hidden obstacle
             fam, options = _touching_options(rng, walker, scene, variant, fam, bending)
+        else:
+            options = _alternatives(scene, variant, crossed)
         for k in rng.permutation(N_FAMILIARIZATION):
             if bending is not None and int(k) not in bending:
                 continue  # the test shows a trial that bends
@@ -504,10 +505,10 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
                 if options[int(j)] and placement(options[int(j)], obj) != placement(scene.hidden, obj):
                     continue
                 d = cost - _optimal(shown, options[int(j)]) - e_excess
-                if d >= MARGIN and in_bin(d, bin_) and touch(variant) and walker.beta is not None \
-                        and walks_evidence(fam, scene.hidden, options[int(j)], walker.beta) <= 0:
-                    continue  # touch: redrawn walks that favour the other reveal (the cue tied, the evidence must not turn)
                 if d >= MARGIN and in_bin(d, bin_):
+                    if touch(variant) and walker.beta is not None \
+                            and walks_evidence(fam, scene.hidden, options[int(j)], walker.beta) <= 0:
+                        continue  # touch: redrawn walks that favour the other reveal (the cue tied, the evidence must not turn)
                     return PairDraft(fam, _test(shown, scene.hidden, variant), fam, _test(shown, options[int(j)], variant),
                                      variant, difficulty=d)
     raise LayoutRejected(f"no {variant or 'same-shape'} reveal in the difficulty bin {bin_}")
@@ -646,9 +647,11 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
     if variant == "larger" and (len(b) <= len(a) or b & a):
         return [Problem(u.id, "the unexpected outcome of a 'larger' pair must reveal a larger obstacle elsewhere")]
-    if touch(e.variant) and path_adjacency(e) != path_adjacency(u):
-        return [Problem(u.id, f"the unexpected reveal touches {path_adjacency(u)} familiarization path cells, the "
-                              f"expected one {path_adjacency(e)} (a '{TOUCH}' pair must tie)")]
+    if touch(e.variant):
+        touched_e, touched_u = path_adjacency(e), path_adjacency(u)
+        if touched_e != touched_u:
+            return [Problem(u.id, f"the unexpected reveal touches {touched_u} familiarization path cells, the "
+                                  f"expected one {touched_e} (a '{TOUCH}' pair must tie)")]
     if difficulty(e, u) < MARGIN - TOL:
         return [Problem(u.id, f"the unexpected reveal explains the bend as well as the hidden obstacle (within {MARGIN} cell)")]
     return []
