@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 from test_train_any_model import run  # one `bib` runner for the issue-29 tests
+from tiny_models import MODELS, TINY, TINY_VIDEO
 from torch.overrides import TorchFunctionMode
 
 import bib
@@ -37,9 +38,6 @@ from bib.tasks import make_unit
 
 os.environ.setdefault("BIB_NO_PROGRESS", "1")
 
-TINY = {"embed": 16, "symbolic_hidden": 32, "context_hidden": 8, "policy": [32], "dropout": 0.0}
-TINY_VIDEO = {"embed": 16, "symbolic_hidden": 32, "rnn_hidden": 8, "unet_channels": [4, 8]}
-MODELS = {"bc-mlp": (BCMLPObserver, TINY), "bc-rnn": (BCRNNObserver, TINY), "video-rnn": (VideoRNNObserver, TINY_VIDEO)}
 PINNED_WITH = {"torch": "2.13.0+cpu", "numpy": "2.4.6"}  # the lock's versions (constraints.txt, the Makefile's TORCH)
 TODAY = {  # content() of checkpoint.pt, results.csv, results.steps.parquet: the same models, data and seeds as the
     # sha256 of the files pinned at 3d19c64 (the tree just before --device); recorded at the commit that replaced

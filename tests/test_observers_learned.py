@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import TINY, TINY_VIDEO
 
 from bib.cli import main
 from bib.episode import load_episode, save_episode
@@ -32,8 +33,6 @@ from bib.tasks import make_unit
 
 os.environ.setdefault("BIB_NO_PROGRESS", "1")
 
-TINY = {"embed": 16, "symbolic_hidden": 32, "context_hidden": 8, "policy": [32], "dropout": 0.0}
-TINY_VIDEO = {"embed": 16, "symbolic_hidden": 32, "rnn_hidden": 8, "unet_channels": [4, 8]}
 FAST = {"batch_size": 8, "lr": 3e-3, "loader_workers": 0}
 CH = {n: i for i, n in enumerate(SYMBOLIC_CHANNELS)}
 

@@ -10,9 +10,10 @@ import os
 import numpy as np
 import pytest
 import torch
+from tiny_models import MODELS, TINY
 
 from bib.errors import BibInputError
-from bib.observers.bc import BCMLPObserver, BCRNNObserver
+from bib.observers.bc import BCMLPObserver
 from bib.observers.encoders import (
     DYNAMIC_CHANNELS,
     LEGACY_SYMBOLIC_CHANNELS,
@@ -28,14 +29,10 @@ from bib.observers.encoders import (
 from bib.observers.learned import TrainConfig, read_checkpoint, save_checkpoint, torch_threads
 from bib.observers.registry import make_observer
 from bib.observers.training import run_training
-from bib.observers.video_rnn import VideoRNNObserver
 from bib.tasks import make_unit
 
 os.environ.setdefault("BIB_NO_PROGRESS", "1")
 
-TINY = {"embed": 16, "symbolic_hidden": 32, "context_hidden": 8, "policy": [32], "dropout": 0.0}
-TINY_VIDEO = {"embed": 16, "symbolic_hidden": 32, "rnn_hidden": 8, "unet_channels": [4, 8]}
-MODELS = {"bc-mlp": (BCMLPObserver, TINY), "bc-rnn": (BCRNNObserver, TINY), "video-rnn": (VideoRNNObserver, TINY_VIDEO)}
 MUD, OCCLUDER = SYMBOLIC_CHANNELS.index("mud"), SYMBOLIC_CHANNELS.index("occluder")
 
 
