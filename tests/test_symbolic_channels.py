@@ -133,6 +133,8 @@ def test_a_new_checkpoint_records_its_channels_and_a_list_it_cannot_feed_is_refu
         (list(LEGACY_SYMBOLIC_CHANNELS[:-1]), "missing agent:b"),
         ([], "missing wall, .*"),
         ("wall", "unreadable"),
+        (7, "unreadable"),
+        (["wall", 1], "unreadable"),
     ]:
         raw["config"]["channels"] = channels
         save_checkpoint(raw, tmp_path / "other.pt")

@@ -142,8 +142,8 @@ def channel_difference(kind: str, names: Sequence[str]) -> str:
     Symbolic: ``names`` must be the first channels of :data:`SYMBOLIC_CHANNELS`, at least the legacy ones
     (:data:`LEGACY_SYMBOLIC_CHANNELS`); frames: exactly :data:`FRAME_CHANNELS`.
     """
-    if isinstance(names, str | bytes) or not all(isinstance(n, str) for n in names):
-        return "unreadable"
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        return "unreadable"  # a checkpoint's record that is not a list of names
     names = list(names)
     known = SYMBOLIC_CHANNELS if kind == "symbolic" else FRAME_CHANNELS
     unknown = [n for n in names if n not in known]

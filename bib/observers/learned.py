@@ -280,7 +280,6 @@ def checkpoint_channels(config: dict[str, Any], kind: str, path: str | Path) -> 
             :func:`~bib.observers.encoders.channel_difference`), in one line naming the difference.
     """
     stored = config.get("channels", LEGACY_SYMBOLIC_CHANNELS if kind == "symbolic" else FRAME_CHANNELS)
-    diff = channel_difference(kind, stored) if isinstance(stored, list | tuple) else "unreadable"
-    if diff:
+    if diff := channel_difference(kind, stored):
         raise BibInputError(f"{path}: checkpoint was trained with other input channels ({diff}); retrain it")
     return tuple(stored)
