@@ -41,8 +41,8 @@ CTRL = TaskOptions(agent=AgentModel("boltzmann", (2.0, 10.0), 3.0), variants=(""
 AT_GOAL = dataclasses.replace(CTRL, variants=("at-goal", "empty+at-goal", "at-goal", "larger+at-goal"))
 """The test shows the agent at its object, after each of the three reveals."""
 CTRL_SPEC = dataclasses.replace(CTRL, variants=("at-goal", "at-goal+bends-4", "at-goal+bends-2", "at-goal+bends-1"))
-"""bib-ctrl's options for the family (stimuli/bib-ctrl.toml): at the goal, the same obstacle elsewhere, the
-walks bending in all 8, 4, 2 or 1 familiarization trials."""
+"""bib-ctrl's options for the family before the path-adjacency control (TOUCH_SPEC, below) was adopted: at the goal,
+the same obstacle elsewhere, the walks bending in all 8, 4, 2 or 1 familiarization trials."""
 
 
 @pytest.fixture(scope="module")
@@ -339,13 +339,14 @@ def test_bib_json_export_refuses_the_family_in_one_line(tmp_path: Path, plain_pa
 
 
 def test_ctrl_spec_builds_the_family_without_touching_the_other_conditions(tmp_path: Path) -> None:
-    """stimuli/bib-ctrl.toml's entry is the options above, and the nine conditions' options are not the family's."""
+    """stimuli/bib-ctrl.toml's entry is TOUCH_SPEC (the bends-K designs with the path-adjacency control, below), and the
+    nine conditions' options are not the family's."""
     from bib.stimuli.spec import load_spec
 
     spec = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
     options = spec.options()
-    assert options[CONDITION] == CTRL_SPEC and dict(spec.units)[CONDITION] == 400
-    assert all(o != CTRL_SPEC for t, o in options.items() if t != CONDITION)
+    assert options[CONDITION] == TOUCH_SPEC and dict(spec.units)[CONDITION] == 400
+    assert all(o != TOUCH_SPEC for t, o in options.items() if t != CONDITION)
     ep = make_unit(CONDITION, 0, spec.seed, options[CONDITION])[0]
     save_episode(ep, tmp_path / "e.json")
     assert loads((tmp_path / "e.json").read_text()) == ep
@@ -570,7 +571,7 @@ def test_touch_ties_the_path_adjacency_cue_on_every_pair(touch_pairs, graded_pai
 
 def test_the_planner_still_decides_touch_pairs(touch_pairs) -> None:
     """The walks' efficiency still separates the reveals: the inverse planner finds every unexpected reveal more
-    surprising (smallest margin 1.37 nats on these 6 pairs)."""
+    surprising (smallest margin 3.47 nats on these 6 pairs)."""
     from bib.observers.inverse_planning import InversePlanner
 
     planner = InversePlanner()
@@ -584,6 +585,18 @@ def test_the_pair_rule_refuses_a_touch_pair_whose_cue_differs(graded_pairs) -> N
     e, u = (dataclasses.replace(x, variant=x.variant + "+touch") for x in (e, u))
     problems = [str(p) for p in validate_pair(e, u)]
     assert problems and f"touches {_touched(u)} familiarization path cells, the expected one {_touched(e)}" in problems[0]
+
+
+def test_the_pair_rule_refuses_a_touch_pair_whose_walks_favour_the_other_reveal(touch_pairs, monkeypatch) -> None:
+    """The generator keeps only touch pairs whose redrawn walks still favour the hidden obstacle; `bib validate` checks
+    it too (a pair with the walks' evidence at or below 0 nats is refused, naming the number)."""
+    import bib.tasks.unobserved as uc
+
+    e, u = touch_pairs[0]
+    assert validate_pair(e, u) == [] and uc.evidence(e, u) > 0
+    monkeypatch.setattr(uc, "evidence", lambda a, b: -0.25)
+    problems = [str(p) for p in validate_pair(e, u)]
+    assert problems and "the familiarization walks favour the unexpected reveal (-0.25 nats" in problems[0]
 
 
 @pytest.mark.parametrize("variant", ["at-goal+touch", "touch", "empty+at-goal+bends-1+touch", "larger+bends-2+touch"])

@@ -33,7 +33,7 @@ evidence for the obstacle: the harder pairs of the family (:func:`evidence`).
 With the token ``touch`` (opt-in, with ``bends-K`` and the same-shape reveal: ``at-goal+bends-2+touch``) the
 unexpected reveal touches as many familiarization path cells as the hidden obstacle (:func:`path_adjacency`: cells
 within one king move), so "the wall the walks hug is the expected one" ties on every pair; the non-bending trials
-are drawn anew (:data:`REDRAWS`) until some reveal does, and the walks must favour the hidden obstacle
+are drawn anew (:data:`SAMPLES`, :data:`PASSES`) until some reveal does, and the walks must favour the hidden obstacle
 (:func:`evidence` above 0 under the Boltzmann agent). With all 8 walks bending no reveal can (the walks hug the
 hidden obstacle on 2-8 cells more than any other), so the token needs ``bends-K``.
 
@@ -104,15 +104,16 @@ BENDS = (1, 2, 4)
 TOUCH = "touch"
 """The variant token of the path-adjacency control (opt-in, with ``bends-K`` only): the unexpected reveal touches as
 many familiarization path cells as the hidden obstacle (:func:`path_adjacency`), so "the revealed wall the walks hug
-is the expected one" ties on every pair. The non-bending trials are drawn anew (up to :data:`REDRAWS` times) until
+is the expected one" ties on every pair. The non-bending trials are drawn anew (:data:`SAMPLES`, :data:`PASSES`) until
 some reveal does. With the same-shape reveal only: not with ``empty`` (nothing revealed touches no cell) nor
 ``larger`` (3 of 4 units found no pair), nor with all 8 walks bending (no trial to redraw: the hidden obstacle's
 walks hug it on 2-8 cells more than any other reveal)."""
 _BASE = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
 _PLAIN = (*_BASE, *(f"{v}+bends-{k}" if v else f"bends-{k}" for v in _BASE for k in BENDS))
 VARIANTS = (*_PLAIN, *(f"{v}+{TOUCH}" for v in _PLAIN if "bends-" in v and v.split("+")[0] not in REVEALS[1:]))
-REDRAWS = 20
-"""Under :data:`TOUCH`: how many times a scene's non-bending trials are drawn anew before the scene is given up."""
+SAMPLES, PASSES = 6, 3
+"""Under :data:`TOUCH`: each non-bending trial is drawn anew ``SAMPLES`` times a round, for ``PASSES`` rounds over them,
+keeping the draws that bring the cue nearer a tie (:func:`_touching_options`), before the scene is given up."""
 OCCLUDED_TASKS = (CONDITION, BACKGROUND)
 """The tasks whose familiarization shows an occluder (BIB JSON cannot hold one: their export is refused)."""
 MIN_BEND = 0.4
@@ -322,42 +323,82 @@ def _route(rng: np.random.Generator, scene: _Scene, hidden: frozenset[Cell], ben
     return None
 
 
-def _redraw_free(rng: np.random.Generator, walker: Walker, scene: _Scene, fam: list[Trial],
-                 bending: frozenset[int]) -> list[Trial] | None:
-    """``fam`` with its non-bending trials drawn anew (:func:`_route`, the same look and agent), for :data:`TOUCH`;
-    None when a route cannot be drawn."""
-    out = list(fam)
-    border = border_walls(GRID, GRID)
-    for i in range(N_FAMILIARIZATION):
-        if i in bending:
-            continue
-        cells = _route(rng, scene, scene.hidden, False, border)
-        if cells is None:
-            return None
-        lay = fam[i].layout
-        seen = replace(lay, objects=(replace(lay.objects[0], cell=cells[1]),), agents=(replace(lay.agent, home=cells[0]),))
-        out[i] = _walked(walker, scene, scene.hidden, seen)
+def _redrawn(rng: np.random.Generator, walker: Walker, scene: _Scene, trial: Trial) -> Trial | None:
+    """A non-bending familiarization trial drawn anew (:func:`_route`; the same look and agent), for :data:`TOUCH`;
+    None when no route can be drawn."""
+    cells = _route(rng, scene, scene.hidden, False, border_walls(GRID, GRID))
+    if cells is None:
+        return None
+    lay = trial.layout
+    seen = replace(lay, objects=(replace(lay.objects[0], cell=cells[1]),), agents=(replace(lay.agent, home=cells[0]),))
+    return _walked(walker, scene, scene.hidden, seen)
+
+
+def _targets(scene: _Scene, variant: str, fam: list[Trial], bending: frozenset[int],
+             bin_: tuple[float, float] | None) -> list[frozenset[Cell]]:
+    """Under :data:`TOUCH`: the reveals of the variant (:func:`_alternatives`) off the bending walks that could make a
+    pair with some bending trial shown (sitting alike relative to its object, not next to it at the goal, the part of
+    the bend left unexplained at least :data:`MARGIN` and in ``bin_``): what :func:`_draft` accepts, before the
+    non-bending trials are drawn to tie the cue."""
+    goal = at_goal(variant)
+    out = []
+    for o in _alternatives(scene, variant, _crossed([fam[i] for i in sorted(bending)])):
+        for k in sorted(bending):
+            shown = fam[k]
+            obj = shown.layout.objects[0].cell
+            if goal and (_near(obj, scene.hidden) or _near(obj, o)):
+                continue
+            if placement(o, obj) != placement(scene.hidden, obj):
+                continue
+            d = _optimal(shown, scene.hidden) - _optimal(shown, o)  # cost - optimal(o) - (cost - optimal(hidden))
+            if d >= MARGIN and in_bin(d, bin_):
+                out.append(o)
+                break
     return out
 
 
+def _gaps(scene: _Scene, walks: list[tuple[frozenset[Cell], frozenset[Cell]]], targets: list[frozenset[Cell]]
+          ) -> list[int] | None:
+    """Per target reveal, how far the familiarization (``walks``: each trial's :func:`_crossed` and path cells) is from
+    a pair with it: ``GRID * GRID`` per walk that crosses it plus how many more path cells touch the hidden obstacle
+    than it (:func:`touching`, absolute), so 0 when it is legal and ties; None when a walk crosses the hidden obstacle."""
+    if any(not crossed.isdisjoint(scene.hidden) for crossed, _ in walks):
+        return None
+    cells = frozenset().union(*(c for _, c in walks))
+    hugged = touching(cells, scene.hidden)
+    return [GRID * GRID * sum(1 for crossed, _ in walks if not crossed.isdisjoint(o)) + abs(hugged - touching(cells, o))
+            for o in targets]
+
+
 def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, variant: str, fam: list[Trial],
-                      bending: frozenset[int]) -> tuple[list[Trial], list[frozenset[Cell]]]:
-    """Under :data:`TOUCH`: the familiarization and the reveals of the variant (:func:`_alternatives`) that touch as
-    many of its path cells as the hidden obstacle, the non-bending trials drawn anew up to :data:`REDRAWS` times
-    until some does (no reveal when none does)."""
-    for _ in range(REDRAWS):
-        crossed = _crossed(fam)
-        if crossed.isdisjoint(scene.hidden):
-            cells = path_cells(fam)
-            hugged = touching(cells, scene.hidden)
-            equal = [o for o in _alternatives(scene, variant, crossed) if touching(cells, o) == hugged]
-            if equal:
-                return fam, equal
-        redrawn = _redraw_free(rng, walker, scene, fam, bending)
-        if redrawn is None:
-            break
-        fam = redrawn
-    return fam, []
+                      bending: frozenset[int], bin_: tuple[float, float] | None) -> tuple[list[Trial], list[frozenset[Cell]]]:
+    """Under :data:`TOUCH`: the familiarization, its non-bending trials drawn anew, and the reveals of the variant
+    (:func:`_targets`) that touch as many of its path cells as the hidden obstacle. A coordinate search: each
+    non-bending trial in turn is drawn anew :data:`SAMPLES` times, and a draw is kept when it brings the familiarization
+    nearer a pair with some target (:func:`_gaps`), for :data:`PASSES` rounds or until one ties (no reveal when none
+    does)."""
+    targets = _targets(scene, variant, fam, bending, bin_)
+    if not targets:
+        return fam, []
+    walks = [(_crossed([t]), path_cells([t])) for t in fam]
+    gaps = _gaps(scene, walks, targets)
+    if gaps is None:
+        return fam, []
+    for _ in range(PASSES):
+        for i in range(N_FAMILIARIZATION):
+            if i in bending or min(gaps) == 0:
+                continue
+            for _ in range(SAMPLES):
+                trial = _redrawn(rng, walker, scene, fam[i])
+                if trial is None:
+                    return fam, []
+                trying = [*walks[:i], (_crossed([trial]), path_cells([trial])), *walks[i + 1:]]
+                tried = _gaps(scene, trying, targets)
+                if tried is not None and min(tried) < min(gaps):
+                    fam, walks, gaps = [*fam[:i], trial, *fam[i + 1:]], trying, tried
+                    if min(gaps) == 0:
+                        break
+    return fam, [o for o, g in zip(targets, gaps) if g == 0]
 
 
 def _viable(scene: _Scene, variant: str, bending: frozenset[int]) -> Callable[[dict[int, Cell]], bool]:
@@ -487,7 +528,7 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         if not crossed.isdisjoint(scene.hidden):
             continue  # some walk is illegal with the hidden obstacle in place
         if touch(variant) and bending is not None:  # only reveals the walks hug as much as the hidden obstacle
-            fam, options = _touching_options(rng, walker, scene, variant, fam, bending)
+            fam, options = _touching_options(rng, walker, scene, variant, fam, bending, bin_)
         else:
             options = _alternatives(scene, variant, crossed)
         for k in rng.permutation(N_FAMILIARIZATION):
@@ -631,7 +672,8 @@ def _rule(ep: Episode) -> list[Problem]:
 def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
     """Shared familiarization and test walk; the unexpected reveal leaves at least :data:`MARGIN` cell of the bend
     unexplained; by variant: an obstacle of the expected one's shape elsewhere (``""``), nothing (``empty``), more
-    wall cells than the expected one (``larger``); with :data:`TOUCH`, as many path cells touching each reveal."""
+    wall cells than the expected one (``larger``); with :data:`TOUCH`, as many path cells touching each reveal and
+    (with a Boltzmann agent) walks that favour the expected reveal (:func:`evidence` above 0)."""
     if e.familiarization != u.familiarization:
         return [Problem(u.id, "familiarization differs from the expected episode's")]
     if e.test.path != u.test.path or (e.test.layout.agent != u.test.layout.agent):
@@ -652,6 +694,9 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         if touched_e != touched_u:
             return [Problem(u.id, f"the unexpected reveal touches {touched_u} familiarization path cells, the "
                                   f"expected one {touched_e} (a '{TOUCH}' pair must tie)")]
+        if e.beta is not None and evidence(e, u) <= 0:
+            return [Problem(u.id, f"the familiarization walks favour the unexpected reveal ({evidence(e, u):.2f} nats "
+                                  f"under the agent's beta; a '{TOUCH}' pair's redrawn walks must favour the hidden obstacle)")]
     if difficulty(e, u) < MARGIN - TOL:
         return [Problem(u.id, f"the unexpected reveal explains the bend as well as the hidden obstacle (within {MARGIN} cell)")]
     return []
