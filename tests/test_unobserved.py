@@ -238,9 +238,10 @@ def test_wall_counts_and_every_non_efficiency_feature_sit_at_chance(ctrl_pairs) 
     assert acc["path-cost"] == acc["n-steps"] == acc["repeats-familiar-path"] == acc["objects"] == 0.5
     assert acc["familiarization-inner-walls"] == 0.5
     for name, f in FEATURES.items():
-        if f.cue != "efficiency":
+        if f.cue != "efficiency" and name != "path-hugs-reveal":
             assert 0.4 <= acc[name] <= 0.6, (name, acc[name])
     assert acc["excess-cost"] == 1.0  # the efficiency principle, the condition's own test (exempt)
+    assert acc["path-hugs-reveal"] < 0.1  # the walks hug the hidden obstacle: the cue the touch control ties (below)
 
 
 def test_both_reveals_sit_alike_relative_to_the_object(ctrl_pairs, goal_pairs) -> None:
@@ -406,7 +407,8 @@ def test_the_hidden_term_leaves_other_conditions_alone() -> None:
 def test_at_goal_pairs_leave_only_the_familiarization_to_tell(goal_pairs) -> None:
     """bib-ctrl's design: the agent at its object in both tests, one stay step, no revealed wall next to it; every
     single feature (excess cost included) and the test-only planner tie on every pair, the planner without its
-    hidden obstacles too, and with them it decides every pair."""
+    hidden obstacles too, and with them it decides every pair. One picture-level feature does too: how many path cells
+    touch the revealed wall (the expected one on every pair: all 8 walks bend around it; see the touch control)."""
     from bib.observers.inverse_planning import InversePlanner
     from bib.observers.shortcuts import TestOnlyObserver
 
@@ -414,6 +416,9 @@ def test_at_goal_pairs_leave_only_the_familiarization_to_tell(goal_pairs) -> Non
     fu = np.array([episode_features(u) for _, u in goal_pairs])
     for j, name in enumerate(FEATURES):
         acc = float(np.mean(np.where(fu[:, j] > fe[:, j], 1.0, np.where(fu[:, j] == fe[:, j], 0.5, 0.0))))
+        if name == "path-hugs-reveal":  # all 8 walks bend: they hug the hidden obstacle (no touch control can tie it)
+            assert acc == 0.0, acc
+            continue
         assert (acc == 0.5) if name != "inner-walls" else (0.4 <= acc <= 0.6), (name, acc)
     right = {"hidden": 0.0, "no-hidden": 0.0, "test-only": 0.0}
     observers = {"hidden": InversePlanner(), "no-hidden": InversePlanner(hidden=False), "test-only": TestOnlyObserver()}
@@ -564,9 +569,32 @@ def test_touch_ties_the_path_adjacency_cue_on_every_pair(touch_pairs, graded_pai
     for e, u in touch_pairs:
         assert validate_episode(e) == validate_episode(u) == validate_pair(e, u) == []
         assert path_adjacency(e) == _touched(e) == _touched(u) == path_adjacency(u) > 0, e.variant
+        hugs = list(FEATURES).index("path-hugs-reveal")  # the audit's reader of the cue
+        assert episode_features(e)[hugs] == episode_features(u)[hugs] == _touched(e)
         assert _walks_llr(e, u) > 0  # the redrawn walks still favour the hidden obstacle
     plain = [_touched(e) > _touched(u) for e, u in graded_pairs]
     assert sum(plain) == len(plain) == 16, plain  # every pair of the same design without the token
+
+
+@pytest.mark.parametrize("variants, fails", [(["at-goal"], True), (["at-goal+bends-4+touch", "at-goal+bends-1+touch"], False)])
+def test_the_audit_reads_the_cue_where_no_control_ties_it(tmp_path: Path, variants: list[str], fails: bool) -> None:
+    """`bib audit`'s single-feature candidate path-hugs-reveal reads the cue: on a set whose 8 walks all bend it is picked
+    and decides the held-out pairs (FAIL); on a set with the touch control it ties and the family passes."""
+    from bib.evaluation import find_episodes
+    from bib.observers.audit import run_audit
+    from bib.stimuli.build import build_spec
+    from bib.stimuli.spec import parse_spec
+
+    spec = parse_spec({"name": "hug", "seed": 11, "agent": {"policy": "boltzmann", "beta": [2.0, 10.0]},
+                       "tasks": [{"id": CONDITION, "n": 16, "variants": variants}]})
+    build_spec(spec, tmp_path / "set")
+    result = run_audit(find_episodes(tmp_path / "set"), str(tmp_path / "set"), n_boot=10, progress=False, rebuild=False)
+    cell = result.cells[CONDITION]["single-feature"]
+    if fails:
+        assert result.stumps[CONDITION].feature == "path-hugs-reveal" and result.stumps[CONDITION].sign == -1
+        assert cell.status == "FAIL" and cell.result.accuracy == 1.0
+    else:
+        assert result.stumps[CONDITION].feature != "path-hugs-reveal" and result.passed, result.failures
 
 
 def test_the_planner_still_decides_touch_pairs(touch_pairs) -> None:

@@ -260,6 +260,12 @@ def _excess_cost(ep: Episode) -> float:
     return float(path_cost(test.path) - best) if math.isfinite(best) else 0.0
 
 
+def _path_hugs_reveal(ep: Episode) -> float:
+    from bib.tasks.unobserved import path_adjacency  # the one definition of the cue (the tasks import no observer)
+
+    return float(path_adjacency(ep))
+
+
 def _reachable_share(ep: Episode) -> float:
     lay = ep.test.layout
     if not lay.objects:
@@ -336,6 +342,9 @@ FEATURES: dict[str, Feature] = {
         Feature("familiarization-mud", "familiarization-barrier", "mean mud cells of the familiarization layouts",
                 lambda ep: float(np.mean([len(t.layout.terrain) for t in ep.familiarization])) if ep.familiarization else 0.0,
                 reads_familiarization=True),
+        # the revealed obstacle (issue 43's occluder), last for the same reason: 0 in every episode without an occluder
+        Feature("path-hugs-reveal", "perceptual", "familiarization path cells within one king move of a wall the test "
+                "reveals where the familiarization's occluder stood", _path_hugs_reveal, reads_familiarization=True),
     )
 }
 """Candidate features of ``single-feature``, in tie-break order."""

@@ -449,11 +449,13 @@ def path_cells(fam: list[Trial] | tuple[Trial, ...]) -> frozenset[Cell]:
 
 def path_adjacency(ep: Episode) -> int:
     """The path-adjacency cue of an episode: how many distinct familiarization path cells lie within one king move of
-    a wall its test reveals (the test's walls less the familiarization's; 0 when none). The hidden obstacle is where the
-    walks bend, so they hug it; :data:`TOUCH` makes the unexpected reveal touch as many. Read by
-    ``baselines/agent/path_adjacency.py`` and the pair rule."""
-    revealed = frozenset(ep.test.layout.walls) - frozenset(ep.trials[0].layout.walls)
-    return touching(path_cells(ep.trials[:-1]), revealed)
+    a wall its test reveals (a test wall where a familiarization occluder stood; 0 when there is none, as in every
+    episode without an occluder). The hidden obstacle is where the walks bend, so they hug it; :data:`TOUCH` makes
+    the unexpected reveal touch as many. Read by the pair rule, the audit's single-feature candidate
+    ``path-hugs-reveal`` (:data:`bib.observers.shortcuts.FEATURES`) and ``baselines/agent/path_adjacency.py``."""
+    hidden = frozenset().union(*(t.occluder.cells for t in ep.familiarization if t.occluder is not None))
+    revealed = frozenset(ep.test.layout.walls) & hidden
+    return touching(path_cells(ep.familiarization), revealed) if revealed else 0
 
 
 def at_goal(variant: str) -> bool:
