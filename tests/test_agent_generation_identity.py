@@ -5,8 +5,8 @@ The pins are the sha256 of :func:`bib.episode.dumps` (the generator's version no
 ``unobserved-constraints`` (bib-ctrl's options, and the walk design's reveals), ``cost-reward`` (bib-ctrl's, twins)
 and both background tasks, built by commit b589c2b, before the generators read cached tables in place of layouts.
 A change to any draw, its order or a value written changes them: regenerate them only for a deliberate change of
-the sets, and say so. The ``touch`` design's pins (bib-ctrl's designs since the path-adjacency control was adopted)
-were made when its coordinate search was written (``SAMPLES, PASSES = 6, 3``); the ``""`` design keeps bib-ctrl's
+the sets, and say so. The ``touch`` and ``hug`` designs' pins (``hug``: bib-ctrl's since the catch pairs were adopted)
+were made when their coordinate search was written (``SAMPLES, PASSES = 6, 3``); the ``""`` design keeps bib-ctrl's
 earlier designs pinned.
 """
 
@@ -36,7 +36,10 @@ from bib.world.terrain import terrain_cost, terrain_cost_between
 CTRL = load_spec(Path(__file__).resolve().parents[1] / "stimuli" / "bib-ctrl.toml")
 OPTIONS = CTRL.options()
 PLAIN = dataclasses.replace(OPTIONS[uc.CONDITION], variants=("at-goal", "at-goal+bends-4", "at-goal+bends-2", "at-goal+bends-1"))
-"""bib-ctrl's unobserved-constraints designs before the path-adjacency control (``touch``) was adopted."""
+"""bib-ctrl's unobserved-constraints designs before the path-adjacency catch pairs (``hug``) were adopted."""
+TOUCH = dataclasses.replace(OPTIONS[uc.CONDITION], variants=("at-goal+bends-4+touch", "at-goal+bends-2+touch",
+                                                             "at-goal+bends-1+touch"))
+"""The path-adjacency tie (``touch``), opt-in."""
 WALK = dataclasses.replace(OPTIONS[uc.CONDITION], variants=("", "empty", "larger", "larger+bends-2"))
 """The walk design's three reveals and one bends-K variant (bib-ctrl shows the test at the goal)."""
 
@@ -63,6 +66,14 @@ PINS = {
     "unobserved-constraints/touch/1/unobserved-constraints-000001-unexpected": "2afd8df7e6f3f46f9127493e9756487de49097d04d5f4d0718bc798374a904d8",
     "unobserved-constraints/touch/2/unobserved-constraints-000002-expected": "d6886c0fd949ee1506f366ba40875e96307c768701e418a8f37f7697d795b10a",
     "unobserved-constraints/touch/2/unobserved-constraints-000002-unexpected": "af9da67086057cfa5718531ac6fe67a0748c98aa9415599eb7df79a605e46ca0",
+    "unobserved-constraints/hug/0/unobserved-constraints-000000-expected": "97f0ca429d75d2c5304c0e9fae45d71917651e9c83675a39deba6ba68ddddbca",
+    "unobserved-constraints/hug/0/unobserved-constraints-000000-unexpected": "b12597a159dd10139777ba401aca4e93cb07a411421ddb6103725159d422f7c0",
+    "unobserved-constraints/hug/1/unobserved-constraints-000001-expected": "4928a766540b2615793159f681a95977e5f4ff81ca2210d3d60ad059cd0bfa68",
+    "unobserved-constraints/hug/1/unobserved-constraints-000001-unexpected": "b3ca15792f774ae5506e27d0acae301947022dc643c8eb395417b8cb458f3022",
+    "unobserved-constraints/hug/2/unobserved-constraints-000002-expected": "d54336203ae1f601fe0f3923201b7006b9ac9e11915e922bd4471dd5007a2ef9",
+    "unobserved-constraints/hug/2/unobserved-constraints-000002-unexpected": "c8c01ce9565fa0ec14f9c411be09f41af9b0988eaf0059413b3ef47329a6924b",
+    "unobserved-constraints/hug/3/unobserved-constraints-000003-expected": "0e505bfa34fbe24b5258f60746fb676fc93af71e28bde96efcead074235903df",
+    "unobserved-constraints/hug/3/unobserved-constraints-000003-unexpected": "bd64e7cb1c58486ba245bf34080279d31f48edf145a1a8df36737d0cac0a4e7a",
     "cost-reward//0/cost-reward-000000-expected": "06d80ac32d419be2710688db8038d282b1e59fa3812dc2478840ad323ea8f5fe",
     "cost-reward//0/cost-reward-000000-unexpected": "dcae9339f04fab50bb7f1096d7af54ed9e9103e32ca55030dd46b270bf86bef3",
     "cost-reward//0/cost-reward-000001-expected": "e2f03dd0f133c47740bb53b8de2d9a7ff28ec4d57bb14e4cad4fb85dbf8004fd",
@@ -91,7 +102,8 @@ def _digest(ep) -> str:
 
 @pytest.mark.parametrize("task, design, options, units", [
     (uc.CONDITION, "", PLAIN, range(4)),
-    (uc.CONDITION, "touch", OPTIONS[uc.CONDITION], range(3)),
+    (uc.CONDITION, "touch", TOUCH, range(3)),
+    (uc.CONDITION, "hug", OPTIONS[uc.CONDITION], range(4)),
     (uc.CONDITION, "walk", WALK, range(4)),
     (CR, "", OPTIONS[CR], range(0, 4, OPTIONS[CR].group_size)),
     (uc.BACKGROUND, "", LEGACY, range(3)),

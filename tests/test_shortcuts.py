@@ -151,10 +151,12 @@ def test_features_by_hand() -> None:
     other = Agent("agent-1", "kite", (200, 40, 40), (2, 2))
     new_agent = episode(fam, make_trial(two_objects((2, 6), (7, 2), agent=other), line((2, 2), (2, 6)), "A", "test"))
     assert dict(zip(FEATURES, episode_features(new_agent)))["agent-changed"] == 1.0
-    assert f["mud-cells"] == f["wades"] == f["familiarization-mud"] == f["path-hugs-reveal"] == 0.0  # no mud, no occluder
+    assert f["mud-cells"] == f["wades"] == f["familiarization-mud"] == 0.0  # no mud
+    assert f["path-hugs-reveal"] == f["walks-hug-reveal"] == f["path-nears-reveal"] == f["turns-at-reveal"] == 0.0  # no occluder
     blind = {n for n, feat in FEATURES.items() if not feat.reads_familiarization}
     assert blind == set(FEATURES) - {"repeats-familiar-path", "familiarization-inner-walls", "agent-changed",
-                                     "familiarization-mud", "path-hugs-reveal"}
+                                     "familiarization-mud", "path-hugs-reveal", "walks-hug-reveal", "path-nears-reveal",
+                                     "turns-at-reveal"}
 
 
 def test_mud_features_and_novelty_see_the_terrain() -> None:

@@ -260,10 +260,15 @@ def _excess_cost(ep: Episode) -> float:
     return float(path_cost(test.path) - best) if math.isfinite(best) else 0.0
 
 
-def _path_hugs_reveal(ep: Episode) -> float:
-    from bib.tasks.unobserved import path_adjacency  # the one definition of the cue (the tasks import no observer)
+def _hugging(k: int) -> Callable[[Episode], float]:
+    """The ``k``-th count of :func:`bib.tasks.unobserved.hugging` (the one definition of the cue)."""
 
-    return float(path_adjacency(ep))
+    def count(ep: Episode) -> float:
+        from bib.tasks.unobserved import hugging  # the tasks import no observer: no cycle
+
+        return float(hugging(ep)[k])
+
+    return count
 
 
 def _reachable_share(ep: Episode) -> float:
@@ -342,9 +347,16 @@ FEATURES: dict[str, Feature] = {
         Feature("familiarization-mud", "familiarization-barrier", "mean mud cells of the familiarization layouts",
                 lambda ep: float(np.mean([len(t.layout.terrain) for t in ep.familiarization])) if ep.familiarization else 0.0,
                 reads_familiarization=True),
-        # the revealed obstacle (issue 43's occluder), last for the same reason: 0 in every episode without an occluder
+        # the revealed obstacle (issue 43's occluder), last for the same reason: 0 in every episode without an occluder;
+        # how much the walks hug it, the four counts of bib.tasks.unobserved.hugging
         Feature("path-hugs-reveal", "perceptual", "familiarization path cells within one king move of a wall the test "
-                "reveals where the familiarization's occluder stood", _path_hugs_reveal, reads_familiarization=True),
+                "reveals where the familiarization's occluder stood", _hugging(0), reads_familiarization=True),
+        Feature("walks-hug-reveal", "perceptual", "each familiarization walk's cells within one king move of a revealed "
+                "wall, summed over the walks", _hugging(1), reads_familiarization=True),
+        Feature("path-nears-reveal", "perceptual", "familiarization path cells within two king moves of a revealed wall",
+                _hugging(2), reads_familiarization=True),
+        Feature("turns-at-reveal", "perceptual", "familiarization walks' turns within one king move of a revealed wall",
+                _hugging(3), reads_familiarization=True),
     )
 }
 """Candidate features of ``single-feature``, in tie-break order."""

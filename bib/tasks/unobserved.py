@@ -35,7 +35,12 @@ unexpected reveal touches as many familiarization path cells as the hidden obsta
 within one king move), so "the wall the walks hug is the expected one" ties on every pair; the non-bending trials
 are drawn anew (:data:`SAMPLES`, :data:`PASSES`) until some reveal does, and the walks must favour the hidden obstacle
 (:func:`evidence` above 0 under the Boltzmann agent). With all 8 walks bending no reveal can (the walks hug the
-hidden obstacle on 2-8 cells more than any other), so the token needs ``bends-K``.
+hidden obstacle on 2-8 cells more than any other), so the token needs ``bends-K``. It ties one count of the cue
+only: counted per walk, within two king moves or by the walks' turns, the walks still hug the hidden obstacle more
+(90%, 78% and 82% of 400 pairs). The token ``hug`` (bib-ctrl's design: ``at-goal+bends-2+hug``,
+``at-goal+bends-1+hug``, mixed half and half with ``at-goal+bends-2`` and ``at-goal+bends-1``) makes catch pairs
+instead: the walks hug the unexpected reveal more, every way :func:`hugging` counts, so each count is wrong on them
+and right on their plain partners, and near 50% over the mix.
 
 With the token ``at-goal`` (``at-goal``, ``empty+at-goal``, ``larger+at-goal``; bib-ctrl uses ``at-goal``) the
 test shows the agent already on its object (AGENT: the occluder falls after the agent reaches its goal): its
@@ -110,10 +115,21 @@ some reveal does. With the same-shape reveal only: not with ``empty`` (nothing r
 walks hug it on 2-8 cells more than any other reveal)."""
 _BASE = (*REVEALS, *(f"{r}+{AT_GOAL}" if r else AT_GOAL for r in REVEALS))
 _PLAIN = (*_BASE, *(f"{v}+bends-{k}" if v else f"bends-{k}" for v in _BASE for k in BENDS))
-VARIANTS = (*_PLAIN, *(f"{v}+{TOUCH}" for v in _PLAIN if "bends-" in v and v.split("+")[0] not in REVEALS[1:]))
+HUG = "hug"
+"""The variant token of the path-adjacency catch pairs (bib-ctrl's design, with ``bends-2`` or ``bends-1`` and the
+same-shape reveal): the walks hug the unexpected reveal MORE than the hidden obstacle, every way :func:`hugging` counts
+it (distinct path cells within one and within two king moves, each walk's cells within one summed, turns within one),
+so every such reading of "the wall the walks hug is the expected one" is wrong on these pairs. Mixed half and half with
+the same designs without it (where the walks hug the hidden obstacle), it puts those readings near 50%. The
+non-bending trials are drawn as under :data:`TOUCH`. Not with ``bends-4``: four bending walks hug the hidden obstacle
+so much that a unit took 30 draws on average (up to 146 of the 200 :func:`bib.tasks.make_unit` allows)."""
+_CONTROLLED = [v for v in _PLAIN if "bends-" in v and v.split("+")[0] not in REVEALS[1:]]
+VARIANTS = (*_PLAIN, *(f"{v}+{TOUCH}" for v in _CONTROLLED),
+            *(f"{v}+{HUG}" for v in _CONTROLLED if "bends-4" not in v.split("+")))
 SAMPLES, PASSES = 6, 3
 """Under :data:`TOUCH`: each non-bending trial is drawn anew ``SAMPLES`` times a round, for ``PASSES`` rounds over them,
-keeping the draws that bring the cue nearer a tie (:func:`_touching_options`), before the scene is given up."""
+keeping the draws that bring the cue nearer a tie (:func:`_touching_options`), before the scene is given up.
+Under :data:`HUG` a draw whose route passes no target is not walked."""
 OCCLUDED_TASKS = (CONDITION, BACKGROUND)
 """The tasks whose familiarization shows an occluder (BIB JSON cannot hold one: their export is refused)."""
 MIN_BEND = 0.4
@@ -323,12 +339,15 @@ def _route(rng: np.random.Generator, scene: _Scene, hidden: frozenset[Cell], ben
     return None
 
 
-def _redrawn(rng: np.random.Generator, walker: Walker, scene: _Scene, trial: Trial) -> Trial | None:
+def _redrawn(rng: np.random.Generator, walker: Walker, scene: _Scene, trial: Trial,
+             keep: Callable[[Cell, Cell], bool] | None = None) -> Trial | None:
     """A non-bending familiarization trial drawn anew (:func:`_route`; the same look and agent), for :data:`TOUCH`;
-    None when no route can be drawn."""
+    None when no route can be drawn, ``trial`` itself when ``keep(home, object)`` turns the draw down before its walk."""
     cells = _route(rng, scene, scene.hidden, False, border_walls(GRID, GRID))
     if cells is None:
         return None
+    if keep is not None and not keep(*cells):
+        return trial
     lay = trial.layout
     seen = replace(lay, objects=(replace(lay.objects[0], cell=cells[1]),), agents=(replace(lay.agent, home=cells[0]),))
     return _walked(walker, scene, scene.hidden, seen)
@@ -357,17 +376,57 @@ def _targets(scene: _Scene, variant: str, fam: list[Trial], bending: frozenset[i
     return out
 
 
-def _gaps(scene: _Scene, walks: list[tuple[frozenset[Cell], frozenset[Cell]]], targets: list[frozenset[Cell]]
-          ) -> list[int] | None:
-    """Per target reveal, how far the familiarization (``walks``: each trial's :func:`_crossed` and path cells) is from
-    a pair with it: ``GRID * GRID`` per walk that crosses it plus how many more path cells touch the hidden obstacle
-    than it (:func:`touching`, absolute), so 0 when it is legal and ties; None when a walk crosses the hidden obstacle."""
-    if any(not crossed.isdisjoint(scene.hidden) for crossed, _ in walks):
+def _gaps(scene: _Scene, walks: list[tuple[frozenset[Cell], frozenset[Cell], tuple[Cell, ...]]],
+          targets: list[frozenset[Cell]], hug: bool = False) -> list[int] | None:
+    """Per target reveal, how far the familiarization (``walks``: each trial's :func:`_crossed`, path cells and turns)
+    is from a pair with it: ``GRID * GRID`` per walk that crosses it plus, under :data:`TOUCH`, how many more path cells
+    touch the hidden obstacle than it (:func:`touching`, absolute), under :data:`HUG` how far each hugging count
+    (:func:`hugging`) is from exceeding the hidden obstacle's; so 0 when it is legal and meets the control. None when a
+    walk crosses the hidden obstacle."""
+    if any(not crossed.isdisjoint(scene.hidden) for crossed, _, _ in walks):
         return None
-    cells = frozenset().union(*(c for _, c in walks))
-    hugged = touching(cells, scene.hidden)
-    return [GRID * GRID * sum(1 for crossed, _ in walks if not crossed.isdisjoint(o)) + abs(hugged - touching(cells, o))
-            for o in targets]
+    cells = frozenset().union(*(c for _, c, _ in walks))
+    if not hug:
+        hugged = touching(cells, scene.hidden)
+        return [GRID * GRID * sum(1 for crossed, _, _ in walks if not crossed.isdisjoint(o)) + abs(hugged - touching(cells, o))
+                for o in targets]
+    mine = _hugging(cells, walks, scene.hidden)
+    return [GRID * GRID * sum(1 for crossed, _, _ in walks if not crossed.isdisjoint(o))
+            + sum(max(0, h - x + 1) for h, x in zip(mine, _hugging(cells, walks, o))) for o in targets]
+
+
+def _hugging(cells: frozenset[Cell], walks: list[tuple[frozenset[Cell], frozenset[Cell], tuple[Cell, ...]]],
+             walls: frozenset[Cell]) -> tuple[int, int, int, int]:
+    return (touching(cells, walls), sum(touching(c, walls) for _, c, _ in walks), touching(cells, walls, 2),
+            sum(1 for _, _, turns in walks for t in turns if t in _zone(walls, 1)))
+
+
+def _turns(path: list[Cell] | tuple[Cell, ...]) -> tuple[Cell, ...]:
+    """The cells where a walk changes direction (one per change)."""
+    p = [tuple(c) for c in path]
+    return tuple(b for a, b, c in zip(p, p[1:], p[2:]) if (b[0] - a[0], b[1] - a[1]) != (c[0] - b[0], c[1] - b[1]))  # type: ignore[misc]
+
+
+def hugging(ep: Episode) -> tuple[int, int, int, int]:
+    """How much the familiarization walks hug the walls the episode's test reveals, four ways: distinct path cells within
+    one king move (:func:`path_adjacency`), each walk's such cells summed over the walks, distinct path cells within two
+    king moves, and the walks' turns within one king move. :data:`HUG` makes each larger for the unexpected reveal."""
+    revealed = _revealed(ep)
+    walks = [(frozenset(), path_cells([t]), _turns(t.path)) for t in ep.familiarization]
+    return _hugging(path_cells(ep.familiarization), walks, revealed) if revealed else (0, 0, 0, 0)
+
+
+def _passing(targets: list[frozenset[Cell]]) -> Callable[[Cell, Cell], bool]:
+    """Under :data:`HUG`: whether a route's box (its home and object's rectangle, one cell wider) meets the cells next to
+    some target: a walk that stays in it (the agent walks near-optimally) could hug one only then."""
+    zones = [_zone(o, 1) for o in targets]
+
+    def passing(home: Cell, obj: Cell) -> bool:
+        x0, x1 = min(home[0], obj[0]) - 1, max(home[0], obj[0]) + 1
+        y0, y1 = min(home[1], obj[1]) - 1, max(home[1], obj[1]) + 1
+        return any(x0 <= x <= x1 and y0 <= y <= y1 for zone in zones for x, y in zone)
+
+    return passing
 
 
 def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, variant: str, fam: list[Trial],
@@ -380,8 +439,10 @@ def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, v
     targets = _targets(scene, variant, fam, bending, bin_)
     if not targets:
         return fam, []
-    walks = [(_crossed([t]), path_cells([t])) for t in fam]
-    gaps = _gaps(scene, walks, targets)
+    hug = HUG in variant.split("+")
+    passing = _passing(targets) if hug else None
+    walks = [(_crossed([t]), path_cells([t]), _turns(t.path)) for t in fam]
+    gaps = _gaps(scene, walks, targets, hug)
     if gaps is None:
         return fam, []
     for _ in range(PASSES):
@@ -389,11 +450,13 @@ def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, v
             if i in bending or min(gaps) == 0:
                 continue
             for _ in range(SAMPLES):
-                trial = _redrawn(rng, walker, scene, fam[i])
+                trial = _redrawn(rng, walker, scene, fam[i], passing)
                 if trial is None:
                     return fam, []
-                trying = [*walks[:i], (_crossed([trial]), path_cells([trial])), *walks[i + 1:]]
-                tried = _gaps(scene, trying, targets)
+                if trial is fam[i]:
+                    continue  # its route passes no target it could help (not walked)
+                trying = [*walks[:i], (_crossed([trial]), path_cells([trial]), _turns(trial.path)), *walks[i + 1:]]
+                tried = _gaps(scene, trying, targets, hug)
                 if tried is not None and min(tried) < min(gaps):
                     fam, walks, gaps = [*fam[:i], trial, *fam[i + 1:]], trying, tried
                     if min(gaps) == 0:
@@ -433,18 +496,31 @@ def n_bends(variant: str) -> int:
 
 
 def touch(variant: str) -> bool:
-    """Whether a variant asks the unexpected reveal to touch as many path cells as the hidden obstacle (:data:`TOUCH`)."""
-    return TOUCH in variant.split("+")
+    """Whether a variant controls the path-adjacency cue: the unexpected reveal touches as many path cells as the hidden
+    obstacle (:data:`TOUCH`) or more (:data:`HUG`)."""
+    return bool({TOUCH, HUG} & set(variant.split("+")))
 
 
-def touching(cells: frozenset[Cell], walls: frozenset[Cell]) -> int:
-    """How many of ``cells`` (familiarization path cells) lie within one king move of a cell of ``walls``."""
-    return sum(1 for c in cells if _near(c, walls))
+def touching(cells: frozenset[Cell], walls: frozenset[Cell], reach: int = 1) -> int:
+    """How many of ``cells`` (familiarization path cells) lie within ``reach`` king moves of a cell of ``walls``."""
+    return len(cells & _zone(walls, reach))
+
+
+@lru_cache(maxsize=4096)
+def _zone(walls: frozenset[Cell], reach: int) -> frozenset[Cell]:
+    """Every cell within ``reach`` king moves of a cell of ``walls`` (the reveals are a few hundred segments)."""
+    return frozenset((x + dx, y + dy) for x, y in walls for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1))
 
 
 def path_cells(fam: list[Trial] | tuple[Trial, ...]) -> frozenset[Cell]:
     """The distinct cells of the familiarization walks ``fam``."""
     return frozenset(tuple(c) for t in fam for c in t.path)  # type: ignore[misc]
+
+
+def _revealed(ep: Episode) -> frozenset[Cell]:
+    """The walls an episode's test reveals: test walls where a familiarization occluder stood."""
+    hidden = frozenset().union(*(t.occluder.cells for t in ep.familiarization if t.occluder is not None))
+    return frozenset(ep.test.layout.walls) & hidden
 
 
 def path_adjacency(ep: Episode) -> int:
@@ -453,8 +529,7 @@ def path_adjacency(ep: Episode) -> int:
     episode without an occluder). The hidden obstacle is where the walks bend, so they hug it; :data:`TOUCH` makes
     the unexpected reveal touch as many. Read by the pair rule, the audit's single-feature candidate
     ``path-hugs-reveal`` (:data:`bib.observers.shortcuts.FEATURES`) and ``baselines/agent/path_adjacency.py``."""
-    hidden = frozenset().union(*(t.occluder.cells for t in ep.familiarization if t.occluder is not None))
-    revealed = frozenset(ep.test.layout.walls) & hidden
+    revealed = _revealed(ep)
     return touching(path_cells(ep.familiarization), revealed) if revealed else 0
 
 
@@ -691,7 +766,12 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
     if variant == "larger" and (len(b) <= len(a) or b & a):
         return [Problem(u.id, "the unexpected outcome of a 'larger' pair must reveal a larger obstacle elsewhere")]
-    if touch(e.variant):
+    if HUG in e.variant.split("+"):
+        hug_e, hug_u = hugging(e), hugging(u)
+        if any(x <= h for h, x in zip(hug_e, hug_u)):
+            return [Problem(u.id, f"the walks hug the unexpected reveal {hug_u} (cells within 1, per walk, within 2, turns "
+                                  f"within 1), the expected one {hug_e}: a '{HUG}' pair's must be more each")]
+    elif touch(e.variant):
         touched_e, touched_u = path_adjacency(e), path_adjacency(u)
         if touched_e != touched_u:
             return [Problem(u.id, f"the unexpected reveal touches {touched_u} familiarization path cells, the "
