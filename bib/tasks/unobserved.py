@@ -411,7 +411,7 @@ def hugging(ep: Episode) -> tuple[int, int, int, int]:
     """How much the familiarization walks hug the walls the episode's test reveals, four ways: distinct path cells within
     one king move (:func:`path_adjacency`), each walk's such cells summed over the walks, distinct path cells within two
     king moves, and the walks' turns within one king move. :data:`HUG` makes each larger for the unexpected reveal."""
-    revealed = _revealed(ep)
+    revealed = revealed_walls(ep)
     walks = [(frozenset(), path_cells([t]), _turns(t.path)) for t in ep.familiarization]
     return _hugging(path_cells(ep.familiarization), walks, revealed) if revealed else (0, 0, 0, 0)
 
@@ -517,7 +517,7 @@ def path_cells(fam: list[Trial] | tuple[Trial, ...]) -> frozenset[Cell]:
     return frozenset(tuple(c) for t in fam for c in t.path)  # type: ignore[misc]
 
 
-def _revealed(ep: Episode) -> frozenset[Cell]:
+def revealed_walls(ep: Episode) -> frozenset[Cell]:
     """The walls an episode's test reveals: test walls where a familiarization occluder stood."""
     hidden = frozenset().union(*(t.occluder.cells for t in ep.familiarization if t.occluder is not None))
     return frozenset(ep.test.layout.walls) & hidden
@@ -529,7 +529,7 @@ def path_adjacency(ep: Episode) -> int:
     episode without an occluder). The hidden obstacle is where the walks bend, so they hug it; :data:`TOUCH` makes
     the unexpected reveal touch as many. Read by the pair rule, the audit's single-feature candidate
     ``path-hugs-reveal`` (:data:`bib.observers.shortcuts.FEATURES`) and ``baselines/agent/path_adjacency.py``."""
-    revealed = _revealed(ep)
+    revealed = revealed_walls(ep)
     return touching(path_cells(ep.familiarization), revealed) if revealed else 0
 
 
