@@ -625,7 +625,7 @@ def test_the_pair_rule_refuses_a_touch_pair_whose_cue_differs(graded_pairs) -> N
 
 
 def test_the_pair_rule_refuses_a_touch_pair_whose_walks_favour_the_other_reveal(touch_pairs, monkeypatch) -> None:
-    """The generator keeps only touch pairs whose redrawn walks still favour the hidden obstacle; `bib validate` checks
+    """The generator keeps only touch (and at-goal) pairs whose walks favour the hidden obstacle; `bib validate` checks
     it too (a pair with the walks' evidence at or below 0 nats is refused, naming the number)."""
     import bib.tasks.unobserved as uc
 
@@ -634,6 +634,8 @@ def test_the_pair_rule_refuses_a_touch_pair_whose_walks_favour_the_other_reveal(
     monkeypatch.setattr(uc, "evidence", lambda a, b: -0.25)
     problems = [str(p) for p in validate_pair(e, u)]
     assert problems and "the familiarization walks favour the unexpected reveal (-0.25 nats" in problems[0]
+    e, u = (dataclasses.replace(x, variant="at-goal") for x in (e, u))  # at the goal without a token too
+    assert "the familiarization walks favour the unexpected reveal (-0.25 nats" in str(validate_pair(e, u)[0])
 
 
 @pytest.mark.parametrize("variant", ["at-goal+touch", "touch", "empty+at-goal+bends-1+touch", "larger+bends-2+touch"])

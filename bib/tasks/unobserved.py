@@ -624,9 +624,9 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
                     continue
                 d = cost - _optimal(shown, options[int(j)]) - e_excess
                 if d >= MARGIN and in_bin(d, bin_):
-                    if touch(variant) and walker.beta is not None \
+                    if (touch(variant) or at_goal(variant)) and walker.beta is not None \
                             and walks_evidence(fam, scene.hidden, options[int(j)], walker.beta) <= 0:
-                        continue  # touch: redrawn walks that favour the other reveal (the cue tied, the evidence must not turn)
+                        continue  # walks that favour the other reveal: at the goal they are all the evidence there is
                     return PairDraft(fam, _test(shown, scene.hidden, variant), fam, _test(shown, options[int(j)], variant),
                                      variant, difficulty=d)
     raise LayoutRejected(f"no {variant or 'same-shape'} reveal in the difficulty bin {bin_}")
@@ -749,8 +749,9 @@ def _rule(ep: Episode) -> list[Problem]:
 def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
     """Shared familiarization and test walk; the unexpected reveal leaves at least :data:`MARGIN` cell of the bend
     unexplained; by variant: an obstacle of the expected one's shape elsewhere (``""``), nothing (``empty``), more
-    wall cells than the expected one (``larger``); with :data:`TOUCH`, as many path cells touching each reveal and
-    (with a Boltzmann agent) walks that favour the expected reveal (:func:`evidence` above 0)."""
+    wall cells than the expected one (``larger``); with :data:`TOUCH`, as many path cells touching each reveal; with
+    :data:`HUG`, more by every count of :func:`hugging` for the unexpected one; at the goal or with either token (and
+    a Boltzmann agent), walks that favour the expected reveal (:func:`evidence` above 0)."""
     if e.familiarization != u.familiarization:
         return [Problem(u.id, "familiarization differs from the expected episode's")]
     if e.test.path != u.test.path or (e.test.layout.agent != u.test.layout.agent):
@@ -776,9 +777,9 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         if touched_e != touched_u:
             return [Problem(u.id, f"the unexpected reveal touches {touched_u} familiarization path cells, the "
                                   f"expected one {touched_e} (a '{TOUCH}' pair must tie)")]
-        if e.beta is not None and evidence(e, u) <= 0:
-            return [Problem(u.id, f"the familiarization walks favour the unexpected reveal ({evidence(e, u):.2f} nats "
-                                  f"under the agent's beta; a '{TOUCH}' pair's redrawn walks must favour the hidden obstacle)")]
+    if (touch(e.variant) or at_goal(e.variant)) and e.beta is not None and evidence(e, u) <= 0:
+        return [Problem(u.id, f"the familiarization walks favour the unexpected reveal ({evidence(e, u):.2f} nats under "
+                              "the agent's beta): at the goal, or with redrawn walks, they must favour the hidden obstacle")]
     if difficulty(e, u) < MARGIN - TOL:
         return [Problem(u.id, f"the unexpected reveal explains the bend as well as the hidden obstacle (within {MARGIN} cell)")]
     return []
