@@ -1,7 +1,7 @@
 """How much the familiarization walks hug the wall the test reveals, on unobserved-constraints: four counts, and the
 reader "the wall the walks hug more is the expected one" on each.
 
-    python baselines/agent/path_adjacency.py SET [--json OUT.json]
+    python baselines/agent/path_adjacency.py SET [--json OUT.json] [--scores SCORES ...]
 
 SET is a set (folder or manifest.csv) holding unobserved-constraints pairs (e.g. `bib generate
 baselines/agent/unobserved-ctrl.toml --out SET`). For each episode the revealed wall is the test's walls where the
@@ -17,18 +17,23 @@ each reader's pairwise accuracy, over all pairs and per variant, and the two out
 For comparison, one reader of the efficiency principle, which the family tests (the audit exempts the efficiency cue
 there): ``crosses-straight-line``, how many familiarization trials' straight line from home to object (51 points
 along it, rounded to cells) passes through the revealed wall, i.e. how many walks it would have made go round.
+
+With ``--scores`` (folders `bib score` wrote, each a results.csv of per-episode surprise), each observer's pairwise
+accuracy (ties 0.5) per variant, to compare with the readers': a reader of how much the walks hug the reveal is right
+on nearly every plain pair and wrong on every ``hug`` pair.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from bib.episode import Episode, load_episode
 from bib.stimuli.sets import EpisodeRef, find_episodes
-from bib.tasks.unobserved import revealed_walls, hugging
+from bib.tasks.unobserved import hugging, revealed_walls
 
 COUNTS = ("path-hugs-reveal", "walks-hug-reveal", "path-nears-reveal", "turns-at-reveal")
 """The four counts, named as the audit's features."""
@@ -50,6 +55,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("set", type=Path)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--scores", type=Path, nargs="*", default=[])
     args = ap.parse_args(argv)
     episodes = find_episodes(args.set)
     pairs: dict[str, dict[str, EpisodeRef]] = defaultdict(dict)
@@ -77,6 +83,15 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         print(f"  {name}: {parts}")
     for k, c in counts.items():
         print(f"  {k}: path cells within one king move of the revealed wall -> pairs {dict(sorted(c.items()))}")
+    for folder in args.scores:
+        with open(folder / "results.csv", newline="") as fh:
+            surprise = {r["episode_id"]: float(r["surprise"]) for r in csv.DictReader(fh)}
+        by: dict[str, list[float]] = defaultdict(list)
+        for pair in pairs.values():
+            d = surprise[pair["unexpected"].id] - surprise[pair["expected"].id]
+            by[pair["expected"].variant or '""'].append(1.0 if d > 0 else 0.5 if d == 0 else 0.0)
+        out.setdefault("observers", {})[str(folder)] = {k: sum(v) / len(v) for k, v in sorted(by.items())}  # type: ignore[union-attr]
+        print(f"  {folder}: " + ", ".join(f"{k} {100 * sum(v) / len(v):.1f}% of {len(v)}" for k, v in sorted(by.items())))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
     return out

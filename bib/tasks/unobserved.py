@@ -24,7 +24,7 @@ occluder reveals:
     explain the bend. The unexpected outcome shows more walls; half ``empty``, half ``larger`` puts "more walls
     revealed = expected" at chance.
 
-With a token ``bends-K`` (K of 1, 2 or 4; bib-ctrl mixes them with the default, all 8) only K familiarization
+With a token ``bends-K`` (K of 1, 2 or 4; bib-ctrl draws 2 and 1, each half plain, half ``hug``) only K familiarization
 trials, at positions drawn from the seed, are drawn across the obstacle (their route bends by :data:`MIN_BEND` or
 more, the trial the test shows among them); the other trials' home and object are drawn anywhere on their sides
 with a route the hidden obstacle does not lengthen (they still walk in the true layout). Fewer bends carry less
