@@ -638,15 +638,18 @@ def test_the_pair_rule_refuses_a_touch_pair_whose_walks_favour_the_other_reveal(
     assert "the familiarization walks favour the unexpected reveal (-0.25 nats" in str(validate_pair(e, u)[0])
 
 
-@pytest.mark.parametrize("variant", ["at-goal+touch", "touch", "empty+at-goal+bends-1+touch", "larger+bends-2+touch"])
-def test_touch_needs_a_bends_token_and_a_revealed_obstacle(variant: str) -> None:
+@pytest.mark.parametrize("variant", ["at-goal+touch", "touch", "empty+at-goal+bends-1+touch", "larger+bends-2+touch",
+                                     "at-goal+bends-4+hug", "at-goal+hug", "empty+at-goal+bends-1+hug", "larger+bends-2+hug"])
+def test_touch_and_hug_need_a_bends_token_and_a_same_shape_reveal(variant: str) -> None:
+    """Both need non-bending trials to draw and a reveal of the hidden obstacle's shape; hug also fewer than 4 bends."""
     from bib.stimuli.spec import parse_spec
 
     data = {"name": "t", "seed": 1, "tasks": [{"id": CONDITION, "n": 2, "variants": [variant]}]}
     with pytest.raises(BibInputError) as info:
         parse_spec(data, "x.toml")
     assert f"has no variant {variant!r}" in str(info.value) and "\n" not in str(info.value)
-    parse_spec({**data, "tasks": [{"id": CONDITION, "n": 2, "variants": ["at-goal+bends-2+touch"]}]}, "x.toml")
+    ok = ["at-goal+bends-2+touch", "at-goal+bends-4+touch", "at-goal+bends-2+hug", "at-goal+bends-1+hug", "bends-2+hug"]
+    parse_spec({**data, "tasks": [{"id": CONDITION, "n": 2, "variants": ok}]}, "x.toml")
 
 
 # ---------------------------------------------------------------- the path-adjacency catch pairs ("hug", bib-ctrl's design)
@@ -713,13 +716,3 @@ def test_the_pair_rule_refuses_a_hug_pair_hugged_less(mix_pairs) -> None:
     e, u = (dataclasses.replace(x, variant=x.variant + "+hug") for x in (e, u))
     problems = [str(p) for p in validate_pair(e, u)]
     assert problems and f"the walks hug the unexpected reveal {_counts(u)}" in problems[0] and "must be more each" in problems[0]
-
-
-@pytest.mark.parametrize("variant", ["at-goal+bends-4+hug", "at-goal+hug", "empty+at-goal+bends-1+hug", "larger+bends-2+hug"])
-def test_hug_needs_two_or_one_bends_and_a_same_shape_reveal(variant: str) -> None:
-    from bib.stimuli.spec import parse_spec
-
-    data = {"name": "t", "seed": 1, "tasks": [{"id": CONDITION, "n": 2, "variants": [variant]}]}
-    with pytest.raises(BibInputError) as info:
-        parse_spec(data, "x.toml")
-    assert f"has no variant {variant!r}" in str(info.value) and "\n" not in str(info.value)
