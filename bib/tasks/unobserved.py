@@ -339,18 +339,32 @@ def _route(rng: np.random.Generator, scene: _Scene, hidden: frozenset[Cell], ben
     return None
 
 
+_SKIPPED = object()
+"""What :func:`_redrawn` returns for a draw its ``keep`` turned down before the walk."""
+
+
 def _redrawn(rng: np.random.Generator, walker: Walker, scene: _Scene, trial: Trial,
-             keep: Callable[[Cell, Cell], bool] | None = None) -> Trial | None:
-    """A non-bending familiarization trial drawn anew (:func:`_route`; the same look and agent), for :data:`TOUCH`;
-    None when no route can be drawn, ``trial`` itself when ``keep(home, object)`` turns the draw down before its walk."""
+             keep: Callable[[Cell, Cell], bool] | None = None) -> tuple[Layout, tuple[Cell, ...]] | object | None:
+    """A non-bending familiarization trial drawn anew (:func:`_route`; the same look and agent), for :data:`TOUCH`: its
+    layout as seen and its walk (the trial is built only for a draw that is kept); None when no route can be drawn,
+    :data:`_SKIPPED` when ``keep(home, object)`` turns the draw down before its walk."""
     cells = _route(rng, scene, scene.hidden, False, border_walls(GRID, GRID))
     if cells is None:
         return None
     if keep is not None and not keep(*cells):
-        return trial
+        return _SKIPPED
     lay = trial.layout
     seen = replace(lay, objects=(replace(lay.objects[0], cell=cells[1]),), agents=(replace(lay.agent, home=cells[0]),))
-    return _walked(walker, scene, scene.hidden, seen)
+    true = replace(seen, walls=_walled(scene.hidden))
+    return seen, tuple(tuple(c) for c in walker.walk(true, "A"))  # type: ignore[misc]
+
+
+def _walk_cells(path: tuple[Cell, ...]) -> tuple[frozenset[Cell], frozenset[Cell], tuple[Cell, ...]]:
+    """What :func:`_gaps` reads of one walk: the cells it crosses (:func:`_crossed`), its cells and its turns."""
+    crossed: set[Cell] = set()
+    for a, b in zip(path, path[1:]):
+        crossed.update(cells_needed(a, action_between(a, b)))  # type: ignore[arg-type]
+    return frozenset(crossed), frozenset(path), _turns(path)
 
 
 def _targets(scene: _Scene, variant: str, fam: list[Trial], bending: frozenset[int],
@@ -397,6 +411,7 @@ def _gaps(scene: _Scene, walks: list[tuple[frozenset[Cell], frozenset[Cell], tup
 
 def _hugging(cells: frozenset[Cell], walks: list[tuple[frozenset[Cell], frozenset[Cell], tuple[Cell, ...]]],
              walls: frozenset[Cell]) -> tuple[int, int, int, int]:
+    """The four counts of :func:`hugging` for ``walls``, from the walks' :func:`_walk_cells` and their union ``cells``."""
     return (touching(cells, walls), sum(touching(c, walls) for _, c, _ in walks), touching(cells, walls, 2),
             sum(1 for _, _, turns in walks for t in turns if t in _zone(walls, 1)))
 
@@ -412,7 +427,7 @@ def hugging(ep: Episode) -> tuple[int, int, int, int]:
     one king move (:func:`path_adjacency`), each walk's such cells summed over the walks, distinct path cells within two
     king moves, and the walks' turns within one king move. :data:`HUG` makes each larger for the unexpected reveal."""
     revealed = revealed_walls(ep)
-    walks = [(frozenset(), path_cells([t]), _turns(t.path)) for t in ep.familiarization]
+    walks = [_walk_cells(t.path) for t in ep.familiarization]
     return _hugging(path_cells(ep.familiarization), walks, revealed) if revealed else (0, 0, 0, 0)
 
 
@@ -441,7 +456,7 @@ def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, v
         return fam, []
     hug = HUG in variant.split("+")
     passing = _passing(targets) if hug else None
-    walks = [(_crossed([t]), path_cells([t]), _turns(t.path)) for t in fam]
+    walks = [_walk_cells(t.path) for t in fam]
     gaps = _gaps(scene, walks, targets, hug)
     if gaps is None:
         return fam, []
@@ -450,14 +465,16 @@ def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, v
             if i in bending or min(gaps) == 0:
                 continue
             for _ in range(SAMPLES):
-                trial = _redrawn(rng, walker, scene, fam[i], passing)
-                if trial is None:
+                drawn = _redrawn(rng, walker, scene, fam[i], passing)
+                if drawn is None:
                     return fam, []
-                if trial is fam[i]:
+                if drawn is _SKIPPED:
                     continue  # its route passes no target it could help (not walked)
-                trying = [*walks[:i], (_crossed([trial]), path_cells([trial]), _turns(trial.path)), *walks[i + 1:]]
+                seen, path = drawn  # type: ignore[misc]
+                trying = [*walks[:i], _walk_cells(path), *walks[i + 1:]]
                 tried = _gaps(scene, trying, targets, hug)
                 if tried is not None and min(tried) < min(gaps):
+                    trial = make_trial(seen, path, "A", occluder=scene.occluder)
                     fam, walks, gaps = [*fam[:i], trial, *fam[i + 1:]], trying, tried
                     if min(gaps) == 0:
                         break
@@ -527,10 +544,9 @@ def path_adjacency(ep: Episode) -> int:
     """The path-adjacency cue of an episode: how many distinct familiarization path cells lie within one king move of
     a wall its test reveals (a test wall where a familiarization occluder stood; 0 when there is none, as in every
     episode without an occluder). The hidden obstacle is where the walks bend, so they hug it; :data:`TOUCH` makes
-    the unexpected reveal touch as many. Read by the pair rule, the audit's single-feature candidate
-    ``path-hugs-reveal`` (:data:`bib.observers.shortcuts.FEATURES`) and ``baselines/agent/path_adjacency.py``."""
-    revealed = revealed_walls(ep)
-    return touching(path_cells(ep.familiarization), revealed) if revealed else 0
+    the unexpected reveal touch as many. The first count of :func:`hugging` (the audit's ``path-hugs-reveal``), read by
+    the ``touch`` pair rule."""
+    return hugging(ep)[0]
 
 
 def at_goal(variant: str) -> bool:
@@ -581,11 +597,7 @@ def _crossed(fam: list[Trial]) -> frozenset[Cell]:
     """The cells the walks of ``fam`` step onto or pass diagonally beside: walls added to a familiarization layout
     (border only) keep every walk legal (:func:`bib.tasks.efficiency.legal_path`) exactly when they avoid these
     cells, since each walk is legal in its own layout (:func:`bib.tasks.common.make_trial` refuses it otherwise)."""
-    cells: set[Cell] = set()
-    for t in fam:
-        for a, b in zip(t.path, t.path[1:]):
-            cells.update(cells_needed(a, action_between(a, b)))  # type: ignore[arg-type]
-    return frozenset(cells)
+    return frozenset().union(*(_walk_cells(t.path)[0] for t in fam))
 
 
 def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraft:
