@@ -64,7 +64,7 @@ def test_the_board_puts_ours_beside_agent_on_the_scenario_bib_has():
 
 def test_bib_leaderboard_prints_the_agent_board(tmp_path: Path):
     """Without a row on AGENT's scenarios in its table (BIB's default table), the board reads the committed rows of
-    both AGENT families (baselines/agent/results.csv, packaged): the inverse planner decides both."""
+    both AGENT families (baselines/agent/results.csv, packaged): the inverse planner decides both (99.5% or more)."""
     from bib.agent_table import AGENT_TABLE
     from bib.evaluation import read_table
 
@@ -77,7 +77,8 @@ def test_bib_leaderboard_prints_the_agent_board(tmp_path: Path):
         assert board["cost-reward"]["BIPaCK (G2)"] == "92" and board["unobserved-constraints"]["ToMnet-G (G2)"] == "73"
         committed = {(r["observer"], r["condition"]): f"{100 * float(r['accuracy']):.1f}" for r in read_table(AGENT_TABLE)}
         for scenario in ("cost-reward", "unobserved-constraints"):
-            assert board[scenario]["inverse-planner (ours)"] == committed[("inverse-planner", scenario)] == "100.0"
+            assert board[scenario]["inverse-planner (ours)"] == committed[("inverse-planner", scenario)]
+            assert float(committed[("inverse-planner", scenario)]) >= 99.5  # 100.0 and 99.5 (398 of 400 hug-design pairs)
             assert board[scenario]["random (ours)"] == committed[("random", scenario)]
         assert board["goal-preferences"]["inverse-planner (ours)"] == "-"
         assert "agent-cost-reward-ctrl seed 20211207" in result.agent["note"]
