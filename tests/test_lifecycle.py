@@ -55,12 +55,20 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default action. A suite started as a background job of a shell without job
+    control (``make test &`` in a script) inherits SIGINT ignored, and so would ``bib generate``, which then finished
+    all 400 units and exited 0 (a local CI run, 2026-11-29): Python keeps an ignored SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_generate(out: Path) -> tuple[subprocess.Popen, set[int]]:
     """Start `bib generate --workers 2 --video` and wait until its workers write videos; return the
     process and its descendants at that moment. PYTHONFAULTHANDLER: a SIGABRT dumps every thread's stack."""
     env = dict(os.environ, BIB_NO_PROGRESS="1", PYTHONFAULTHANDLER="1")
     proc = subprocess.Popen([BIB, "generate", "--task", "single-object", "--n", "400", "--workers", "2", "--video",
-                             "--out", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             "--out", str(out)], env=env, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_default_sigint)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         found = descendants(proc.pid)
@@ -128,8 +136,6 @@ def test_ctrl_c_exits_130_with_the_resume_note_and_leaves_no_descendant(tmp_path
         _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail(f"bib generate did not exit within 60 s of SIGINT\n{hung(proc)}")
-    # once (a local CI run, 2026-11-29) it exited 0 having written all 400 units, the SIGINT lost: its stderr then
-    # says what it was doing (not kept that time)
     assert proc.returncode == 130, f"exit {proc.returncode}; stderr:\n{err[-3000:]}"
     assert err.strip().splitlines()[-1] == "bib: interrupted; rerun the same command to resume"
     assert "Traceback" not in err
