@@ -260,7 +260,7 @@ def _excess_cost(ep: Episode) -> float:
     return float(path_cost(test.path) - best) if math.isfinite(best) else 0.0
 
 
-def _hugging(k: int) -> Callable[[Episode], float]:
+def _hug_count(k: int) -> Callable[[Episode], float]:
     """The ``k``-th count of :func:`bib.tasks.unobserved.hugging` (the one definition of the cue)."""
 
     def count(ep: Episode) -> float:
@@ -350,13 +350,13 @@ FEATURES: dict[str, Feature] = {
         # the revealed obstacle (issue 43's occluder), last for the same reason: 0 in every episode without an occluder;
         # how much the walks hug it, the four counts of bib.tasks.unobserved.hugging
         Feature("path-hugs-reveal", "perceptual", "familiarization path cells within one king move of a wall the test "
-                "reveals where the familiarization's occluder stood", _hugging(0), reads_familiarization=True),
+                "reveals where the familiarization's occluder stood", _hug_count(0), reads_familiarization=True),
         Feature("walks-hug-reveal", "perceptual", "each familiarization walk's cells within one king move of a revealed "
-                "wall, summed over the walks", _hugging(1), reads_familiarization=True),
+                "wall, summed over the walks", _hug_count(1), reads_familiarization=True),
         Feature("path-nears-reveal", "perceptual", "familiarization path cells within two king moves of a revealed wall",
-                _hugging(2), reads_familiarization=True),
+                _hug_count(2), reads_familiarization=True),
         Feature("turns-at-reveal", "perceptual", "familiarization walks' turns within one king move of a revealed wall",
-                _hugging(3), reads_familiarization=True),
+                _hug_count(3), reads_familiarization=True),
     )
 }
 """Candidate features of ``single-feature``, in tie-break order."""

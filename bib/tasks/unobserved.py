@@ -321,8 +321,13 @@ def _familiarization(rng: np.random.Generator, walker: Walker, scene: _Scene, hi
 
 def _walked(walker: Walker, scene: _Scene, hidden: frozenset[Cell], seen: Layout) -> Trial:
     """A familiarization trial: the agent's walk in ``seen`` with ``hidden`` in place, shown with the occluder."""
+    return make_trial(seen, _walk(walker, hidden, seen), "A", occluder=scene.occluder)
+
+
+def _walk(walker: Walker, hidden: frozenset[Cell], seen: Layout) -> tuple[Cell, ...]:
+    """The agent's walk to its object in ``seen`` with ``hidden`` in place."""
     true = replace(seen, walls=_walled(hidden))  # with_walls(seen, hidden), its walls one shared set
-    return make_trial(seen, walker.walk(true, "A"), "A", occluder=scene.occluder)
+    return tuple(tuple(c) for c in walker.walk(true, "A"))  # type: ignore[misc]
 
 
 def _route(rng: np.random.Generator, scene: _Scene, hidden: frozenset[Cell], bends: bool,
@@ -345,9 +350,9 @@ _SKIPPED = object()
 
 def _redrawn(rng: np.random.Generator, walker: Walker, scene: _Scene, trial: Trial,
              keep: Callable[[Cell, Cell], bool] | None = None) -> tuple[Layout, tuple[Cell, ...]] | object | None:
-    """A non-bending familiarization trial drawn anew (:func:`_route`; the same look and agent), for :data:`TOUCH`: its
-    layout as seen and its walk (the trial is built only for a draw that is kept); None when no route can be drawn,
-    :data:`_SKIPPED` when ``keep(home, object)`` turns the draw down before its walk."""
+    """A non-bending familiarization trial drawn anew (:func:`_route`; the same look and agent), for :data:`TOUCH` or
+    :data:`HUG`: its layout as seen and its walk (the trial is built only for a draw that is kept); None when no route
+    can be drawn, :data:`_SKIPPED` when ``keep(home, object)`` turns the draw down before its walk."""
     cells = _route(rng, scene, scene.hidden, False, border_walls(GRID, GRID))
     if cells is None:
         return None
@@ -355,8 +360,7 @@ def _redrawn(rng: np.random.Generator, walker: Walker, scene: _Scene, trial: Tri
         return _SKIPPED
     lay = trial.layout
     seen = replace(lay, objects=(replace(lay.objects[0], cell=cells[1]),), agents=(replace(lay.agent, home=cells[0]),))
-    true = replace(seen, walls=_walled(scene.hidden))
-    return seen, tuple(tuple(c) for c in walker.walk(true, "A"))  # type: ignore[misc]
+    return seen, _walk(walker, scene.hidden, seen)
 
 
 def _walk_cells(path: tuple[Cell, ...]) -> tuple[frozenset[Cell], frozenset[Cell], tuple[Cell, ...]]:
@@ -369,7 +373,7 @@ def _walk_cells(path: tuple[Cell, ...]) -> tuple[frozenset[Cell], frozenset[Cell
 
 def _targets(scene: _Scene, variant: str, fam: list[Trial], bending: frozenset[int],
              bin_: tuple[float, float] | None) -> list[frozenset[Cell]]:
-    """Under :data:`TOUCH`: the reveals of the variant (:func:`_alternatives`) off the bending walks that could make a
+    """Under :data:`TOUCH` or :data:`HUG`: the reveals of the variant (:func:`_alternatives`) off the bending walks that could make a
     pair with some bending trial shown (sitting alike relative to its object, not next to it at the goal, the part of
     the bend left unexplained at least :data:`MARGIN` and in ``bin_``): what :func:`_draft` accepts, before the
     non-bending trials are drawn to tie the cue."""
@@ -400,20 +404,19 @@ def _gaps(scene: _Scene, walks: list[tuple[frozenset[Cell], frozenset[Cell], tup
     if any(not crossed.isdisjoint(scene.hidden) for crossed, _, _ in walks):
         return None
     cells = frozenset().union(*(c for _, c, _ in walks))
+    crossings = [GRID * GRID * sum(1 for crossed, _, _ in walks if not crossed.isdisjoint(o)) for o in targets]
     if not hug:
         hugged = touching(cells, scene.hidden)
-        return [GRID * GRID * sum(1 for crossed, _, _ in walks if not crossed.isdisjoint(o)) + abs(hugged - touching(cells, o))
-                for o in targets]
+        return [n + abs(hugged - touching(cells, o)) for n, o in zip(crossings, targets)]
     mine = _hugging(cells, walks, scene.hidden)
-    return [GRID * GRID * sum(1 for crossed, _, _ in walks if not crossed.isdisjoint(o))
-            + sum(max(0, h - x + 1) for h, x in zip(mine, _hugging(cells, walks, o))) for o in targets]
+    return [n + sum(max(0, h - x + 1) for h, x in zip(mine, _hugging(cells, walks, o))) for n, o in zip(crossings, targets)]
 
 
 def _hugging(cells: frozenset[Cell], walks: list[tuple[frozenset[Cell], frozenset[Cell], tuple[Cell, ...]]],
              walls: frozenset[Cell]) -> tuple[int, int, int, int]:
     """The four counts of :func:`hugging` for ``walls``, from the walks' :func:`_walk_cells` and their union ``cells``."""
     return (touching(cells, walls), sum(touching(c, walls) for _, c, _ in walks), touching(cells, walls, 2),
-            sum(1 for _, _, turns in walks for t in turns if t in _zone(walls, 1)))
+            sum(1 for _, _, turns in walks for t in turns if _near(t, walls)))
 
 
 def _turns(path: list[Cell] | tuple[Cell, ...]) -> tuple[Cell, ...]:
@@ -427,8 +430,10 @@ def hugging(ep: Episode) -> tuple[int, int, int, int]:
     one king move (:func:`path_adjacency`), each walk's such cells summed over the walks, distinct path cells within two
     king moves, and the walks' turns within one king move. :data:`HUG` makes each larger for the unexpected reveal."""
     revealed = revealed_walls(ep)
+    if not revealed:  # every episode without an occluder (the audit asks every episode of a set)
+        return (0, 0, 0, 0)
     walks = [_walk_cells(t.path) for t in ep.familiarization]
-    return _hugging(path_cells(ep.familiarization), walks, revealed) if revealed else (0, 0, 0, 0)
+    return _hugging(frozenset().union(*(c for _, c, _ in walks)), walks, revealed)
 
 
 def _passing(targets: list[frozenset[Cell]]) -> Callable[[Cell, Cell], bool]:
@@ -446,15 +451,15 @@ def _passing(targets: list[frozenset[Cell]]) -> Callable[[Cell, Cell], bool]:
 
 def _touching_options(rng: np.random.Generator, walker: Walker, scene: _Scene, variant: str, fam: list[Trial],
                       bending: frozenset[int], bin_: tuple[float, float] | None) -> tuple[list[Trial], list[frozenset[Cell]]]:
-    """Under :data:`TOUCH`: the familiarization, its non-bending trials drawn anew, and the reveals of the variant
-    (:func:`_targets`) that touch as many of its path cells as the hidden obstacle. A coordinate search: each
+    """Under :data:`TOUCH` or :data:`HUG`: the familiarization, its non-bending trials drawn anew, and the reveals of the
+    variant (:func:`_targets`) that meet the control (touched as much as the hidden obstacle / hugged more). A coordinate search: each
     non-bending trial in turn is drawn anew :data:`SAMPLES` times, and a draw is kept when it brings the familiarization
     nearer a pair with some target (:func:`_gaps`), for :data:`PASSES` rounds or until one ties (no reveal when none
     does)."""
     targets = _targets(scene, variant, fam, bending, bin_)
     if not targets:
         return fam, []
-    hug = HUG in variant.split("+")
+    hug = adjacency_control(variant) == HUG
     passing = _passing(targets) if hug else None
     walks = [_walk_cells(t.path) for t in fam]
     gaps = _gaps(scene, walks, targets, hug)
@@ -512,10 +517,10 @@ def n_bends(variant: str) -> int:
     return ks[0] if ks else N_FAMILIARIZATION
 
 
-def touch(variant: str) -> bool:
-    """Whether a variant controls the path-adjacency cue: the unexpected reveal touches as many path cells as the hidden
-    obstacle (:data:`TOUCH`) or more (:data:`HUG`)."""
-    return bool({TOUCH, HUG} & set(variant.split("+")))
+def adjacency_control(variant: str) -> str:
+    """The control of the path-adjacency cue a variant asks for: :data:`TOUCH` (the unexpected reveal touches as many
+    path cells as the hidden obstacle), :data:`HUG` (it is hugged more), or ``""`` (none)."""
+    return next((t for t in variant.split("+") if t in (TOUCH, HUG)), "")
 
 
 def touching(cells: frozenset[Cell], walls: frozenset[Cell], reach: int = 1) -> int:
@@ -527,11 +532,6 @@ def touching(cells: frozenset[Cell], walls: frozenset[Cell], reach: int = 1) -> 
 def _zone(walls: frozenset[Cell], reach: int) -> frozenset[Cell]:
     """Every cell within ``reach`` king moves of a cell of ``walls`` (the reveals are a few hundred segments)."""
     return frozenset((x + dx, y + dy) for x, y in walls for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1))
-
-
-def path_cells(fam: list[Trial] | tuple[Trial, ...]) -> frozenset[Cell]:
-    """The distinct cells of the familiarization walks ``fam``."""
-    return frozenset(tuple(c) for t in fam for c in t.path)  # type: ignore[misc]
 
 
 def revealed_walls(ep: Episode) -> frozenset[Cell]:
@@ -568,9 +568,9 @@ def placement(walls: frozenset[Cell], obj: Cell) -> tuple[bool, int]:
     return spans, min(max(abs(c[0] - obj[0]), abs(c[1] - obj[1])) for c in walls)
 
 
-@lru_cache(maxsize=65536)
 def _near(cell: Cell, cells: frozenset[Cell]) -> bool:
-    return any(max(abs(c[0] - cell[0]), abs(c[1] - cell[1])) <= 1 for c in cells)
+    """Whether ``cell`` lies within one king move of a cell of ``cells`` (:func:`_zone`)."""
+    return cell in _zone(cells, 1)
 
 
 def _test(shown: Trial, walls: frozenset[Cell], variant: str) -> Trial:
@@ -616,7 +616,7 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
         crossed = _crossed(fam)
         if not crossed.isdisjoint(scene.hidden):
             continue  # some walk is illegal with the hidden obstacle in place
-        if touch(variant) and bending is not None:  # only reveals the walks hug as much as the hidden obstacle
+        if adjacency_control(variant) and bending is not None:  # only reveals that meet the control
             fam, options = _touching_options(rng, walker, scene, variant, fam, bending, bin_)
         else:
             options = _alternatives(scene, variant, crossed)
@@ -636,7 +636,7 @@ def _draft(rng: np.random.Generator, unit: UnitInfo, walker: Walker) -> PairDraf
                     continue
                 d = cost - _optimal(shown, options[int(j)]) - e_excess
                 if d >= MARGIN and in_bin(d, bin_):
-                    if (touch(variant) or at_goal(variant)) and walker.beta is not None \
+                    if (adjacency_control(variant) or at_goal(variant)) and walker.beta is not None \
                             and walks_evidence(fam, scene.hidden, options[int(j)], walker.beta) <= 0:
                         continue  # walks that favour the other reveal: at the goal they are all the evidence there is
                     return PairDraft(fam, _test(shown, scene.hidden, variant), fam, _test(shown, options[int(j)], variant),
@@ -779,17 +779,18 @@ def _pair_rule(e: Episode, u: Episode) -> list[Problem]:
         return [Problem(u.id, "the unexpected outcome of an 'empty' pair must reveal nothing")]
     if variant == "larger" and (len(b) <= len(a) or b & a):
         return [Problem(u.id, "the unexpected outcome of a 'larger' pair must reveal a larger obstacle elsewhere")]
-    if HUG in e.variant.split("+"):
+    control = adjacency_control(e.variant)
+    if control == HUG:
         hug_e, hug_u = hugging(e), hugging(u)
         if any(x <= h for h, x in zip(hug_e, hug_u)):
             return [Problem(u.id, f"the walks hug the unexpected reveal {hug_u} (cells within 1, per walk, within 2, turns "
                                   f"within 1), the expected one {hug_e}: a '{HUG}' pair's must be more each")]
-    elif touch(e.variant):
+    elif control == TOUCH:
         touched_e, touched_u = path_adjacency(e), path_adjacency(u)
         if touched_e != touched_u:
             return [Problem(u.id, f"the unexpected reveal touches {touched_u} familiarization path cells, the "
                                   f"expected one {touched_e} (a '{TOUCH}' pair must tie)")]
-    if (touch(e.variant) or at_goal(e.variant)) and e.beta is not None and evidence(e, u) <= 0:
+    if (control or at_goal(e.variant)) and e.beta is not None and evidence(e, u) <= 0:
         return [Problem(u.id, f"the familiarization walks favour the unexpected reveal ({evidence(e, u):.2f} nats under "
                               "the agent's beta): at the goal, or with redrawn walks, they must favour the hidden obstacle")]
     if difficulty(e, u) < MARGIN - TOL:
